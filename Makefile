@@ -1,0 +1,68 @@
+# fleetwave — `make help` lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/fleetwave
+CACHE := .cache
+STATICCHECK_VERSION := v0.8.2
+HELM_VERSION := v3.19.4
+KUSTOMIZE_VERSION := v5.8.1
+FIDELITY_DIR ?= $(abspath ../shared/fidelity)
+export FLEETWAVE_FIDELITY_DIR := $(FIDELITY_DIR)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## build bin/fleetwave
+	$(GO) build -trimpath -o $(BIN) ./cmd/bot
+
+.PHONY: demo
+demo: ## run diff and plan on the bundled example fleet (no credentials, no network)
+	bash hack/demo.sh
+
+.PHONY: test
+test: ## fast tests, with the race detector
+	$(GO) test -race -count=1 ./...
+
+.PHONY: test-all
+test-all: test ## fast tests plus the slow suites with real servers
+	FLEETWAVE_SLOW_TESTS=1 $(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: fidelity
+fidelity: build ## render the fidelity corpus (../shared/fidelity) and compare with Argo CD's own output
+	bash hack/fidelity.sh
+
+.PHONY: lint
+lint: $(CACHE)/bin/staticcheck ## gofmt, go vet, staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(CACHE)/bin/staticcheck ./...
+
+$(CACHE)/bin/staticcheck:
+	GOBIN=$(abspath $(CACHE)/bin) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+$(CACHE)/bin/helm-$(HELM_VERSION):
+	mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/tmp-helm) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(CACHE)/tmp-helm/helm $@ && rm -rf $(CACHE)/tmp-helm
+
+$(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
+	mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/tmp-kustomize) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(CACHE)/tmp-kustomize/kustomize $@ && rm -rf $(CACHE)/tmp-kustomize
+
+.PHONY: tools-cli
+tools-cli: $(CACHE)/bin/helm-$(HELM_VERSION) $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION) ## build the helm and kustomize CLIs benchmarks compare against
+
+.PHONY: bench
+bench: build tools-cli ## benchmarks: Go micro-benchmarks and end-to-end figures vs the helm/kustomize CLIs
+	FLEETWAVE_HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM_VERSION)) \
+	FLEETWAVE_KUSTOMIZE_BIN=$(abspath $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)) \
+	bash hack/bench.sh
+
+.PHONY: clean
+clean: ## remove build outputs (keeps the tool cache)
+	rm -rf bin out

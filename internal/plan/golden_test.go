@@ -1,0 +1,134 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+type cluster struct {
+	name   string
+	labels map[string]string
+}
+
+// exampleClusters is a small fleet: a test cluster, two staging and five production clusters in three regions.
+func exampleClusters() []cluster {
+	return []cluster{
+		{"test-1", map[string]string{"env": "test", "region": "eu-1"}},
+		{"stg-eu-1", map[string]string{"env": "stg", "region": "eu-1"}},
+		{"stg-us-1", map[string]string{"env": "stg", "region": "us-1"}},
+		{"prd-eu-1", map[string]string{"env": "prd", "region": "eu-1", "zone": "a"}},
+		{"prd-eu-2", map[string]string{"env": "prd", "region": "eu-1", "zone": "b"}},
+		{"prd-us-1", map[string]string{"env": "prd", "region": "us-1", "zone": "a"}},
+		{"prd-us-2", map[string]string{"env": "prd", "region": "us-1", "zone": "b"}},
+		{"prd-ap-1", map[string]string{"env": "prd", "region": "ap-1", "zone": "a"}},
+	}
+}
+
+// exampleApps: guestbook on every cluster, billing on staging and production, and an unlabelled app on
+// in-cluster that no env selector picks.
+func exampleApps() []App {
+	var apps []App
+	for _, c := range exampleClusters() {
+		apps = append(apps, App{Name: "guestbook-" + c.name, Namespace: "argocd", Project: "default", Cluster: c.name,
+			Server: "https://" + c.name + ".example.com", ClusterLabels: c.labels, Labels: map[string]string{"team": "web"},
+			Source: "appset:guestbook"})
+		if c.labels["env"] != "test" {
+			apps = append(apps, App{Name: "billing-" + c.name, Namespace: "argocd", Project: "payments", Cluster: c.name,
+				Server: "https://" + c.name + ".example.com", ClusterLabels: c.labels,
+				Labels: map[string]string{"app.kubernetes.io/name": "billing"}, Source: "apps/billing.yaml"})
+		}
+	}
+	apps = append(apps, App{Name: "legacy", Namespace: "argocd", Project: "default", Cluster: "in-cluster",
+		Server: "https://kubernetes.default.svc", AutomatedSync: true, Source: "apps/legacy.yaml"})
+	return apps
+}
+
+func mustPolicy(t testing.TB, file string) *Policy {
+	t.Helper()
+	path := filepath.Join("testdata", "policies", file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePolicy(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func rollingSyncApps() []App {
+	steps := []RollingSyncStep{
+		{MatchExpressions: []Requirement{{Key: "envLabel", Operator: OpIn, Values: []string{"env-dev"}}}},
+		{MatchExpressions: []Requirement{{Key: "envLabel", Operator: OpIn, Values: []string{"env-qa"}}}, MaxUpdate: "0"},
+		{MatchExpressions: []Requirement{{Key: "envLabel", Operator: OpIn, Values: []string{"env-prod"}}}, MaxUpdate: "50%"},
+	}
+	var apps []App
+	for _, c := range []struct{ name, env string }{{"dev-1", "env-dev"}, {"qa-1", "env-qa"}, {"prod-1", "env-prod"},
+		{"prod-2", "env-prod"}, {"prod-3", "env-prod"}, {"prod-4", "env-prod"}, {"prod-5", "env-prod"}, {"sandbox", "env-sandbox"}} {
+		apps = append(apps, App{Name: c.name + "-guestbook", Namespace: "argocd", Cluster: c.name, AutomatedSync: true,
+			Labels: map[string]string{"envLabel": c.env}, Source: "appset:guestbook", RollingSyncSteps: steps})
+	}
+	// A plain Application alongside, planned by the default canary and rollout waves.
+	apps = append(apps, App{Name: "ingress", Namespace: "argocd", Cluster: "prod-1", Source: "apps/ingress.yaml"},
+		App{Name: "ingress", Namespace: "argocd", Cluster: "dev-1", Source: "apps/ingress.yaml",
+			ClusterLabels: map[string]string{"env": "dev"}})
+	return apps
+}
+
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy func(t testing.TB) *Policy
+		apps   []App
+	}{
+		{"sketch", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps()},
+		{"full", func(t testing.TB) *Policy { return mustPolicy(t, "full.yaml") }, exampleApps()},
+		{"default", func(testing.TB) *Policy { return DefaultPolicy() }, exampleApps()},
+		{"rollingsync", func(testing.TB) *Policy { return DefaultPolicy() }, rollingSyncApps()},
+		{"empty", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := Build(tt.policy(t), tt.apps)
+			var text, md bytes.Buffer
+			if err := plan.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.WriteMarkdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			js, err := json.MarshalIndent(plan, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.name+".txt", text.Bytes())
+			golden(t, tt.name+".md", md.Bytes())
+			golden(t, tt.name+".json", append(js, '\n'))
+		})
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, got)
+	}
+}

@@ -1,0 +1,273 @@
+package plan
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Caps for the markdown form, which goes into PR comments and check-runs: the JSON form has everything.
+const (
+	mdMaxBatchesPerWave   = 20
+	mdMaxAppsPerBatch     = 10
+	mdMaxClustersPerBatch = 20
+	mdMaxViolations       = 100
+)
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	if strings.HasSuffix(word, "ch") {
+		return strconv.Itoa(n) + " " + word + "es"
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func (p *Plan) clusterCount() int {
+	seen := map[string]struct{}{}
+	for i := range p.Waves {
+		for _, b := range p.Waves[i].Batches {
+			for _, c := range b.Clusters {
+				seen[c] = struct{}{}
+			}
+		}
+	}
+	return len(seen)
+}
+
+// summary is one line: "12 apps on 7 clusters in 3 waves (policy .fleetwave.yaml)".
+func (p *Plan) summary() string {
+	return fmt.Sprintf("%s on %s in %s (policy %s)", plural(p.AppCount(), "app"), plural(p.clusterCount(), "cluster"),
+		plural(len(p.Waves), "wave"), p.Policy)
+}
+
+// gateParts describes a wave's gates, shortest first; detailed adds metric queries.
+func (g *Gates) gateParts(detailed bool) []string {
+	var parts []string
+	if g.Soak > 0 {
+		parts = append(parts, "soak "+g.Soak.String())
+	}
+	if g.Approval != nil && g.Approval.Required {
+		if len(g.Approval.Teams) > 0 {
+			parts = append(parts, "approval by "+strings.Join(g.Approval.Teams, ", "))
+		} else {
+			parts = append(parts, "approval")
+		}
+	}
+	if detailed {
+		for _, m := range g.Metrics {
+			if m.Prometheus != nil {
+				parts = append(parts, m.Prometheus.describe())
+			}
+		}
+	} else if n := len(g.Metrics); n > 0 {
+		parts = append(parts, plural(n, "metric gate"))
+	}
+	if g.ToleratedFailures > 0 {
+		parts = append(parts, fmt.Sprintf("tolerates %s (%s)", plural(g.ToleratedFailures, "failed app"), g.FailureThreshold))
+	}
+	parts = append(parts, "on failure "+string(g.OnFailure))
+	return parts
+}
+
+func (g *PrometheusGate) describe() string {
+	var cond []string
+	if g.Min != nil {
+		cond = append(cond, ">= "+strconv.FormatFloat(*g.Min, 'g', -1, 64))
+	}
+	if g.Max != nil {
+		cond = append(cond, "<= "+strconv.FormatFloat(*g.Max, 'g', -1, 64))
+	}
+	s := fmt.Sprintf("prometheus %s: %s %s", g.URL, g.Query, strings.Join(cond, " and "))
+	if g.For > 0 {
+		s += " for " + g.For.String()
+	}
+	return s
+}
+
+// WriteText writes the plan for a terminal: every wave, batch and app, then the violations.
+func (p *Plan) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "plan: %s\n", p.summary())
+	for i := range p.Waves {
+		wv := &p.Waves[i]
+		fmt.Fprintf(bw, "\nwave %d/%d %s: %s, %s, %s", i+1, len(p.Waves), wv.Name, plural(wv.AppCount(), "app"),
+			plural(wv.ClusterCount(), "cluster"), plural(len(wv.Batches), "batch"))
+		if wv.Production {
+			bw.WriteString(" (production)")
+		}
+		fmt.Fprintf(bw, "\n  limits: %s\n", wv.Limits.describe())
+		fmt.Fprintf(bw, "  gates: %s\n", strings.Join(wv.Gates.gateParts(true), "; "))
+		for j, b := range wv.Batches {
+			fmt.Fprintf(bw, "  batch %d/%d: %s\n", j+1, len(wv.Batches), strings.Join(b.Clusters, ", "))
+			for _, a := range b.Apps {
+				fmt.Fprintf(bw, "    %s -> %s\n", a.ref(), a.Cluster)
+			}
+		}
+	}
+	if len(p.SkippedWaves) > 0 {
+		fmt.Fprintf(bw, "\nwaves without apps: %s\n", strings.Join(p.SkippedWaves, ", "))
+	}
+	if p.OK() {
+		bw.WriteString("\nresult: ok, the plan follows the policy\n")
+	} else {
+		fmt.Fprintf(bw, "\nresult: %s\n", plural(len(p.Violations), "violation"))
+		for _, v := range p.Violations {
+			fmt.Fprintf(bw, "  %s: %s\n", v.Rule, v.Message)
+		}
+	}
+	return bw.Flush()
+}
+
+// ref is "name" or "namespace/name" when the namespace is not argocd's default.
+func (a *PlannedApp) ref() string {
+	if a.Namespace != "" && a.Namespace != "argocd" {
+		return a.Namespace + "/" + a.Name
+	}
+	return a.Name
+}
+
+func (l *Limits) describe() string {
+	parts := []string{}
+	switch {
+	case l.MaxParallel == nil:
+		parts = append(parts, "no maxParallel")
+	case l.MaxClusters == 0:
+		parts = append(parts, fmt.Sprintf("maxParallel %s admits no cluster (shown one at a time)", l.MaxParallel))
+	default:
+		parts = append(parts, fmt.Sprintf("maxParallel %s = %s per batch", l.MaxParallel, plural(l.MaxClusters, "cluster")))
+	}
+	keys := make([]string, 0, len(l.MaxPerLabel))
+	for k := range l.MaxPerLabel {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("at most %d per %s", l.MaxPerLabel[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteMarkdown writes the plan for a PR comment or a check-run: a table (wave, apps, clusters, batches,
+// gates), a Mermaid diagram GitHub renders, the batches collapsed, and the violations.
+func (p *Plan) WriteMarkdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("### Wave plan\n\n")
+	fmt.Fprintf(bw, "%s.\n\n", mdEscape(capitalize(p.summary())))
+	if len(p.Waves) == 0 {
+		bw.WriteString("No app to roll out.\n")
+	} else {
+		bw.WriteString("| Wave | Apps | Clusters | Batches | Gates |\n|---|---:|---:|---:|---|\n")
+		for i := range p.Waves {
+			wv := &p.Waves[i]
+			name := fmt.Sprintf("%d. %s", i+1, wv.Name)
+			if wv.Production {
+				name += " (production)"
+			}
+			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s |\n", mdEscape(name), wv.AppCount(), wv.ClusterCount(),
+				len(wv.Batches), mdEscape(strings.Join(wv.Gates.gateParts(false), " · ")))
+		}
+		if len(p.SkippedWaves) > 0 {
+			fmt.Fprintf(bw, "\nWaves without apps: %s.\n", mdEscape(strings.Join(p.SkippedWaves, ", ")))
+		}
+		p.writeMermaid(bw)
+		p.writeBatches(bw)
+	}
+	bw.WriteString("\n")
+	if p.OK() {
+		bw.WriteString("✅ The plan follows the release policy.\n")
+	} else {
+		fmt.Fprintf(bw, "❌ **%s of the release policy** (the plan check fails):\n\n", capitalize(plural(len(p.Violations), "violation")))
+		bw.WriteString("| App | Cluster | Rule | Message |\n|---|---|---|---|\n")
+		for i, v := range p.Violations {
+			if i == mdMaxViolations {
+				fmt.Fprintf(bw, "\n…and %d more (see the JSON output).\n", len(p.Violations)-mdMaxViolations)
+				break
+			}
+			fmt.Fprintf(bw, "| %s | %s | `%s` | %s |\n", mdEscape(v.App), mdEscape(v.Cluster), v.Rule, mdEscape(v.Message))
+		}
+	}
+	return bw.Flush()
+}
+
+func (p *Plan) writeMermaid(bw *bufio.Writer) {
+	bw.WriteString("\n```mermaid\nflowchart LR\n")
+	for i := range p.Waves {
+		wv := &p.Waves[i]
+		fmt.Fprintf(bw, "  w%d[\"%d. %s<br/>%s · %s · %s\"]\n", i+1, i+1, mermaidEscape(wv.Name),
+			plural(wv.AppCount(), "app"), plural(wv.ClusterCount(), "cluster"), plural(len(wv.Batches), "batch"))
+	}
+	bw.WriteString("  done([\"done\"])\n")
+	for i := range p.Waves {
+		wv := &p.Waves[i]
+		next := "done"
+		if i+1 < len(p.Waves) {
+			next = fmt.Sprintf("w%d", i+2)
+		}
+		var gates []string
+		for _, part := range wv.Gates.gateParts(false) {
+			if !strings.HasPrefix(part, "on failure") {
+				gates = append(gates, part)
+			}
+		}
+		if len(gates) == 0 {
+			fmt.Fprintf(bw, "  w%d --> %s\n", i+1, next)
+		} else {
+			fmt.Fprintf(bw, "  w%d -->|\"%s\"| %s\n", i+1, mermaidEscape(strings.Join(gates, " · ")), next)
+		}
+	}
+	bw.WriteString("```\n")
+}
+
+func (p *Plan) writeBatches(bw *bufio.Writer) {
+	bw.WriteString("\n<details><summary>Batches</summary>\n\n")
+	for i := range p.Waves {
+		wv := &p.Waves[i]
+		fmt.Fprintf(bw, "**%d. %s** — %s\n\n", i+1, mdEscape(wv.Name), mdEscape(wv.Limits.describe()))
+		for j, b := range wv.Batches {
+			if j == mdMaxBatchesPerWave {
+				fmt.Fprintf(bw, "- …and %s more\n", plural(len(wv.Batches)-j, "batch"))
+				break
+			}
+			names := make([]string, 0, min(len(b.Apps), mdMaxAppsPerBatch))
+			for k, a := range b.Apps {
+				if k == mdMaxAppsPerBatch {
+					names = append(names, fmt.Sprintf("…and %d more", len(b.Apps)-k))
+					break
+				}
+				names = append(names, a.ref())
+			}
+			clusters := b.Clusters
+			if len(clusters) > mdMaxClustersPerBatch {
+				clusters = append(slices.Clone(clusters[:mdMaxClustersPerBatch]), fmt.Sprintf("…and %d more", len(b.Clusters)-mdMaxClustersPerBatch))
+			}
+			fmt.Fprintf(bw, "- batch %d: %s: %s\n", j+1, mdEscape(strings.Join(clusters, ", ")), mdEscape(strings.Join(names, ", ")))
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString("</details>\n")
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// mdEscape keeps text inert in a markdown table cell or line: no pipes, HTML, emphasis or line breaks.
+func mdEscape(s string) string {
+	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "*", "\\*", "_", "\\_", "`", "\\`",
+		"[", "\\[", "]", "\\]", "\n", " ", "\r", " ")
+	return r.Replace(s)
+}
+
+// mermaidEscape keeps text inside a quoted Mermaid label.
+func mermaidEscape(s string) string {
+	r := strings.NewReplacer("\"", "#quot;", "<", "#lt;", ">", "#gt;", "\n", " ")
+	return r.Replace(s)
+}

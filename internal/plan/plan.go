@@ -1,0 +1,160 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// App is one affected Argo CD Application as the planner sees it.
+type App struct {
+	Name, Namespace, Project string
+	Cluster                  string            // destination cluster name (e.g. "prd-eu-1", "in-cluster")
+	Server                   string            // destination server URL
+	ClusterLabels            map[string]string // labels of the destination cluster
+	Labels                   map[string]string // metadata.labels of the Application
+	AutomatedSync            bool              // spec.syncPolicy.automated set (enabled)
+	Source                   string            // e.g. "applications/guestbook.yaml" or "appset:name" — for messages
+	// RollingSyncSteps are its ApplicationSet's strategy.rollingSync.steps, when that strategy is RollingSync.
+	RollingSyncSteps []RollingSyncStep
+}
+
+// clusterKey identifies the destination cluster: its name, else its server URL.
+func (a *App) clusterKey() string {
+	if a.Cluster != "" {
+		return a.Cluster
+	}
+	return a.Server
+}
+
+// Plan is the ordered, batched rollout of a change's apps, with the policy violations found on the way.
+// Its JSON form is the `plan` part of `fleetwave plan --output json` (docs/policy.md); field names may grow,
+// never change meaning.
+type Plan struct {
+	// Policy names the policy that made the plan: a file name, "default" or "ApplicationSet rollingSync".
+	Policy string `json:"policy"`
+	// Waves that received apps, in policy order; waves no app landed in are listed in SkippedWaves.
+	Waves        []Wave      `json:"waves"`
+	SkippedWaves []string    `json:"skippedWaves,omitempty"`
+	Violations   []Violation `json:"violations"`
+}
+
+// OK reports whether the plan breaks no policy rule.
+func (p *Plan) OK() bool { return len(p.Violations) == 0 }
+
+// Digest is a hash of the plan's JSON form, to compare the plan shown on a PR with the one recomputed at merge.
+func (p *Plan) Digest() string {
+	b, err := json.Marshal(p)
+	if err != nil { // cannot happen: the plan holds only strings, numbers and maps of strings
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// AppCount is the number of planned apps (violating apps included when they are in a wave).
+func (p *Plan) AppCount() int {
+	n := 0
+	for i := range p.Waves {
+		n += p.Waves[i].AppCount()
+	}
+	return n
+}
+
+// Wave is one planned wave.
+type Wave struct {
+	Name       string  `json:"name"`
+	Production bool    `json:"production,omitempty"`
+	Gates      Gates   `json:"gates"`
+	Limits     Limits  `json:"limits"`
+	Batches    []Batch `json:"batches"`
+}
+
+// AppCount is the number of apps in the wave.
+func (w *Wave) AppCount() int {
+	n := 0
+	for i := range w.Batches {
+		n += len(w.Batches[i].Apps)
+	}
+	return n
+}
+
+// ClusterCount is the number of distinct destination clusters in the wave.
+func (w *Wave) ClusterCount() int {
+	n := 0
+	for i := range w.Batches {
+		n += len(w.Batches[i].Clusters)
+	}
+	return n
+}
+
+// Gates are what must hold after a wave before the next one starts, and what happens when it fails.
+type Gates struct {
+	Soak     Duration     `json:"soak,omitempty"`
+	Approval *Approval    `json:"approval,omitempty"`
+	Metrics  []MetricGate `json:"metrics,omitempty"`
+	// FailureThreshold as written; ToleratedFailures is it resolved against the wave's app count (rounded
+	// down): the wave fails when more apps than that fail.
+	FailureThreshold  Quantity      `json:"failureThreshold"`
+	ToleratedFailures int           `json:"toleratedFailures"`
+	OnFailure         FailureAction `json:"onFailure"`
+}
+
+// Limits are a wave's batch limits as written and resolved.
+type Limits struct {
+	// MaxParallel as written (absent = no limit); MaxClusters is the resolved bound on clusters per batch.
+	MaxParallel *Quantity      `json:"maxParallel,omitempty"`
+	MaxClusters int            `json:"maxClusters"`
+	MaxPerLabel map[string]int `json:"maxPerLabel,omitempty"`
+}
+
+// Batch is a set of destination clusters rolled out together; all the wave's apps on those clusters go with it.
+type Batch struct {
+	Clusters []string     `json:"clusters"`
+	Apps     []PlannedApp `json:"apps"`
+}
+
+// PlannedApp is an app in a batch. Its label maps are shared with the App it came from.
+type PlannedApp struct {
+	Name          string            `json:"name"`
+	Namespace     string            `json:"namespace,omitempty"`
+	Project       string            `json:"project,omitempty"`
+	Cluster       string            `json:"cluster"`
+	Server        string            `json:"server,omitempty"`
+	ClusterLabels map[string]string `json:"clusterLabels"`
+	Labels        map[string]string `json:"labels"`
+	AutomatedSync bool              `json:"automatedSync,omitempty"`
+	Source        string            `json:"source,omitempty"`
+}
+
+// The violation rules. Their ids are stable: tools and branch protection docs may name them.
+const (
+	RuleUncovered           = "uncovered"            // no wave selects the app
+	RuleAutomatedSync       = "automated-sync"       // automated sync would bypass the waves
+	RuleUnsatisfiableLimits = "unsatisfiable-limits" // the wave's limits can never admit the app's cluster
+	RuleCanaryFirst         = "canary-first"         // a production wave gets an app kind no earlier wave had
+)
+
+func ruleOrder(rule string) int {
+	switch rule {
+	case RuleUncovered:
+		return 0
+	case RuleAutomatedSync:
+		return 1
+	case RuleUnsatisfiableLimits:
+		return 2
+	case RuleCanaryFirst:
+		return 3
+	}
+	return 4
+}
+
+// Violation is one broken policy rule, for one app.
+type Violation struct {
+	App       string `json:"app"`
+	Namespace string `json:"namespace,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	Wave      string `json:"wave,omitempty"`
+	Rule      string `json:"rule"`
+	Message   string `json:"message"`
+}
