@@ -1,0 +1,52 @@
+// Package argocdsim is a simulated Argo CD: the REST API of argocd-server in front of the state machine of the
+// application controller, in memory, for tests, benchmarks and the demo (`fleetwave argocd-sim`).
+//
+// # Model
+//
+// Each Application is stored as the real v1alpha1 object. Every write bumps a global resourceVersion and is
+// sent to the application streams (a write that changes nothing bumps nothing, as a no-op Kubernetes patch).
+// What is simulated, and where Argo CD v3.2 does the same:
+//   - sync (server/application/application.go Sync, resolveSourceRevisions; util/argo/argo.go
+//     SetAppOperation): refused with FailedPrecondition while another operation is set ("another operation is
+//     already in progress"), for a revision other than targetRevision while automated sync is on, and for a
+//     revision that does not resolve; PermissionDenied inside a deny sync window. Accepted: the operation is set
+//     and status.operationState cleared in one write;
+//   - the operation (controller/appcontroller.go processRequestedAppOperation, setOperationState;
+//     controller/state.go persistRevisionHistory): picked up after OperationStartDelay as Running with
+//     startedAt and syncResult.revision; after the sync duration the history entry is written, then the final
+//     phase (Succeeded or Failed) with finishedAt, the operation field cleared in the same write. A reconcile
+//     follows after ReconcileDelay (none after a dry run);
+//   - reconcile (controller/state.go CompareAppState): resolves targetRevision (refs set with SetRef, or a
+//     SHA), sets status.sync (Synced only when what is live is what targetRevision resolves to: a sync to another
+//     revision stays OutOfSync), publishes live health (Progressing for ProgressingFor after a sync, then
+//     Healthy or Degraded), stamps reconciledAt, removes the refresh annotation, and runs automated sync once per
+//     resolved revision;
+//   - rollback by history id (refused while automated, InvalidArgument for an unknown id), terminate
+//     (Terminating, then Failed "Operation terminated"), patch (JSON patch, merge patch), GET ?refresh (answers
+//     after the reconcile it requested), list filters, clusters, settings, sync windows, manifests at a revision
+//     and managed resources with JSON-encoded states ("null" live state before the first sync);
+//   - the stream (server/application/application.go Watch, argoproj/pkg grpc/http NewStreamForwarder): an
+//     ADDED snapshot unless resuming with resourceVersion (a name filter always gets it), newline-delimited JSON
+//     or server-sent events with ":" keepalives, identical consecutive messages suppressed;
+//   - errors as grpc-gateway v1 writes them: {"error","code","message","details"} with its HTTP mapping
+//     (FailedPrecondition and InvalidArgument 400, NotFound 404, PermissionDenied 403, Unauthenticated 401,
+//     Unknown 500 — e.g. a malformed JSON patch).
+//
+// Simplified: one repository namespace for refs; no resource tree, hooks, sync waves or retries; health is
+// per app, not computed from resources; RBAC is one optional bearer token; a subscriber that falls 8192 events
+// behind is disconnected (Argo CD silently drops its events instead).
+//
+// # Time, faults, counters
+//
+// Every delay runs on Config.Clock (a clockwork.Clock): pass a fake clock, or run the server inside
+// testing/synctest with RoundTripper, which serves requests in-process over pipes so that virtual time
+// advances (sockets would stall it). Faults are drawn from a seeded generator: FailureRate, DegradationRate,
+// APILatency with LatencySpikeRate/LatencySpike, ErrorRate (503 before processing), LostResponseRate
+// (processed, then 502), StreamDropMean (streams closed after a random lifetime), StaleStatusFor (for that long
+// after a sync request the app is shown as before it, Synced and Healthy with a fresh reconciledAt:
+// Progressive Syncs' race). Behavior overrides duration, failure and degradation per app. Counts and Totals
+// report the requests received (per app: syncs received and accepted, gets, refreshes, ...), for call-budget
+// and crash tests.
+//
+// Thousands of apps are fine: every request is O(apps) at most (list, stream snapshot).
+package argocdsim

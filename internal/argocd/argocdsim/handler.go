@@ -1,0 +1,690 @@
+package argocdsim
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	jsonpatch "github.com/evanphx/json-patch"
+	"google.golang.org/grpc/codes"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Messages and codes below are the ones server/application/application.go and util/argo/argo.go return.
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/applications", s.handleList)
+	mux.HandleFunc("GET /api/v1/applications/{name}", s.handleGet)
+	mux.HandleFunc("PATCH /api/v1/applications/{name}", s.handlePatch)
+	mux.HandleFunc("POST /api/v1/applications/{name}/sync", s.handleSync)
+	mux.HandleFunc("POST /api/v1/applications/{name}/rollback", s.handleRollback)
+	mux.HandleFunc("DELETE /api/v1/applications/{name}/operation", s.handleTerminate)
+	mux.HandleFunc("GET /api/v1/applications/{name}/managed-resources", s.handleManagedResources)
+	mux.HandleFunc("GET /api/v1/applications/{name}/manifests", s.handleManifests)
+	mux.HandleFunc("GET /api/v1/applications/{name}/syncwindows", s.handleSyncWindows)
+	mux.HandleFunc("GET /api/v1/stream/applications", s.handleStream)
+	mux.HandleFunc("GET /api/v1/clusters", s.handleClusters)
+	mux.HandleFunc("GET /api/v1/settings", s.handleSettings)
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]string{"Version": "v3.2.11+argocdsim"})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(mux, w, r) })
+}
+
+// serve counts the request, then applies latency, injected faults and authentication before routing.
+func (s *Server) serve(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	app := appFromPath(r.URL.Path)
+	stream := r.URL.Path == "/api/v1/stream/applications"
+	s.mu.Lock()
+	closed := s.closed
+	s.totals.Requests++
+	if app != "" {
+		s.totals.AppRequests++
+		s.countsLocked(app).Requests++
+	}
+	s.mu.Unlock()
+	if closed {
+		writeError(w, codes.Unavailable, "server is shutting down")
+		return
+	}
+	d := s.cfg.APILatency
+	if s.chance(s.cfg.LatencySpikeRate) {
+		d += s.cfg.LatencySpike
+	}
+	if d > 0 {
+		select {
+		case <-s.clk.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if s.chance(s.cfg.ErrorRate) {
+		s.mu.Lock()
+		s.totals.InjectedErrors++
+		s.mu.Unlock()
+		writeError(w, codes.Unavailable, "simulated outage")
+		return
+	}
+	if !s.authorized(r) {
+		writeError(w, codes.Unauthenticated, "no session information")
+		return
+	}
+	if !stream && s.chance(s.cfg.LostResponseRate) {
+		mux.ServeHTTP(&discardWriter{h: http.Header{}}, r)
+		s.mu.Lock()
+		s.totals.LostResponses++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1></body></html>\n"))
+		return
+	}
+	mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if c, err := r.Cookie("argocd.token"); err == nil && tok == "" {
+		tok = c.Value
+	}
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+}
+
+// appFromPath returns the app named by /api/v1/applications/{name}[/...], or "".
+func appFromPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/api/v1/applications/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
+}
+
+func (s *Server) countsLocked(app string) *Counts {
+	c, ok := s.counts[app]
+	if !ok {
+		c = &Counts{}
+		s.counts[app] = c
+	}
+	return c
+}
+
+// lookupLocked finds the app named by the request, checking ?appNamespace and ?project like the real server
+// (a mismatch is reported as not found).
+func (s *Server) lookupLocked(r *http.Request, name string) (*appState, *apiError) {
+	st, ok := s.apps[name]
+	q := r.URL.Query()
+	if ok {
+		if ns := q.Get("appNamespace"); ns != "" && ns != st.app.Namespace {
+			ok = false
+		}
+		if p := q.Get("project"); p != "" && p != st.app.Spec.Project {
+			ok = false
+		}
+	}
+	if !ok {
+		return nil, &apiError{codes.NotFound, fmt.Sprintf("applications.argoproj.io %q not found", name)}
+	}
+	return st, nil
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sel, err := labels.Parse(q.Get("selector"))
+	if err != nil {
+		writeError(w, codes.Unknown, fmt.Sprintf("error parsing the selector: %v", err))
+		return
+	}
+	projects := append(q["projects"], q["project"]...)
+	repo, ns, name := q.Get("repo"), q.Get("appNamespace"), q.Get("name")
+	s.mu.Lock()
+	s.totals.Lists++
+	list := v1alpha1.ApplicationList{Items: []v1alpha1.Application{}}
+	list.ResourceVersion = fmt.Sprint(s.rv)
+	for _, n := range s.sortedNamesLocked() {
+		st := s.apps[n]
+		a := st.app
+		if !sel.Matches(labels.Set(a.Labels)) || (ns != "" && a.Namespace != ns) || (name != "" && a.Name != name) ||
+			(len(projects) > 0 && !slices.Contains(projects, a.Spec.Project)) || (repo != "" && !hasRepo(a, repo)) {
+			continue
+		}
+		list.Items = append(list.Items, *s.viewLocked(st))
+	}
+	s.mu.Unlock()
+	writeJSON(w, &list)
+}
+
+// hasRepo matches a source repository URL, ignoring case and a trailing ".git" (util/argo FilterByRepo
+// compares normalised URLs).
+func hasRepo(a *v1alpha1.Application, repo string) bool {
+	norm := func(u string) string { return strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(u, "/")), ".git") }
+	for _, src := range a.Spec.GetSources() {
+		if norm(src.RepoURL) == norm(repo) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	refresh := r.URL.Query().Get("refresh")
+	s.mu.Lock()
+	c := s.countsLocked(name)
+	c.Gets++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		s.mu.Unlock()
+		aerr.write(w)
+		return
+	}
+	if refresh == "" {
+		v := s.viewLocked(st)
+		s.mu.Unlock()
+		writeJSON(w, v)
+		return
+	}
+	// Refresh: annotate, let the controller reconcile, answer once that reconcile is written
+	// (server/application/application.go Get).
+	c.Refreshes++
+	if refresh != string(v1alpha1.RefreshTypeHard) {
+		refresh = string(v1alpha1.RefreshTypeNormal)
+	}
+	if st.app.Annotations == nil {
+		st.app.Annotations = map[string]string{}
+	}
+	st.app.Annotations[v1alpha1.AnnotationKeyRefresh] = refresh
+	s.commitLocked(st)
+	ch := make(chan struct{})
+	st.waiters = append(st.waiters, ch)
+	s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+	s.mu.Unlock()
+	select {
+	case <-ch:
+	case <-r.Context().Done():
+		return
+	case <-s.done:
+		writeError(w, codes.Unavailable, "server is shutting down")
+		return
+	}
+	s.mu.Lock()
+	v := s.viewLocked(st)
+	s.mu.Unlock()
+	writeJSON(w, v)
+}
+
+type patchRequest struct {
+	Patch     string `json:"patch"`
+	PatchType string `json:"patchType"`
+}
+
+func (s *Server) handlePatch(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	var req patchRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("decoding request: %v", err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countsLocked(name).Patches++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	cur, err := json.Marshal(st.app)
+	if err != nil {
+		writeError(w, codes.Internal, err.Error())
+		return
+	}
+	var patched []byte
+	switch req.PatchType {
+	case "json", "":
+		p, err := jsonpatch.DecodePatch([]byte(req.Patch))
+		if err != nil {
+			writeError(w, codes.Unknown, fmt.Sprintf("error decoding json patch: %v", err))
+			return
+		}
+		if patched, err = p.Apply(cur); err != nil {
+			writeError(w, codes.Unknown, fmt.Sprintf("error applying patch: %v", err))
+			return
+		}
+	case "merge":
+		if patched, err = jsonpatch.MergePatch(cur, []byte(req.Patch)); err != nil {
+			writeError(w, codes.Unknown, fmt.Sprintf("error calculating merge patch: %v", err))
+			return
+		}
+	default:
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("Patch type '%s' is not supported", req.PatchType))
+		return
+	}
+	var next v1alpha1.Application
+	if err := json.Unmarshal(patched, &next); err != nil {
+		writeError(w, codes.Unknown, fmt.Sprintf("error unmarshaling patched app: %v", err))
+		return
+	}
+	// Only spec, labels, annotations and finalizers are updated (server/application/application.go updateApp).
+	specChanged := !jsonEqual(next.Spec, st.app.Spec)
+	st.app.Spec = next.Spec
+	st.app.Labels = next.Labels
+	st.app.Annotations = next.Annotations
+	st.app.Finalizers = next.Finalizers
+	if specChanged {
+		st.app.Generation++
+		st.autoRev = ""
+		s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+	}
+	s.commitLocked(st)
+	writeJSON(w, st.app)
+}
+
+type syncRequest struct {
+	Revision        string                           `json:"revision"`
+	Revisions       []string                         `json:"revisions"`
+	SourcePositions []int64                          `json:"sourcePositions"`
+	Prune           bool                             `json:"prune"`
+	DryRun          bool                             `json:"dryRun"`
+	Strategy        *v1alpha1.SyncStrategy           `json:"strategy"`
+	Resources       []v1alpha1.SyncOperationResource `json:"resources"`
+	SyncOptions     *struct {
+		Items []string `json:"items"`
+	} `json:"syncOptions"`
+	RetryStrategy *v1alpha1.RetryStrategy `json:"retryStrategy"`
+	Manifests     []string                `json:"manifests"`
+}
+
+func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	var req syncRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("decoding request: %v", err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.countsLocked(name)
+	c.Syncs++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	a := st.app
+	if s.blocked[name] {
+		writeError(w, codes.PermissionDenied, "cannot sync: blocked by sync window")
+		return
+	}
+	automated := a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled()
+	if req.Manifests != nil && automated && !req.DryRun {
+		writeError(w, codes.FailedPrecondition, "cannot use local sync when Automatic Sync Policy is enabled unless for dry run")
+		return
+	}
+	revs, aerr := s.resolveSyncRevisionsLocked(a, &req, automated)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if a.Operation != nil {
+		writeError(w, codes.FailedPrecondition, "error setting app operation: another operation is already in progress")
+		return
+	}
+	op := s.newSyncOperation(a, revs, req.Prune, req.DryRun)
+	op.Sync.SyncStrategy = req.Strategy
+	op.Sync.Resources = req.Resources
+	op.Sync.Manifests = req.Manifests
+	if req.SyncOptions != nil {
+		op.Sync.SyncOptions = req.SyncOptions.Items
+	}
+	if req.RetryStrategy != nil {
+		op.Retry = *req.RetryStrategy
+	}
+	s.staleLocked(st, a.DeepCopy())
+	s.startOperationLocked(st, op)
+	c.SyncsAccepted++
+	writeJSON(w, st.app)
+}
+
+// resolveSyncRevisionsLocked follows server/application/application.go resolveSourceRevisions.
+func (s *Server) resolveSyncRevisionsLocked(a *v1alpha1.Application, req *syncRequest, automated bool) ([]string, *apiError) {
+	if a.Spec.HasMultipleSources() {
+		sources := slices.Clone(a.Spec.Sources)
+		n := int64(len(sources))
+		for i, pos := range req.SourcePositions {
+			if pos <= 0 || pos > n {
+				return nil, &apiError{codes.Unknown, "source position is out of range"}
+			}
+			if i >= len(req.Revisions) {
+				return nil, &apiError{codes.InvalidArgument, "revisions and sourcePositions differ in length"}
+			}
+			sources[pos-1].TargetRevision = req.Revisions[i]
+		}
+		revs := make([]string, len(sources))
+		for i, src := range sources {
+			if automated && !req.DryRun && firstNonEmpty(a.Spec.Sources[i].TargetRevision, "HEAD") != firstNonEmpty(src.TargetRevision, "HEAD") {
+				return nil, &apiError{codes.FailedPrecondition, fmt.Sprintf("Cannot sync source %s to %s: auto-sync currently set to %s",
+					src.RepoURL, src.TargetRevision, a.Spec.Sources[i].TargetRevision)}
+			}
+			r, err := s.resolveLocked(src.TargetRevision)
+			if err != nil {
+				return nil, &apiError{codes.FailedPrecondition, err.Error()}
+			}
+			revs[i] = r
+		}
+		return revs, nil
+	}
+	src := a.Spec.GetSource()
+	if automated && !req.DryRun && req.Revision != "" && req.Revision != firstNonEmpty(src.TargetRevision, "HEAD") {
+		return nil, &apiError{codes.FailedPrecondition, fmt.Sprintf("Cannot sync to %s: auto-sync currently set to %s", req.Revision, src.TargetRevision)}
+	}
+	r, err := s.resolveLocked(firstNonEmpty(req.Revision, src.TargetRevision))
+	if err != nil {
+		return nil, &apiError{codes.FailedPrecondition, err.Error()}
+	}
+	return []string{r}, nil
+}
+
+type rollbackRequest struct {
+	ID     int64 `json:"id"`
+	Prune  bool  `json:"prune"`
+	DryRun bool  `json:"dryRun"`
+}
+
+func (s *Server) handleRollback(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	var req rollbackRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("decoding request: %v", err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.countsLocked(name)
+	c.Rollbacks++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	a := st.app
+	if a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled() {
+		writeError(w, codes.FailedPrecondition, "rollback cannot be initiated when auto-sync is enabled")
+		return
+	}
+	var h *v1alpha1.RevisionHistory
+	for i := range a.Status.History {
+		if a.Status.History[i].ID == req.ID {
+			h = &a.Status.History[i]
+		}
+	}
+	if h == nil {
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("application %s does not have deployment with id %v", qualifiedName(a, s.cfg.Namespace), req.ID))
+		return
+	}
+	if a.Operation != nil {
+		writeError(w, codes.FailedPrecondition, "error setting app operation: another operation is already in progress")
+		return
+	}
+	op := v1alpha1.Operation{
+		Sync: &v1alpha1.SyncOperation{
+			Revision: h.Revision, Revisions: h.Revisions, DryRun: req.DryRun, Prune: req.Prune,
+			SyncStrategy: &v1alpha1.SyncStrategy{Apply: &v1alpha1.SyncStrategyApply{}},
+			Source:       h.Source.DeepCopy(), Sources: h.Sources,
+		},
+		InitiatedBy: v1alpha1.OperationInitiator{Username: s.cfg.Username},
+	}
+	if a.Spec.SyncPolicy != nil {
+		op.Sync.SyncOptions = a.Spec.SyncPolicy.SyncOptions
+	}
+	if len(h.Sources) > 0 {
+		op.Sync.Source = nil
+	}
+	s.staleLocked(st, a.DeepCopy())
+	s.startOperationLocked(st, op)
+	writeJSON(w, st.app)
+}
+
+func (s *Server) handleTerminate(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countsLocked(name).Terminates++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	if st.app.Operation == nil || st.app.Status.OperationState == nil {
+		writeError(w, codes.InvalidArgument, "Unable to terminate operation. No operation is in progress")
+		return
+	}
+	s.terminateLocked(st)
+	writeJSON(w, struct{}{})
+}
+
+func (s *Server) handleManagedResources(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countsLocked(name).OtherReads++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	items, err := s.managedResourcesLocked(st)
+	if err != nil {
+		writeError(w, codes.Unknown, err.Error())
+		return
+	}
+	writeJSON(w, map[string]any{"items": items})
+}
+
+func (s *Server) handleManifests(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countsLocked(name).OtherReads++
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return
+	}
+	rev := r.URL.Query().Get("revision")
+	if rev == "" {
+		rev = st.app.Spec.GetSource().TargetRevision
+	}
+	sha, err := s.resolveLocked(rev)
+	if err != nil {
+		writeError(w, codes.Unknown, err.Error())
+		return
+	}
+	docs, err := s.cfg.Manifests(st.app, sha)
+	if err != nil {
+		writeError(w, codes.Unknown, fmt.Sprintf("failed to generate manifest: %v", err))
+		return
+	}
+	writeJSON(w, map[string]any{
+		"manifests": docs, "revision": sha, "namespace": st.app.Spec.Destination.Namespace,
+		"server": st.app.Spec.Destination.Server, "sourceType": "Directory",
+	})
+}
+
+func (s *Server) handleSyncWindows(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out) // answer after the lock is released
+	defer w.flush()
+	name := r.PathValue("name")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.countsLocked(name).OtherReads++
+	if _, aerr := s.lookupLocked(r, name); aerr != nil {
+		aerr.write(w)
+		return
+	}
+	ans := map[string]any{"canSync": !s.blocked[name]}
+	if s.blocked[name] {
+		ans["activeWindows"] = []map[string]any{{"kind": "deny", "schedule": "* * * * *", "duration": "1h", "manualSync": false}}
+	}
+	writeJSON(w, ans)
+}
+
+func (s *Server) handleClusters(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	list := v1alpha1.ClusterList{Items: slices.Clone(s.clusters)}
+	s.mu.Unlock()
+	if list.Items == nil {
+		list.Items = []v1alpha1.Cluster{}
+	}
+	writeJSON(w, &list)
+}
+
+func (s *Server) handleSettings(w http.ResponseWriter, _ *http.Request) {
+	out := map[string]any{
+		"url": s.cfg.Settings.URL, "appLabelKey": s.cfg.Settings.AppLabelKey,
+		"trackingMethod": s.cfg.Settings.TrackingMethod, "controllerNamespace": s.cfg.Namespace,
+	}
+	if s.cfg.Settings.InstallationID != "" {
+		out["installationID"] = s.cfg.Settings.InstallationID
+	}
+	if s.cfg.Settings.KustomizeBuild != "" {
+		out["kustomizeOptions"] = map[string]any{"buildOptions": s.cfg.Settings.KustomizeBuild}
+	}
+	writeJSON(w, out)
+}
+
+func qualifiedName(a *v1alpha1.Application, controlNS string) string {
+	if a.Namespace == "" || a.Namespace == controlNS {
+		return a.Name
+	}
+	return a.Namespace + "/" + a.Name
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func jsonEqual(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// apiError is a gRPC status, written as grpc-gateway v1 does.
+type apiError struct {
+	code codes.Code
+	msg  string
+}
+
+func (e *apiError) write(w http.ResponseWriter) { writeError(w, e.code, e.msg) }
+
+// writeError writes grpc-gateway v1's error body with its HTTP status (runtime/errors.go DefaultHTTPError,
+// HTTPStatusFromCode).
+func writeError(w http.ResponseWriter, code codes.Code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatusFromCode(code))
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": msg, "code": uint32(code), "message": msg, "details": []any{}})
+}
+
+// httpStatusFromCode is grpc-gateway v1.16 runtime.HTTPStatusFromCode.
+func httpStatusFromCode(c codes.Code) int {
+	switch c {
+	case codes.OK:
+		return http.StatusOK
+	case codes.Canceled:
+		return http.StatusRequestTimeout
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.OutOfRange:
+		return http.StatusBadRequest
+	case codes.DeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case codes.NotFound:
+		return http.StatusNotFound
+	case codes.AlreadyExists, codes.Aborted:
+		return http.StatusConflict
+	case codes.PermissionDenied:
+		return http.StatusForbidden
+	case codes.Unauthenticated:
+		return http.StatusUnauthorized
+	case codes.ResourceExhausted:
+		return http.StatusTooManyRequests
+	case codes.Unimplemented:
+		return http.StatusNotImplemented
+	case codes.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, codes.Internal, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// deferredWriter holds an answer until flush, so that handlers holding the server's lock never wait on a slow
+// client while holding it.
+type deferredWriter struct {
+	out  http.ResponseWriter
+	code int
+	buf  bytes.Buffer
+}
+
+func deferWrites(out http.ResponseWriter) *deferredWriter { return &deferredWriter{out: out} }
+
+func (d *deferredWriter) Header() http.Header { return d.out.Header() }
+
+func (d *deferredWriter) WriteHeader(code int) {
+	if d.code == 0 {
+		d.code = code
+	}
+}
+
+func (d *deferredWriter) Write(b []byte) (int, error) {
+	d.WriteHeader(http.StatusOK)
+	return d.buf.Write(b)
+}
+
+func (d *deferredWriter) flush() {
+	if d.code == 0 {
+		d.code = http.StatusOK
+	}
+	d.out.WriteHeader(d.code)
+	_, _ = d.out.Write(d.buf.Bytes())
+}
+
+// discardWriter swallows an answer (a lost response).
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+func (d *discardWriter) Flush()                      {}

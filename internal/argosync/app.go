@@ -1,0 +1,453 @@
+package argosync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+)
+
+// maxStall caps the interval between reads of an app the stream is silent about.
+const maxStall = 5 * time.Minute
+
+// maxTransientSyncErrors bounds the sync requests per app that may end in a transient error (after the
+// client's own retries) before the app fails.
+const maxTransientSyncErrors = 3
+
+// appRun is the work on one app.
+type appRun struct {
+	s     *Session
+	name  string
+	qname string // namespace/name for API calls
+	sub   *subscription
+	t     target
+	trig  *trigger
+	notes []string
+	res   Result
+
+	// confirmed is the object answered by a refresh request made after the operation finished: Argo CD answers
+	// it only once a reconcile started after the request is written, so it and any later version showing the
+	// same operation carry post-operation status.
+	confirmed *v1alpha1.Application
+}
+
+func (r *appRun) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// finish records the verdict from the last object seen.
+func (r *appRun) finish(o Outcome, app *v1alpha1.Application, format string, args ...any) {
+	r.res.Outcome = o
+	msg := fmt.Sprintf(format, args...)
+	parts := append([]string{}, r.notes...)
+	if msg != "" {
+		parts = append(parts, msg)
+	}
+	r.res.Message = strings.Join(parts, "; ")
+	if app != nil {
+		r.res.SyncStatus = app.Status.Sync.Status
+		r.res.Health = app.Status.Health.Status
+		if os := app.Status.OperationState; os != nil && (r.trig == nil || r.trig.startedSince(app)) {
+			r.res.OperationStartedAt = os.StartedAt.Time
+			if os.FinishedAt != nil {
+				r.res.OperationFinishedAt = os.FinishedAt.Time
+			}
+		}
+	}
+}
+
+func (r *appRun) fail(app *v1alpha1.Application, format string, args ...any) {
+	r.finish(OutcomeFailed, app, format, args...)
+}
+
+// run is Fastly's algorithm for one app: wait until the revision resolves; skip if already Synced and Healthy
+// at it; if an operation is in flight, wait for it; otherwise sync and wait. See doc.go for what "done" means.
+func (r *appRun) run(ctx context.Context, revision string) {
+	opts := r.s.opts
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	cur := r.sub.get()
+	if cur == nil {
+		var err error
+		if cur, err = r.get(ctx, ""); err != nil {
+			r.fail(nil, "reading the app: %v", err)
+			return
+		}
+	}
+	r.t = target{revision: revision}
+	if cur.Spec.HasMultipleSources() {
+		if opts.RepoURL == "" {
+			r.fail(cur, "multi-source app: the repository the revision belongs to is needed (repo URL option)")
+			return
+		}
+		if r.t.positions = sourcePositions(cur, opts.RepoURL); len(r.t.positions) == 0 {
+			r.fail(cur, "multi-source app has no source from %s", opts.RepoURL)
+			return
+		}
+	}
+
+	// 1. Wait until the revision resolves (status.sync.revision is what targetRevision resolved to).
+	pinned := false
+	if !r.t.resolved(cur) {
+		if app, err := r.get(ctx, v1alpha1.RefreshTypeNormal); err == nil {
+			cur = app
+		} else if !argocd.IsTransient(err) || ctx.Err() != nil {
+			r.fail(cur, "refreshing the app: %v", err)
+			return
+		}
+		if !r.t.resolved(cur) && !opts.DryRun {
+			var err error
+			rctx, rcancel := context.WithTimeout(ctx, opts.ResolveTimeout)
+			cur, err = r.waitUntil(rctx, "its targetRevision to resolve to "+short(revision), r.t.resolved)
+			rcancel()
+			if ctx.Err() != nil {
+				r.fail(cur, "%v", err)
+				return
+			}
+		}
+		if !r.t.resolved(cur) {
+			if opts.RequireResolved {
+				r.fail(cur, "targetRevision %q resolves to %s, not %s", targetRevision(cur), short(cur.Status.Sync.Revision), short(revision))
+				return
+			}
+			pinned = true
+			r.note("targetRevision %q resolves to %s: syncing to %s explicitly (Argo CD will show OutOfSync)",
+				targetRevision(cur), short(cur.Status.Sync.Revision), short(revision))
+		}
+	}
+
+	transientLeft := maxTransientSyncErrors
+	for attempt := 0; ; attempt++ {
+		cur = r.sub.get()
+		// 2. An operation is in flight: wait for it, never start another.
+		observed := false
+		if inFlight(cur) {
+			if opts.DryRun {
+				r.finish(OutcomeDryRun, cur, "would wait for the operation in progress, then sync to %s unless it applies it", short(revision))
+				return
+			}
+			var err error
+			if cur, err = r.waitUntil(ctx, "the operation in progress to finish", func(a *v1alpha1.Application) bool { return !inFlight(a) }); err != nil {
+				r.fail(cur, "%v", err)
+				return
+			}
+			observed = true
+		}
+		// An operation we saw running, or one started after our refused request (ours when a retried request had
+		// reached Argo CD), has completed: judge it.
+		ours := r.trig != nil && r.trig.startedSince(cur)
+		if (observed || ours) && r.t.applied(cur) {
+			if succeeded(cur) {
+				outcome := OutcomeWaited
+				if ours {
+					outcome = OutcomeSynced
+				}
+				r.awaitHealthy(ctx, cur, outcome, pinned)
+				return
+			}
+			if ours {
+				os := cur.Status.OperationState
+				r.fail(cur, "sync %s: %s", os.Phase, os.Message)
+				return
+			}
+			// Someone else's operation to the revision failed: try ours.
+		}
+
+		// 3. Already Synced and Healthy at the revision, with a status computed after the last operation.
+		if !pinned && r.syncedHealthy(cur) {
+			var err error
+			if cur, err = r.reconciled(ctx, cur); err != nil {
+				r.fail(cur, "%v", err)
+				return
+			}
+			if inFlight(cur) {
+				continue
+			}
+			if r.syncedHealthy(cur) {
+				r.finish(OutcomeSkipped, cur, "already Synced and Healthy at %s", short(revision))
+				return
+			}
+		}
+
+		// 4. Decide to sync.
+		if automated(cur) {
+			r.fail(cur, "automated sync is enabled: Argo CD syncs the app by itself and refuses a sync to a pinned revision; turn it off for the rollout")
+			return
+		}
+		if opts.DryRun {
+			r.finish(OutcomeDryRun, cur, "would sync to %s (sync %s, health %s)", short(revision), cur.Status.Sync.Status, cur.Status.Health.Status)
+			return
+		}
+		if attempt >= opts.MaxSyncAttempts {
+			r.fail(cur, "gave up after %d attempts: other operations kept running", attempt)
+			return
+		}
+		if opts.OnTrigger != nil {
+			if err := opts.OnTrigger(ctx, r.name, revision); err != nil {
+				r.fail(cur, "before syncing: %v", err)
+				return
+			}
+		}
+		at := opts.Clock.Now()
+		r.res.TriggeredAt = at
+		answer, err := r.sync(ctx)
+		if err != nil {
+			if errors.Is(err, argocd.ErrOperationInProgress) {
+				// An operation is running: someone else's, or ours when a retried request had reached Argo CD.
+				t := newTrigger(at, opts.ClockSkew, nil)
+				r.trig = &t
+				if gerr := r.read(ctx); gerr != nil {
+					r.fail(cur, "reading the app after a refused sync: %v", gerr)
+					return
+				}
+				continue
+			}
+			if argocd.IsTransient(err) && transientLeft > 0 && ctx.Err() == nil {
+				// Unknown whether Argo CD acted: judge by what the app shows next (an operation started after
+				// the request is ours), then sync again if nothing started.
+				transientLeft--
+				attempt--
+				t := newTrigger(at, opts.ClockSkew, nil)
+				r.trig = &t
+				if err := r.pause(ctx, opts.StallTimeout/3); err != nil {
+					r.fail(cur, "syncing: %v", err)
+					return
+				}
+				if gerr := r.read(ctx); gerr != nil {
+					r.fail(cur, "reading the app after a failed sync request: %v", gerr)
+					return
+				}
+				continue
+			}
+			r.fail(cur, "%v", err)
+			return
+		}
+		t := newTrigger(at, opts.ClockSkew, answer)
+		r.trig = &t
+		r.sub.offer(answer)
+
+		// 5. Wait for our operation to complete.
+		if cur, err = r.waitUntil(ctx, "the sync operation to finish", r.trig.completedSince); err != nil {
+			r.fail(cur, "%v", err)
+			return
+		}
+		os := cur.Status.OperationState
+		if os.Phase != synccommon.OperationSucceeded {
+			r.fail(cur, "sync %s: %s", os.Phase, os.Message)
+			return
+		}
+		if !r.t.applied(cur) {
+			r.fail(cur, "the operation applied %s, not %s", short(appliedRevision(cur)), short(revision))
+			return
+		}
+		r.awaitHealthy(ctx, cur, OutcomeSynced, pinned)
+		return
+	}
+}
+
+// awaitHealthy completes an app whose operation applied the revision: it waits for a reconcile after the
+// operation finished, then for health Healthy (Degraded fails).
+func (r *appRun) awaitHealthy(ctx context.Context, cur *v1alpha1.Application, outcome Outcome, pinned bool) {
+	op := cur
+	cur, err := r.reconciled(ctx, cur)
+	if err != nil {
+		r.fail(cur, "%v", err)
+		return
+	}
+	settled := func(a *v1alpha1.Application) bool {
+		h := a.Status.Health.Status
+		return h == health.HealthStatusHealthy || h == health.HealthStatusDegraded || inFlight(a) || !sameOperation(a, op)
+	}
+	if cur, err = r.waitUntil(ctx, "the app to become Healthy", settled); err != nil {
+		r.fail(cur, "%v", err)
+		return
+	}
+	switch {
+	case inFlight(cur) || !sameOperation(cur, op):
+		r.fail(cur, "another operation started before the app became Healthy")
+	case cur.Status.Health.Status == health.HealthStatusDegraded:
+		r.fail(cur, "Degraded after the sync to %s%s", short(r.t.revision), healthMessage(cur))
+	default:
+		msg := "applied " + short(r.t.revision) + ", Healthy"
+		if !pinned && cur.Status.Sync.Status != v1alpha1.SyncStatusCodeSynced {
+			msg += fmt.Sprintf(" (sync status %s: live state differs from Git)", cur.Status.Sync.Status)
+		}
+		r.finish(outcome, cur, "%s", msg)
+	}
+}
+
+// reconciled returns an object whose status was computed after its last operation finished: cur itself when
+// reconciledAt is a later second than finishedAt, else the answer of a refresh request (one call).
+func (r *appRun) reconciled(ctx context.Context, cur *v1alpha1.Application) (*v1alpha1.Application, error) {
+	if r.postOperation(cur) {
+		return cur, nil
+	}
+	wait := time.Second
+	for {
+		app, err := r.get(ctx, v1alpha1.RefreshTypeNormal)
+		if err == nil {
+			r.confirmed = app
+			return r.sub.get(), nil
+		}
+		if !argocd.IsTransient(err) || ctx.Err() != nil {
+			return cur, fmt.Errorf("refreshing the app after its operation: %w", err)
+		}
+		if perr := r.pause(ctx, wait); perr != nil {
+			return cur, fmt.Errorf("refreshing the app after its operation: %w", err)
+		}
+		wait = min(2*wait, maxStall)
+	}
+}
+
+// read re-reads the app, riding out transient errors (the stream and later reads catch up if it gives up on
+// one): only a refusal or the end of ctx is an error.
+func (r *appRun) read(ctx context.Context) error {
+	wait := time.Second
+	for i := 0; ; i++ {
+		_, err := r.get(ctx, "")
+		if err == nil || (argocd.IsTransient(err) && i >= 2) {
+			return nil
+		}
+		if !argocd.IsTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		if perr := r.pause(ctx, wait); perr != nil {
+			return err
+		}
+		wait *= 2
+	}
+}
+
+// pause waits d on the bot's clock.
+func (r *appRun) pause(ctx context.Context, d time.Duration) error {
+	t := r.s.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// postOperation: cur's status is known to be computed after its last operation finished.
+func (r *appRun) postOperation(cur *v1alpha1.Application) bool {
+	if reconciledAfterOperation(cur) == reconcileAfter {
+		return true
+	}
+	c := r.confirmed
+	return c != nil && !newer(c, cur) && sameOperation(c, cur)
+}
+
+// syncedHealthy: Synced at the revision and Healthy, nothing in flight.
+func (r *appRun) syncedHealthy(app *v1alpha1.Application) bool {
+	return !inFlight(app) && app.Status.Sync.Status == v1alpha1.SyncStatusCodeSynced && r.t.resolved(app) &&
+		app.Status.Health.Status == health.HealthStatusHealthy
+}
+
+// waitUntil waits for cond on the newest object known, woken by the stream. When the stream reconnected, or
+// said nothing for a while, it reads the app once.
+func (r *appRun) waitUntil(ctx context.Context, what string, cond func(*v1alpha1.Application) bool) (*v1alpha1.Application, error) {
+	stall := r.s.opts.StallTimeout
+	for {
+		cur := r.sub.get()
+		if cur != nil && cond(cur) {
+			return cur, nil
+		}
+		if r.sub.deleted() {
+			return cur, fmt.Errorf("the app was deleted while waiting for %s", what)
+		}
+		if r.s.w.isStopped() {
+			stall = min(stall, 5*time.Second)
+		}
+		t := r.s.opts.Clock.NewTimer(stall)
+		select {
+		case <-r.sub.notify:
+			t.Stop()
+			if r.sub.takeResync() {
+				if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && errors.Is(err, argocd.ErrNotFound) {
+					return cur, fmt.Errorf("the app disappeared while waiting for %s", what)
+				}
+			}
+		case <-t.Chan():
+			if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && errors.Is(err, argocd.ErrNotFound) {
+				return cur, fmt.Errorf("the app disappeared while waiting for %s", what)
+			}
+			stall = min(2*stall, maxStall)
+		case <-ctx.Done():
+			t.Stop()
+			return cur, fmt.Errorf("timed out waiting for %s (sync %s, health %s): %w", what,
+				statusOf(cur).Sync.Status, statusOf(cur).Health.Status, ctx.Err())
+		}
+	}
+}
+
+func (r *appRun) get(ctx context.Context, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	r.res.APICalls++
+	app, err := r.s.api.GetApplication(ctx, r.qname, refresh)
+	if err != nil {
+		return nil, err
+	}
+	r.sub.offer(app)
+	return app, nil
+}
+
+func (r *appRun) sync(ctx context.Context) (*v1alpha1.Application, error) {
+	r.res.APICalls++
+	req := argocd.SyncRequest{Prune: r.s.opts.Prune}
+	if r.t.positions == nil {
+		req.Revision = r.t.revision
+	} else {
+		req.SourcePositions = r.t.positions
+		for range r.t.positions {
+			req.Revisions = append(req.Revisions, r.t.revision)
+		}
+	}
+	return r.s.api.Sync(ctx, r.qname, req)
+}
+
+func statusOf(app *v1alpha1.Application) v1alpha1.ApplicationStatus {
+	if app == nil {
+		return v1alpha1.ApplicationStatus{}
+	}
+	return app.Status
+}
+
+func targetRevision(app *v1alpha1.Application) string {
+	return app.Spec.GetSource().TargetRevision
+}
+
+func appliedRevision(app *v1alpha1.Application) string {
+	os := app.Status.OperationState
+	if os == nil || os.SyncResult == nil {
+		return ""
+	}
+	if os.SyncResult.Revision != "" {
+		return os.SyncResult.Revision
+	}
+	return strings.Join(os.SyncResult.Revisions, ",")
+}
+
+func healthMessage(app *v1alpha1.Application) string {
+	for _, c := range app.Status.Conditions {
+		if c.Message != "" {
+			return ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// short abbreviates a commit SHA for messages.
+func short(rev string) string {
+	if len(rev) == 40 || len(rev) == 64 {
+		return rev[:10]
+	}
+	return rev
+}
