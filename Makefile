@@ -57,6 +57,11 @@ $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
 .PHONY: tools-cli
 tools-cli: $(CACHE)/bin/helm-$(HELM_VERSION) $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION) ## build the helm and kustomize CLIs benchmarks compare against
 
+.PHONY: goldens
+goldens: tools-cli ## regenerate render fixtures' expected output with Argo CD's own code (tools/oracle)
+	HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM_VERSION)) KUSTOMIZE_BIN=$(abspath $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)) \
+	bash hack/goldens.sh
+
 .PHONY: bench
 bench: build tools-cli ## benchmarks: Go micro-benchmarks and end-to-end figures vs the helm/kustomize CLIs
 	FLEETWAVE_HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM_VERSION)) \

@@ -86,7 +86,16 @@ func run(appFile, root, settingsFile string) error {
 	paths := utilio.NewRandomizedTempPaths(os.TempDir())
 	refSources := map[string]*v1alpha1.RefTarget{}
 	for _, src := range sources {
-		paths.Add(git.NormalizeGitURL(src.RepoURL), root)
+		// Fixture convention: refs/<ref>/ holds the checkout of a ref source from another repository.
+		repoRoot := root
+		if src.Ref != "" {
+			if st, err := os.Stat(filepath.Join(root, "refs", src.Ref)); err == nil && st.IsDir() {
+				repoRoot = filepath.Join(root, "refs", src.Ref)
+			}
+		}
+		if paths.GetPathIfExists(git.NormalizeGitURL(src.RepoURL)) == "" || repoRoot != root {
+			paths.Add(git.NormalizeGitURL(src.RepoURL), repoRoot)
+		}
 		if src.Ref != "" {
 			refSources["$"+src.Ref] = &v1alpha1.RefTarget{Repo: v1alpha1.Repository{Repo: src.RepoURL}, TargetRevision: src.TargetRevision}
 		}
