@@ -1,0 +1,293 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"github.com/argoproj/gitops-engine/pkg/utils/kube"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sversion "k8s.io/apimachinery/pkg/util/version"
+)
+
+// What the released helm v3.19.4 binary (the one Argo CD's image ships) has baked in by its Makefile's ldflags,
+// and the SDK lacks: its version and the default Kubernetes version (client-go v0.34 -> 1.34) used without
+// --kube-version.
+const (
+	helmCLIVersion      = "v3.19.4"
+	helmCLIGitCommit    = "7cfb6e486dac026202556836bb910c37d847793e"
+	helmCLIDefaultKubeV = "v1.34.0"
+)
+
+// helmTemplate is `helm template . <flags>` as util/helm/cmd.go template runs it from the chart directory
+// (helm's cmd/helm/template.go + install.go runInstall + pkg/action/install.go RunWithContext in client-only
+// dry-run mode + action.go renderResources), with reposerver/repository/repository.go helmTemplate's retry
+// after `helm dependency build` when a dependency is missing; its stdout is split into objects with
+// gitops-engine kube.SplitYAML, as helmTemplate does. Results are cached by chart content and inputs.
+func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *templateOpts) ([]*unstructured.Unstructured, error) {
+	// cmd/helm/template.go: --kube-version through chartutil.ParseKubeVersion.
+	var kubeVersion *chartutil.KubeVersion
+	if o.kubeVersion != "" {
+		kv, err := chartutil.ParseKubeVersion(o.kubeVersion)
+		if err != nil {
+			return nil, fmt.Errorf("invalid kube version '%s': %s", o.kubeVersion, err)
+		}
+		kubeVersion = kv
+	}
+	// --api-versions is a StringSlice flag: each value is split as CSV.
+	var apiVersions []string
+	for _, v := range o.apiVersions {
+		parts, err := readAsCSV(v)
+		if err != nil {
+			return nil, fmt.Errorf("invalid argument %q for \"-a, --api-versions\" flag: %w", v, err)
+		}
+		apiVersions = append(apiVersions, parts...)
+	}
+	// install.go NameAndChart: --name-template is a template.
+	name, err := templateName(o.name)
+	if err != nil {
+		return nil, err
+	}
+	// runInstall: values are merged before the chart is loaded.
+	vals, err := mergeValues(in, appPath, o)
+	if err != nil {
+		return nil, err
+	}
+	ch, chartHash, err := e.loadChecked(in, appPath)
+	if err != nil {
+		return nil, err
+	}
+	namespace := o.namespace
+	if namespace == "" {
+		// settings.Namespace() without --namespace: the kubeconfig's, "default" outside a cluster.
+		namespace = "default"
+	}
+	ro := renderOpts{
+		name: name, namespace: namespace, kubeVersion: kubeVersion, apiVersions: apiVersions,
+		includeCrds: !o.skipCrds, skipSchemaValidation: o.skipSchemaValidation, skipTests: o.skipTests,
+	}
+	key, cacheable := outputKey(chartHash, vals, ro)
+	if cacheable {
+		if objs, err, ok := e.outputs.get(key); ok {
+			return objs, err
+		}
+	}
+
+	type result struct {
+		objs []*unstructured.Unstructured
+		size int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := renderChart(copyChart(ch), vals, ro)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		objs, err := kube.SplitYAML([]byte(out))
+		done <- result{objs, len(out), err}
+	}()
+	select {
+	case r := <-done:
+		if cacheable {
+			e.outputs.put(key, r.objs, r.err, r.size) // stores its own copy
+		}
+		return r.objs, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// loadChecked loads the chart in the app path and checks it as runInstall does (installable type, dependencies
+// present); a missing dependency triggers the offline `helm dependency build` and one more attempt. It returns
+// the chart (shared: copy before rendering) and the hash of its files.
+func (e *Engine) loadChecked(in Input, appPath string) (*chart.Chart, string, error) {
+	cf, err := readChartDir(in.FS, appPath, e.limits)
+	if err != nil {
+		return nil, "", err
+	}
+	ch, err := e.load(cf)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkIfInstallable(ch); err != nil {
+		return nil, "", err
+	}
+	if ch.Metadata.Dependencies == nil {
+		return ch, cf.hash, nil
+	}
+	if err := checkDependencies(ch); err == nil {
+		return ch, cf.hash, nil
+	}
+	built, err := e.buildDependencies(in, appPath, ch, cf)
+	if err != nil {
+		return nil, "", fmt.Errorf("error building helm chart dependencies: %w", err)
+	}
+	if ch, err = e.load(built); err != nil {
+		return nil, "", err
+	}
+	if err := checkIfInstallable(ch); err != nil {
+		return nil, "", err
+	}
+	if err := checkDependencies(ch); err != nil {
+		return nil, "", &markedError{msg: err.Error() + " (after building dependencies offline)", marks: []error{ErrMissingDependency}}
+	}
+	return ch, built.hash, nil
+}
+
+// checkIfInstallable is cmd/helm/install.go checkIfInstallable.
+func checkIfInstallable(ch *chart.Chart) error {
+	switch ch.Metadata.Type {
+	case "", "application":
+		return nil
+	}
+	return fmt.Errorf("%s charts are not installable", ch.Metadata.Type)
+}
+
+// templateName is pkg/action/install.go TemplateName, minus sprig's env and expandenv: helm's chart engine
+// removes them (pkg/engine/funcs.go) but --name-template keeps them, and a release name must not be able to
+// read the bot's environment.
+func templateName(nameTemplate string) (string, error) {
+	if nameTemplate == "" {
+		return "", nil
+	}
+	funcs := sprig.TxtFuncMap()
+	delete(funcs, "env")
+	delete(funcs, "expandenv")
+	t, err := template.New("name-template").Funcs(funcs).Parse(nameTemplate)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, nil); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// readAsCSV is spf13/pflag's, behind StringSlice flags.
+func readAsCSV(val string) ([]string, error) {
+	if val == "" {
+		return []string{}, nil
+	}
+	return csv.NewReader(strings.NewReader(val)).Read()
+}
+
+type renderOpts struct {
+	name, namespace      string
+	kubeVersion          *chartutil.KubeVersion
+	apiVersions          []string
+	includeCrds          bool
+	skipSchemaValidation bool
+	skipTests            bool
+}
+
+// capabilities are pkg/action/install.go RunWithContext's client-only ones: DefaultCapabilities, the
+// --kube-version, the --api-versions appended; plus what the released binary's ldflags set (see constants).
+func capabilities(o renderOpts) *chartutil.Capabilities {
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.HelmVersion.Version = helmCLIVersion
+	caps.HelmVersion.GitCommit = helmCLIGitCommit
+	caps.HelmVersion.GitTreeState = "clean"
+	if o.kubeVersion != nil {
+		caps.KubeVersion = *o.kubeVersion
+	} else {
+		kv := k8sversion.MustParseGeneric(helmCLIDefaultKubeV)
+		caps.KubeVersion = chartutil.KubeVersion{Version: helmCLIDefaultKubeV,
+			Major: strconv.FormatUint(uint64(kv.Major()), 10), Minor: strconv.FormatUint(uint64(kv.Minor()), 10)}
+	}
+	// A fresh slice: helm appends to the shared default set, which is not safe across goroutines.
+	apis := make(chartutil.VersionSet, 0, len(caps.APIVersions)+len(o.apiVersions))
+	apis = append(apis, caps.APIVersions...)
+	caps.APIVersions = append(apis, o.apiVersions...)
+	return caps
+}
+
+// renderChart is pkg/action/install.go RunWithContext (client-only dry run, as `helm template` sets it up) with
+// action.go renderResources, then cmd/helm/template.go's assembly of stdout: the release manifest (CRDs first with
+// --include-crds, then manifests in InstallOrder), then every hook (test hooks dropped with --skip-tests).
+func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (string, error) {
+	if err := chartutil.ValidateReleaseName(o.name); err != nil {
+		return "", fmt.Errorf("release name %q: %w", o.name, err)
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return "", err
+	}
+	caps := capabilities(o)
+	options := chartutil.ReleaseOptions{Name: o.name, Namespace: o.namespace, Revision: 1, IsInstall: true}
+	// Schema validation is done by validateAgainstSchema, which refuses remote references.
+	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, true)
+	if err != nil {
+		return "", err
+	}
+	if !o.skipSchemaValidation {
+		coalesced, _ := valuesToRender["Values"].(chartutil.Values)
+		if err := validateAgainstSchema(ch, coalesced); err != nil {
+			var remote *remoteRefError
+			if errors.As(err, &remote) {
+				return "", err
+			}
+			return "", fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
+		}
+	}
+
+	// renderResources.
+	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	var eng engine.Engine // no cluster: lookup returns empty; EnableDNS false: getHostByName returns ""
+	files, err := eng.Render(ch, valuesToRender)
+	if err != nil {
+		return "", err
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	if o.includeCrds {
+		for _, crd := range ch.CRDObjects() {
+			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+		}
+	}
+	for _, m := range manifests {
+		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+	}
+
+	// cmd/helm/template.go.
+	var out strings.Builder
+	fmt.Fprintln(&out, strings.TrimSpace(b.String()))
+	for _, h := range hooks {
+		if o.skipTests && isTestHook(h) {
+			continue
+		}
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	}
+	return out.String(), nil
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,283 @@
+package kustomize
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/ifc"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/repofs"
+)
+
+// Input is one Kustomize application source to build.
+type Input struct {
+	FS        *repofs.FS                           // the checkout; records every read (affected-app detection)
+	AppPath   string                               // repository-relative path of the kustomization (source.path)
+	Kustomize *v1alpha1.ApplicationSourceKustomize // may be nil
+	Env       *v1alpha1.Env
+	// BuildOptions is argocd-cm's kustomize.buildOptions, e.g. "--enable-helm --load-restrictor LoadRestrictionsNone".
+	BuildOptions string
+	// KubeVersion is source.GetKubeVersionOrDefault(cluster version), e.g. "v1.30.0".
+	KubeVersion string
+	// APIVersions is source.GetAPIVersionsOrDefault(cluster API versions).
+	APIVersions []string
+	// AllowRemote records that the operator allows remote bases; they are refused either way (no network here),
+	// but the message says which.
+	AllowRemote bool
+}
+
+// Engine builds Kustomize sources in-process. It is safe for concurrent use.
+type Engine struct {
+	schema sync.RWMutex     // kustomize's process-wide OpenAPI schema (see build)
+	now    func() time.Time // helm --generate-name release names
+	rmf    *resmap.Factory
+	// validator is kustomize edit's field validator (kustomize v5.8.1's accepts everything).
+	validator ifc.Validator
+}
+
+// New returns an Engine.
+func New() *Engine {
+	p := provider.NewDefaultDepProvider()
+	return &Engine{now: time.Now, rmf: resmap.NewFactory(p.GetResourceFactory()), validator: p.GetFieldValidator()}
+}
+
+// isKustomizationName reports whether name is one of kustomize's recognised kustomization file names.
+func isKustomizationName(name string) bool {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Build produces the manifests Argo CD's repo-server would produce for the source (util/kustomize/kustomize.go
+// Build, argo-cd v3.5.7): the `kustomize edit` sequence on a scratch copy of the kustomization, then
+// `kustomize build <path> <buildOptions>` with kustomize v5.8.1's semantics, in-process and confined to the
+// checkout. Objects are returned in kustomize's output order, before tracking.
+func (e *Engine) Build(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
+	objs, err := e.build(ctx, in)
+	if err != nil {
+		return nil, &buildError{app: in.AppPath, err: err}
+	}
+	return objs, nil
+}
+
+// buildError is a build failure: one line naming the application path, the cause kept for errors.As.
+type buildError struct {
+	app string
+	err error
+}
+
+func (b *buildError) Error() string { return "kustomize build " + b.app + ": " + oneLine(b.err) }
+func (b *buildError) Unwrap() error { return b.err }
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// buildState is shared by the application build and any nested builds the pre-walk runs.
+type buildState struct {
+	in      Input
+	opts    *buildOptions
+	overlay map[string][]byte
+	// helmFiles maps the base name of each rendered-chart file to the kustomization file name it replaces a
+	// helmCharts field of (origin annotations).
+	helmFiles map[string]string
+	// planned maps a kustomization directory whose charts were rendered to the namespace each chart got.
+	planned map[string][]string
+	// pluginDirs are kustomizations whose output is plugin configuration, in discovery order.
+	pluginDirs []pluginDir
+	scanned    map[string]bool
+	// openAPI: some kustomization in the tree sets `openapi`, which kustomize applies process-wide.
+	openAPI bool
+}
+
+type pluginDir struct {
+	file  string // the kustomization listing it
+	entry string // as listed
+	dir   string // resolved repository-relative directory
+}
+
+func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
+	if in.FS == nil {
+		return nil, errors.New("no repository")
+	}
+	appPath, err := repofs.Clean(in.AppPath)
+	if err != nil {
+		return nil, err
+	}
+	kubeVersion, err := parseKubeVersion(in.KubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	st := &buildState{in: in, overlay: map[string][]byte{}, helmFiles: map[string]string{}, planned: map[string][]string{}, scanned: map[string]bool{}}
+
+	if in.Kustomize != nil {
+		ed := &editor{
+			fs:        &buildFS{repo: in.FS, cwd: appPath, overlay: st.overlay},
+			appPath:   appPath,
+			validator: e.validator,
+			env:       in.Env,
+		}
+		if _, err := ed.apply(in.Kustomize); err != nil {
+			if r := ed.fs.firstRefusal(); r != nil {
+				return nil, r
+			}
+			return nil, err
+		}
+	}
+
+	if in.BuildOptions != "" {
+		st.opts, err = parseBuildArgs(buildArgs(appPath, in.BuildOptions, kubeVersion, in.APIVersions))
+	} else {
+		st.opts, err = parseBuildArgs([]string{appPath})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	bfs := newBuildFS(in.FS, st.overlay)
+	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
+	rdir, err := bfs.resolve(virtual(appPath))
+	if err != nil {
+		return nil, err
+	}
+	if err := w.visit(rdir, "", 0); err != nil {
+		return nil, err
+	}
+	// kustomize keeps the OpenAPI schema in process-wide state (kyaml/openapi): a tree that sets `openapi` builds
+	// alone and the state is reset afterwards; every other build uses the default schema, concurrently.
+	if st.openAPI {
+		e.schema.Lock()
+		defer func() {
+			openapi.ResetOpenAPI()
+			e.schema.Unlock()
+		}()
+	} else {
+		e.schema.RLock()
+		defer e.schema.RUnlock()
+	}
+	if err := w.scanPluginDirs(); err != nil {
+		return nil, err
+	}
+	rm, err := e.krustyRun(ctx, st, rdir)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.fixHelmOrigins(rm, st); err != nil {
+		return nil, err
+	}
+	out, err := rm.AsYaml()
+	if err != nil {
+		return nil, err
+	}
+	return splitYAML(out)
+}
+
+// krustyRun builds the (pre-walked) kustomization at dir with krusty on the confined filesystem, with kustomize
+// build's options and builtin plugins only.
+func (e *Engine) krustyRun(ctx context.Context, st *buildState, dir string) (rm resmap.ResMap, err error) {
+	bfs := newBuildFS(st.in.FS, st.overlay)
+	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
+	bfs.checkKustomization = w.checkServed
+	pc := types.DisabledPluginConfig() // builtin plugins only: no exec, container or Go plugins, ever
+	pc.HelmConfig.Enabled = false      // helmCharts were rendered in-process by the pre-walk
+	k := krusty.MakeKustomizer(&krusty.Options{
+		Reorder:           st.opts.reorder,
+		AddManagedbyLabel: st.opts.addManagedBy,
+		LoadRestrictions:  st.opts.loadRestrictions,
+		PluginConfig:      pc,
+	})
+	defer func() {
+		if p := recover(); p != nil {
+			rm, err = nil, fmt.Errorf("kustomize failed: %v", p)
+		}
+	}()
+	rm, err = k.Run(bfs, virtual(dir))
+	if r := bfs.firstRefusal(); r != nil {
+		return nil, r
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "external plugins disabled") {
+			return nil, &repofs.Refusal{Rule: RulePlugin, Path: dir, Detail: oneLine(err)}
+		}
+		return nil, err
+	}
+	return rm, ctx.Err()
+}
+
+// fixHelmOrigins rewrites the origin annotation (buildMetadata: [originAnnotations]) of resources that came from
+// a rendered chart to what kustomize's generator path writes (kusttarget.runGenerators).
+func (e *Engine) fixHelmOrigins(rm resmap.ResMap, st *buildState) error {
+	if len(st.helmFiles) == 0 {
+		return nil
+	}
+	for _, r := range rm.Resources() {
+		o, err := r.GetOrigin()
+		if err != nil || o == nil || o.Path == "" {
+			continue
+		}
+		kf, ok := st.helmFiles[path.Base(o.Path)]
+		if !ok {
+			continue
+		}
+		n := &resource.Origin{
+			Repo:         o.Repo,
+			Ref:          o.Ref,
+			ConfiguredIn: path.Join(path.Dir(o.Path), kf),
+			ConfiguredBy: kyaml.ResourceIdentifier{TypeMeta: kyaml.TypeMeta{APIVersion: "builtin", Kind: "HelmChartInflationGenerator"}},
+		}
+		if err := r.SetOrigin(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitYAML mirrors gitops-engine kube.SplitYAML, which Argo CD applies to kustomize's standard output.
+func splitYAML(data []byte) ([]*unstructured.Unstructured, error) {
+	d := kubeyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		ext := runtime.RawExtension{}
+		if err := d.Decode(&ext); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return objs, fmt.Errorf("failed to unmarshal manifest: %w", err)
+		}
+		ext.Raw = bytes.TrimSpace(ext.Raw)
+		if len(ext.Raw) == 0 || bytes.Equal(ext.Raw, []byte("null")) {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(ext.Raw, u); err != nil {
+			return objs, fmt.Errorf("failed to unmarshal manifest: %w", err)
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
+}

@@ -1,0 +1,450 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/sync/hook"
+	"github.com/argoproj/gitops-engine/pkg/utils/kube"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/directory"
+	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
+	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
+	"github.com/fleetwave/fleetwave/internal/render/repofs"
+)
+
+// Limits cap what one application's render may consume. PR content is hostile: a chart can loop, an overlay can
+// multiply objects, a YAML file can be a billion laughs. Zero values take the defaults below.
+type Limits struct {
+	// MaxFileBytes caps any single file read from the repository (default 8 MiB).
+	MaxFileBytes int64
+	// MaxOutputBytes caps the JSON size of all manifests of one app (default 64 MiB).
+	MaxOutputBytes int64
+	// MaxDocuments caps the number of objects one app renders to (default 10,000).
+	MaxDocuments int
+	// Timeout caps the wall time of one app's render (default 60 s; Argo CD's exec timeout is 90 s).
+	Timeout time.Duration
+}
+
+// Default limits.
+const (
+	DefaultMaxOutputBytes = 64 << 20
+	DefaultMaxDocuments   = 10000
+	DefaultTimeout        = 60 * time.Second
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = repofs.DefaultMaxFileBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if l.MaxDocuments <= 0 {
+		l.MaxDocuments = DefaultMaxDocuments
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	return l
+}
+
+// Options configure a Renderer.
+type Options struct {
+	Limits Limits
+	// AllowRemote lets an operator allow remote Kustomize bases and Helm chart repositories. Fetching is not
+	// implemented: with or without it, a remote reference is refused, with a message that says which.
+	AllowRemote bool
+}
+
+// Renderer renders Applications in-process. It is safe for concurrent use; its engines cache parsed charts.
+type Renderer struct {
+	opts Options
+	helm *helmengine.Engine
+	kust *kustengine.Engine
+}
+
+// New returns a Renderer.
+func New(opts Options) *Renderer {
+	opts.Limits = opts.Limits.withDefaults()
+	return &Renderer{opts: opts, helm: helmengine.New(), kust: kustengine.New()}
+}
+
+// Request is one application to render.
+type Request struct {
+	App *v1alpha1.Application
+	// Repos maps a source's repoURL to the local checkout that holds it; ok=false marks the source as external
+	// (rendered through Argo CD when it is configured).
+	Repos func(repoURL string) (root string, ok bool)
+	// Settings are the cluster and argocd-cm facts; zero fields take DefaultSettings.
+	Settings Settings
+}
+
+// Result is an application's rendered manifests.
+type Result struct {
+	// Objects are the manifests in Argo CD's order (sources in order, each in its tool's output order), with
+	// List kinds flattened and tracking metadata applied to every object but CRDs.
+	Objects []*unstructured.Unstructured
+	// ReadFiles are the repository-relative paths of the files the render read; ReadDirs the directories it listed.
+	ReadFiles []string
+	ReadDirs  []string
+	// SourceTypes are the detected types per source (Helm, Kustomize, Directory; "" for a skipped ref source).
+	SourceTypes []string
+}
+
+// ErrExternalSource marks a source that is not in the local checkout (another repository or a chart
+// repository). ErrPluginSource marks a config-management-plugin source, which only Argo CD can render.
+var (
+	ErrExternalSource = errors.New("source is not in the checkout")
+	ErrPluginSource   = errors.New("config management plugins run only inside Argo CD; render this app through the Argo CD API (diff --argocd)")
+)
+
+// Error is a render failure of one application: one line naming the app, the source path and the cause.
+type Error struct {
+	App  string
+	Path string // the source's path inside its repository
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("app %q (%s): %v", e.App, e.Path, e.Err)
+	}
+	return fmt.Sprintf("app %q: %v", e.App, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ParseApplication parses an Application manifest (YAML or JSON), strictly enough to catch a misspelt kind.
+func ParseApplication(data []byte) (*v1alpha1.Application, error) {
+	var app v1alpha1.Application
+	if err := yaml.Unmarshal(data, &app); err != nil {
+		return nil, fmt.Errorf("parsing Application: %w", err)
+	}
+	if app.Kind != "Application" || !strings.HasPrefix(app.APIVersion, "argoproj.io/") {
+		return nil, fmt.Errorf("not an argoproj.io Application (apiVersion %q, kind %q)", app.APIVersion, app.Kind)
+	}
+	if app.Name == "" {
+		return nil, errors.New("application has no metadata.name")
+	}
+	return &app, nil
+}
+
+// IsHook reports whether obj is a sync hook (Argo CD or Helm hook annotation) rather than a managed resource,
+// with gitops-engine's own rules (pkg/sync/hook/hook.go): hooks never count toward sync status.
+func IsHook(obj *unstructured.Unstructured) bool { return hook.IsHook(obj) }
+
+// Render produces the manifests Argo CD's repo-server would produce for req.App.
+func (r *Renderer) Render(ctx context.Context, req Request) (*Result, error) {
+	app := req.App
+	if app == nil {
+		return nil, errors.New("render: no application")
+	}
+	s := req.Settings.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, &Error{App: app.Name, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Limits.Timeout)
+	defer cancel()
+
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	// Helm's template engine takes no context: run the render aside so the time cap holds even when a hostile
+	// chart loops. The abandoned goroutine ends when its template does; its result is dropped.
+	go func() {
+		res, err := r.render(ctx, app, req.Repos, s)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &Error{App: app.Name, Err: fmt.Errorf("refused (time-limit): rendering took longer than %s", r.opts.Limits.Timeout)}
+		}
+		return nil, &Error{App: app.Name, Err: ctx.Err()}
+	}
+}
+
+func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos func(string) (string, bool), s Settings) (*Result, error) {
+	instance := app.InstanceName(s.ControlPlaneNamespace)
+	multi := app.Spec.HasMultipleSources()
+	sources := app.Spec.GetSources()
+	if len(sources) == 0 {
+		return nil, &Error{App: app.Name, Err: errors.New("application has no source")}
+	}
+	if repos == nil {
+		repos = func(string) (string, bool) { return "", false }
+	}
+	rec := &repofs.Recorder{}
+	checkouts := map[string]*repofs.FS{}
+	open := func(repoURL string) (*repofs.FS, error) {
+		root, ok := repos(repoURL)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrExternalSource, repoURL)
+		}
+		if f, ok := checkouts[root]; ok {
+			return f, nil
+		}
+		f, err := repofs.New(root, r.opts.Limits.MaxFileBytes)
+		if err != nil {
+			return nil, err
+		}
+		f = f.WithRecorder(rec)
+		checkouts[root] = f
+		return f, nil
+	}
+
+	// Ref sources provide "$name/..." value files to the Helm sources of a multi-source app.
+	refs := map[string]*repofs.FS{}
+	if multi {
+		for _, src := range sources {
+			if src.Ref == "" {
+				continue
+			}
+			if f, err := open(src.RepoURL); err == nil {
+				refs["$"+src.Ref] = f
+			}
+		}
+	}
+
+	res := &Result{}
+	var size int64
+	for i := range sources {
+		src := sources[i].DeepCopy()
+		// reposerver/repository/repository.go GenerateManifest: a ref-only source of a multi-source app renders nothing.
+		if multi && src.Path == "" && !src.IsOCI() && !src.IsHelm() && src.IsRef() {
+			res.SourceTypes = append(res.SourceTypes, "")
+			continue
+		}
+		objs, typ, err := r.renderSource(ctx, app, instance, src, open, refs, s)
+		if err != nil {
+			return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+		}
+		res.SourceTypes = append(res.SourceTypes, typ)
+		for _, obj := range objs {
+			targets, err := flatten(obj)
+			if err != nil {
+				return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+			}
+			for _, t := range targets {
+				// GenerateManifests: tracking on everything but CRDs.
+				if s.AppLabelKey != "" && instance != "" && !kube.IsCRD(t) {
+					if err := setAppInstance(t, s.AppLabelKey, instance, app.Spec.Destination.Namespace, s.TrackingMethod, s.InstallationID); err != nil {
+						return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+					}
+				}
+				b, err := json.Marshal(t.Object)
+				if err != nil {
+					return nil, &Error{App: app.Name, Err: err}
+				}
+				size += int64(len(b))
+				if size > r.opts.Limits.MaxOutputBytes {
+					return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: fmt.Errorf("refused (output-size): manifests exceed %d bytes", r.opts.Limits.MaxOutputBytes)}
+				}
+				res.Objects = append(res.Objects, t)
+				if len(res.Objects) > r.opts.Limits.MaxDocuments {
+					return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: fmt.Errorf("refused (document-count): more than %d objects", r.opts.Limits.MaxDocuments)}
+				}
+			}
+		}
+	}
+	res.ReadFiles = rec.Files()
+	res.ReadDirs = rec.Dirs()
+	return res, nil
+}
+
+func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
+	label := src.Path
+	if src.Chart != "" {
+		label = "chart " + src.Chart
+	}
+	if multi {
+		return fmt.Sprintf("source %d: %s", i+1, label)
+	}
+	return label
+}
+
+func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
+	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS, s Settings) ([]*unstructured.Unstructured, string, error) {
+	if src.IsHelm() || src.IsOCI() {
+		return nil, "", fmt.Errorf("%w: chart %q from %s (chart and OCI repositories are not fetched)", ErrExternalSource, src.Chart, src.RepoURL)
+	}
+	fsys, err := open(src.RepoURL)
+	if err != nil {
+		return nil, "", err
+	}
+	appPath, err := repofs.Clean(src.Path)
+	if err != nil {
+		return nil, "", err
+	}
+	if !fsys.IsDir(appPath) {
+		// reposerver/repository/repository.go runManifestGenAsync: "<path>: app path does not exist".
+		if _, err := fsys.Resolve(appPath); err != nil {
+			return nil, "", err
+		}
+		return nil, "", fmt.Errorf("%s: app path does not exist", appPath)
+	}
+	if err := mergeSourceParameters(src, fsys, appPath, instance); err != nil {
+		return nil, "", fmt.Errorf("error while parsing source parameters: %w", err)
+	}
+	typ, err := sourceType(src, fsys, appPath)
+	if err != nil {
+		return nil, "", err
+	}
+	env := newEnv(app, instance, src, s.Revision)
+	kubeVersion := src.GetKubeVersionOrDefault(s.KubeVersion)
+	apiVersions := src.GetAPIVersionsOrDefault(s.APIVersions)
+	var objs []*unstructured.Unstructured
+	switch typ {
+	case v1alpha1.ApplicationSourceTypeHelm:
+		objs, err = r.helm.Template(ctx, helmengine.Input{
+			FS: fsys, AppPath: appPath, Helm: src.Helm, Env: env, AppName: instance,
+			Namespace: app.Spec.Destination.Namespace, KubeVersion: kubeVersion, APIVersions: apiVersions,
+			RefSources: refs, AllowRemote: r.opts.AllowRemote,
+		})
+	case v1alpha1.ApplicationSourceTypeKustomize:
+		objs, err = r.kust.Build(ctx, kustengine.Input{
+			FS: fsys, AppPath: appPath, Kustomize: src.Kustomize, Env: env, BuildOptions: s.KustomizeBuildOptions,
+			KubeVersion: kubeVersion, APIVersions: apiVersions, AllowRemote: r.opts.AllowRemote,
+		})
+	case v1alpha1.ApplicationSourceTypeDirectory:
+		dir := v1alpha1.ApplicationSourceDirectory{}
+		if src.Directory != nil {
+			dir = *src.Directory
+		}
+		objs, err = directory.Render(ctx, directory.Input{FS: fsys, AppPath: appPath, Directory: dir, Env: env, MaxManifestBytes: r.opts.Limits.MaxOutputBytes})
+	case v1alpha1.ApplicationSourceTypePlugin:
+		err = ErrPluginSource
+	default:
+		err = fmt.Errorf("unknown source type %q", typ)
+	}
+	return objs, string(typ), err
+}
+
+// sourceType mirrors reposerver/repository/repository.go GetAppSourceType: an explicit helm/kustomize/directory/
+// plugin block wins (more than one is an error); otherwise util/app/discovery/discovery.go decides from the files
+// at the top of the app path: a file named *Chart.yaml means Helm, a kustomization file means Kustomize (which wins
+// over Helm), else Directory. Config-management-plugin discovery needs the sidecars and is not attempted.
+func sourceType(src *v1alpha1.ApplicationSource, fsys *repofs.FS, appPath string) (v1alpha1.ApplicationSourceType, error) {
+	explicit, err := src.ExplicitType()
+	if err != nil {
+		return "", err
+	}
+	if explicit != nil {
+		return *explicit, nil
+	}
+	ents, err := fsys.ReadDir(appPath)
+	if err != nil {
+		return "", err
+	}
+	typ := v1alpha1.ApplicationSourceTypeDirectory
+	helm, kust := false, false
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if strings.HasSuffix(name, "Chart.yaml") {
+			helm = true
+		}
+		if name == "kustomization.yaml" || name == "kustomization.yml" || name == "Kustomization" {
+			kust = true
+		}
+	}
+	switch {
+	case kust:
+		typ = v1alpha1.ApplicationSourceTypeKustomize
+	case helm:
+		typ = v1alpha1.ApplicationSourceTypeHelm
+	}
+	return typ, nil
+}
+
+// newEnv is reposerver/repository/repository.go newEnv: the build environment substituted into value-file paths,
+// parameters, Kustomize images and labels, and Jsonnet.
+func newEnv(app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource, revision string) *v1alpha1.Env {
+	short := func(n int) string {
+		if len(revision) > n {
+			return revision[:n]
+		}
+		return revision
+	}
+	return &v1alpha1.Env{
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_NAME", Value: instance},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_NAMESPACE", Value: app.Spec.Destination.Namespace},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_PROJECT_NAME", Value: app.Spec.GetProject()},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_REVISION", Value: revision},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_REVISION_SHORT", Value: short(7)},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_REVISION_SHORT_8", Value: short(8)},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_SOURCE_REPO_URL", Value: src.RepoURL},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_SOURCE_PATH", Value: src.Path},
+		&v1alpha1.EnvEntry{Name: "ARGOCD_APP_SOURCE_TARGET_REVISION", Value: src.TargetRevision},
+	}
+}
+
+// flatten expands List kinds into their items and drops null lists, as GenerateManifests does.
+func flatten(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	if obj.IsList() {
+		var out []*unstructured.Unstructured
+		err := obj.EachListItem(func(o runtime.Object) error {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				return errors.New("resource list item has unexpected type")
+			}
+			out = append(out, u)
+			return nil
+		})
+		return out, err
+	}
+	if isNullList(obj) {
+		return nil, nil
+	}
+	return []*unstructured.Unstructured{obj}, nil
+}
+
+// isNullList is repository.go isNullList: a "List" whose items are null.
+func isNullList(obj *unstructured.Unstructured) bool {
+	if _, ok := obj.Object["spec"]; ok {
+		return false
+	}
+	if _, ok := obj.Object["status"]; ok {
+		return false
+	}
+	field, ok := obj.Object["items"]
+	return ok && field == nil
+}
+
+// WriteYAML writes objs as a YAML stream, "---" separated, keys sorted, in the given order.
+func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
+	for i, o := range objs {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}

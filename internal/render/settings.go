@@ -1,0 +1,91 @@
+package render
+
+import (
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Settings are the facts Argo CD takes from the destination cluster and from argocd-cm when it renders an
+// application. Their YAML keys are those of the fidelity corpus's render-env.yaml files and of `render --settings`.
+type Settings struct {
+	// KubeVersion is the destination cluster's version as the application controller passes it ("v1.30.0").
+	KubeVersion string `json:"kubeVersion,omitempty"`
+	// APIVersions are the cluster's "group/version" and "group/version/Kind" strings
+	// (util/argo/argo.go APIResourcesToStrings with kinds), as Helm's .Capabilities.APIVersions.
+	APIVersions []string `json:"apiVersions,omitempty"`
+	// AppLabelKey is argocd-cm application.instanceLabelKey.
+	AppLabelKey string `json:"appLabelKey,omitempty"`
+	// TrackingMethod is argocd-cm application.resourceTrackingMethod: annotation, label or annotation+label.
+	TrackingMethod string `json:"trackingMethod,omitempty"`
+	// InstallationID is argocd-cm installationID; when set it is stamped on every tracked object.
+	InstallationID string `json:"installationID,omitempty"`
+	// KustomizeBuildOptions is argocd-cm kustomize.buildOptions.
+	KustomizeBuildOptions string `json:"kustomizeBuildOptions,omitempty"`
+	// Revision is the commit being rendered ($ARGOCD_APP_REVISION).
+	Revision string `json:"revision,omitempty"`
+	// ControlPlaneNamespace is the namespace Argo CD runs in; Applications elsewhere get "<ns>_<name>" instance names.
+	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
+}
+
+// Defaults of a current Argo CD install (3.x): annotation tracking, the app.kubernetes.io/instance label key, the
+// argocd control-plane namespace, and a cluster version recent enough for today's charts.
+const (
+	DefaultAppLabelKey           = "app.kubernetes.io/instance"
+	DefaultTrackingMethod        = "annotation"
+	DefaultControlPlaneNamespace = "argocd"
+	DefaultKubeVersion           = "v1.30.0"
+)
+
+// DefaultSettings returns the settings of a current Argo CD install rendering for a Kubernetes 1.30 cluster.
+// APIVersions is empty: Helm then offers its built-in list, as when Argo CD has not discovered the cluster.
+func DefaultSettings() Settings {
+	return Settings{
+		KubeVersion:           DefaultKubeVersion,
+		AppLabelKey:           DefaultAppLabelKey,
+		TrackingMethod:        DefaultTrackingMethod,
+		ControlPlaneNamespace: DefaultControlPlaneNamespace,
+	}
+}
+
+// LoadSettings reads a settings file and fills unset keys with DefaultSettings. Unknown keys are an error.
+func LoadSettings(path string) (Settings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Settings{}, fmt.Errorf("reading settings: %w", err)
+	}
+	var s Settings
+	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return Settings{}, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return s.WithDefaults(), nil
+}
+
+// WithDefaults returns s with empty fields set to their defaults.
+func (s Settings) WithDefaults() Settings {
+	d := DefaultSettings()
+	if s.KubeVersion == "" {
+		s.KubeVersion = d.KubeVersion
+	}
+	if s.AppLabelKey == "" {
+		s.AppLabelKey = d.AppLabelKey
+	}
+	if s.TrackingMethod == "" {
+		s.TrackingMethod = d.TrackingMethod
+	}
+	if s.ControlPlaneNamespace == "" {
+		s.ControlPlaneNamespace = d.ControlPlaneNamespace
+	}
+	return s
+}
+
+// Validate reports settings Argo CD would not accept.
+func (s Settings) Validate() error {
+	switch s.TrackingMethod {
+	case "", "annotation", "label", "annotation+label":
+	default:
+		return fmt.Errorf("tracking method %q: must be annotation, label or annotation+label", s.TrackingMethod)
+	}
+	return nil
+}
