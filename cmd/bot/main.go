@@ -1,0 +1,24 @@
+// Command fleetwave (built as bin/fleetwave) is the fleetwave CLI and GitHub App server.
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/fleetwave/fleetwave/internal/cli"
+)
+
+func main() {
+	// Kustomize's API prints deprecation warnings ("'commonLabels' is deprecated…") through the standard logger
+	// while it builds PR content; they are about the user's kustomization, not fleetwave, and would interleave
+	// with the command's output. fleetwave itself logs with log/slog.
+	log.SetOutput(io.Discard)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.DefaultDeps())
+	stop()
+	os.Exit(code)
+}

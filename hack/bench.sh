@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# End-to-end figures for the README: Go benchmarks of each engine, and in-process render vs the helm/kustomize
+# CLIs on the fidelity corpus (same inputs, same run). Called by `make bench` with the CLI paths in the environment.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== go test -bench (render, plan, diff)"
+go test -run '^$' -bench . -benchmem -count 1 ./internal/render/... ./internal/plan/... ./internal/diff/... ./internal/preview/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS|FAIL)' || true
+corpus="${FLEETWAVE_FIDELITY_DIR:-$(cd .. && pwd)/shared/fidelity}"
+if [ -d "$corpus/cases" ]; then
+  echo
+  echo "== in-process render vs helm/kustomize CLIs (fidelity corpus, median of 5 warm runs per case)"
+  go run ./hack/benchrender -corpus "$corpus" -helm "${FLEETWAVE_HELM_BIN:?}" -kustomize "${FLEETWAVE_KUSTOMIZE_BIN:?}" -runs 5
+else
+  echo "fidelity corpus not found at $corpus: CLI comparison skipped"
+fi

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# fleetwave demo: turns examples/fleet into a real git history — the fleet as the base commit, and the
+# pull-request-like change of examples/fleet-change on a branch — then runs `fleetwave diff` and `fleetwave plan`
+# on it, prints both, and writes the pull-request comment the GitHub App would post.
+#
+# No credentials, no network: charts are vendored, the repository is local, and its origin URL
+# (https://github.com/example/fleet.git, the repoURL of the example's Applications) is never fetched.
+#
+# Environment:
+#   DEMO_OUT   where the outputs go (default: bin/demo in the repository)
+#   FLEETWAVE  a fleetwave binary to use instead of building ./cmd/bot
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${DEMO_OUT:-$root/bin/demo}
+work=$(mktemp -d "${TMPDIR:-/tmp}/fleetwave-demo.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+
+bold() { if [ -t 1 ]; then printf '\n\033[1m%s\033[0m\n' "$*"; else printf '\n%s\n' "$*"; fi; }
+
+# 1. The fleet repository: base commit on main, the change on a branch, as a pull request would have them.
+repo=$work/fleet
+cp -R "$root/examples/fleet" "$repo"
+git_() {
+	GIT_AUTHOR_NAME="fleetwave demo" GIT_AUTHOR_EMAIL=demo@example.com \
+	GIT_COMMITTER_NAME="fleetwave demo" GIT_COMMITTER_EMAIL=demo@example.com \
+	GIT_AUTHOR_DATE=2025-01-01T00:00:00Z GIT_COMMITTER_DATE=2025-01-01T00:00:00Z \
+		git -C "$repo" -c core.hooksPath=/dev/null -c commit.gpgsign=false "$@"
+}
+git_ init -q -b main
+git_ remote add origin https://github.com/example/fleet.git
+git_ add -A
+git_ commit -q -m "Example fleet: 9 clusters, web (Helm), api (Kustomize), tenants, payments, status page"
+git_ checkout -q -b change
+(cd "$root/examples/fleet-change" && tar --exclude=./README.md -cf - .) | (cd "$repo" && tar -xf -)
+git_ add -A
+git_ commit -q -m "Roll out web 1.5.0, add an API readiness probe, rotate the payments DB password, onboard team-c"
+
+bold "The change under review (git diff --stat main...change):"
+git_ --no-pager diff --stat main...change
+
+# 2. fleetwave, built once (the same as `go run ./cmd/bot`, without compiling twice).
+bin=${FLEETWAVE:-}
+if [ -z "$bin" ]; then
+	bin=$work/fleetwave
+	(cd "$root" && go build -o "$bin" ./cmd/bot)
+fi
+
+status=0
+bold "\$ fleetwave diff --repo <fleet> --base main --head change"
+"$bin" diff --repo "$repo" --base main --head change | tee "$out/diff.txt" || status=$?
+
+bold "\$ fleetwave plan --repo <fleet> --base main --head change --markdown-out $out/comment.md"
+"$bin" plan --repo "$repo" --base main --head change --markdown-out "$out/comment.md" --output text \
+	| sed -n '/^plan:/,$p' | tee "$out/plan.txt" || status=$?
+"$bin" plan --repo "$repo" --base main --head change --output json >"$out/plan.json" || status=$?
+
+# 3. The example's Secret values must appear nowhere in what fleetwave wrote.
+for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token; do
+	encoded=$(printf %s "$secret" | base64)
+	if grep -rqF -e "$secret" -e "$encoded" "$out"; then
+		echo "demo: a Secret value leaked into $out" >&2
+		exit 1
+	fi
+done
+
+bold "Summary:"
+head -n 1 "$out/diff.txt"
+head -n 1 "$out/plan.txt"
+tail -n 1 "$out/plan.txt"
+
+bold "Outputs:"
+echo "  $out/diff.txt      the diff, as printed above"
+echo "  $out/plan.txt      the wave plan"
+echo "  $out/plan.json     diff + plan as JSON (the machine-readable contract)"
+echo "  $out/comment.md    the pull-request comment the GitHub App posts"
+if [ "$status" -ne 0 ]; then
+	echo "demo: fleetwave exited with status $status" >&2
+	exit "$status"
+fi

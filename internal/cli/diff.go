@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/report"
+)
+
+// previewFlags are the flags `diff` and `plan` share.
+type previewFlags struct {
+	repo, base, head, output   string
+	clustersFile, settingsFile string
+	markdownOut                string
+	repoURLs                   []string
+	exitCode                   bool
+	concurrency                int
+}
+
+func (f *previewFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.repo, "repo", ".", "the GitOps repository (top level of a git working copy, or a bare repository)")
+	fl.StringVar(&f.base, "base", "", "base revision: the branch the change goes into (required)")
+	fl.StringVar(&f.head, "head", "HEAD", "head revision: the change")
+	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, markdown or json")
+	fl.StringVar(&f.clustersFile, "clusters", "", "destination clusters: a YAML stream of Argo CD cluster Secrets, or a list under 'clusters:' (default: the cluster Secrets in the repository)")
+	fl.StringArrayVar(&f.repoURLs, "repo-url", nil, "a URL (or owner/name) under which Applications name this repository, in addition to its origin remote; repeatable")
+	fl.StringVar(&f.settingsFile, "settings", "", "render settings file (keys of render-env.yaml: kubeVersion, apiVersions, appLabelKey, trackingMethod, ...)")
+	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file; parts beyond GitHub's size limit go to numbered files next to it")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
+}
+
+func newDiffCmd(deps *Deps) *cobra.Command {
+	var f previewFlags
+	cmd := &cobra.Command{
+		Use:   "diff --repo <dir> --base <rev> [--head <rev>]",
+		Short: "Show how a change alters the rendered manifests of every Argo CD app it affects",
+		Long: `diff finds the Applications and ApplicationSets of a GitOps repository (following app-of-apps), works
+out which apps the change between --base and --head affects (from the exact files each app's render reads, its
+source paths, value files, ref sources and manifest-generate-paths annotation), renders them at both revisions as
+Argo CD's repo-server would, and prints the per-app diff. Secret values are never printed: changed keys show as
+<changed>. Sources whose repoURL is not this repository (its origin remote or a --repo-url) are listed as external.
+
+Exit status: 0 when every app rendered; 1 with --exit-code when some app's manifests changed; 2 on bad input or
+when an app failed to render (the report still lists every other app).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPreview(cmd, deps, &f, false)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// runPreview runs `diff` (withPlan=false) or `plan` (withPlan=true).
+func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) error {
+	name := cmd.Name()
+	switch f.output {
+	case "text", "markdown", "json":
+	default:
+		return usageErr(fmt.Errorf("%s: --output %q: must be text, markdown or json", name, f.output))
+	}
+	if f.base == "" {
+		return usageErr(fmt.Errorf("%s: --base is required", name))
+	}
+	in := preview.Input{RepoDir: f.repo, Base: f.base, Head: f.head, RepoURLs: f.repoURLs, Plan: withPlan, Concurrency: f.concurrency}
+	if f.settingsFile != "" {
+		s, err := render.LoadSettings(f.settingsFile)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", name, err))
+		}
+		in.Settings = s
+	}
+	if f.clustersFile != "" {
+		data, err := os.ReadFile(f.clustersFile)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: reading clusters: %w", name, err))
+		}
+		cs, err := discover.ParseClusters(f.clustersFile, data)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", name, err))
+		}
+		in.Clusters = cs
+	}
+	r := render.New(render.Options{})
+	rep, err := preview.Run(cmd.Context(), r, in)
+	if err != nil {
+		var ie *preview.InputError
+		if errors.As(err, &ie) {
+			return usageErr(fmt.Errorf("%s: %w", name, err))
+		}
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+	}
+	if err := writePreview(deps.Stdout, rep, f.output); err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: writing output: %w", name, err)}
+	}
+	if f.markdownOut != "" {
+		if err := writeComment(f.markdownOut, rep); err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+	}
+	return previewExit(deps.Stderr, name, rep, f.exitCode)
+}
+
+func countOf(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func writePreview(w io.Writer, rep *report.Report, output string) error {
+	switch output {
+	case "json":
+		return rep.WriteJSON(w)
+	case "markdown":
+		_, err := io.WriteString(w, rep.Markdown())
+		return err
+	default:
+		return rep.WriteText(w)
+	}
+}
+
+// writeComment writes the PR comment to path; when it needs several comments, parts 2.. go to
+// <path-without-ext>.part<N><ext> as well.
+func writeComment(path string, rep *report.Report) error {
+	if err := os.WriteFile(path, []byte(rep.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	parts := rep.MarkdownParts(0)
+	if len(parts) < 2 {
+		return nil
+	}
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(path, ext)
+	for i, p := range parts {
+		name := fmt.Sprintf("%s.part%d%s", stem, i+1, ext)
+		if err := os.WriteFile(name, []byte(p), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render
+// or the repository has problems, 1 when the plan breaks policy or (with --exit-code) something changed.
+func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange bool) error {
+	for _, a := range rep.Apps {
+		if a.Status == report.StatusError {
+			fmt.Fprintf(stderr, "fleetwave: %s: app %s: %s\n", name, a.Key(), a.Error)
+		}
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintf(stderr, "fleetwave: %s: %s\n", name, p)
+	}
+	if rep.HasErrors() {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %d of %d apps failed to render, %s",
+			name, rep.Summary.Failed, rep.Summary.Apps, countOf(len(rep.Problems), "repository problem"))}
+	}
+	if rep.Plan != nil && !rep.Plan.OK() {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan breaks the release policy", name)}
+	}
+	if exitOnChange && rep.HasChanges() {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: %s", name, rep.SummaryLine())}
+	}
+	return nil
+}

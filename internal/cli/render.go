@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+)
+
+// renderFlags are the flags of `render`; explicit flags win over --settings.
+type renderFlags struct {
+	app, repoRoot, settingsFile              string
+	kubeVersion, apiVersions, trackingMethod string
+	appLabelKey, revision, controlPlaneNS    string
+	installationID, kustomizeBuildOptions    string
+	allowRemote                              bool
+	maxFileBytes, maxOutputBytes             int64
+	maxDocuments                             int
+	timeout                                  time.Duration
+}
+
+func newRenderCmd(deps *Deps) *cobra.Command {
+	var f renderFlags
+	cmd := &cobra.Command{
+		Use:   "render --app <Application.yaml> --repo-root <dir>",
+		Short: "Print an application's manifests exactly as Argo CD's repo-server would render them",
+		Long: `render prints the manifests of one Argo CD Application as a YAML stream, in Argo CD's order, rendered
+in-process the way Argo CD's repo-server renders them (Helm, Kustomize, plain directories and Jsonnet), with the
+tracking metadata Argo CD adds. --repo-root is the checkout that spec.source.path is relative to; every git source
+of the app is read from it. Defaults match a current Argo CD install.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRender(cmd, deps, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.app, "app", "", "path of the Application manifest (required)")
+	fl.StringVar(&f.repoRoot, "repo-root", ".", "checkout that spec.source.path is relative to")
+	fl.StringVar(&f.settingsFile, "settings", "", "YAML file with kubeVersion, apiVersions, appLabelKey, trackingMethod, installationID, kustomizeBuildOptions, revision, controlPlaneNamespace")
+	fl.StringVar(&f.kubeVersion, "kube-version", "", "destination cluster's Kubernetes version (default "+render.DefaultKubeVersion+")")
+	fl.StringVar(&f.apiVersions, "api-versions", "", "comma-separated API versions of the cluster (group/version and group/version/Kind)")
+	fl.StringVar(&f.trackingMethod, "tracking-method", "", "annotation (default), label or annotation+label")
+	fl.StringVar(&f.appLabelKey, "app-label-key", "", "instance label key (default "+render.DefaultAppLabelKey+")")
+	fl.StringVar(&f.revision, "revision", "", "commit SHA being rendered ($ARGOCD_APP_REVISION)")
+	fl.StringVar(&f.controlPlaneNS, "control-plane-namespace", "", "namespace Argo CD runs in (default "+render.DefaultControlPlaneNamespace+")")
+	fl.StringVar(&f.installationID, "installation-id", "", "argocd-cm installationID")
+	fl.StringVar(&f.kustomizeBuildOptions, "kustomize-build-options", "", "argocd-cm kustomize.buildOptions, e.g. --enable-helm")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "operator allows remote bases and chart repositories (fetching is still not performed)")
+	fl.Int64Var(&f.maxFileBytes, "max-file-bytes", 0, "cap on one repository file (default 8 MiB)")
+	fl.Int64Var(&f.maxOutputBytes, "max-output-bytes", 0, "cap on one app's manifests (default 64 MiB)")
+	fl.IntVar(&f.maxDocuments, "max-documents", 0, "cap on one app's object count (default 10000)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "cap on one app's render time (default 60s)")
+	return cmd
+}
+
+func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
+	if f.app == "" {
+		return usageErr(errors.New("render: --app is required"))
+	}
+	s, err := renderSettings(cmd, f)
+	if err != nil {
+		return usageErr(err)
+	}
+	data, err := os.ReadFile(f.app)
+	if err != nil {
+		return usageErr(fmt.Errorf("render: %w", err))
+	}
+	app, err := render.ParseApplication(data)
+	if err != nil {
+		return usageErr(fmt.Errorf("render: %s: %w", f.app, err))
+	}
+	if st, err := os.Stat(f.repoRoot); err != nil || !st.IsDir() {
+		return usageErr(fmt.Errorf("render: --repo-root %s is not a directory", f.repoRoot))
+	}
+	r := render.New(render.Options{
+		AllowRemote: f.allowRemote,
+		Limits: render.Limits{MaxFileBytes: f.maxFileBytes, MaxOutputBytes: f.maxOutputBytes,
+			MaxDocuments: f.maxDocuments, Timeout: f.timeout},
+	})
+	res, err := r.Render(cmd.Context(), render.Request{
+		App:      app,
+		Repos:    func(string) (string, bool) { return f.repoRoot, true },
+		Settings: s,
+	})
+	if err != nil {
+		return usageErr(err)
+	}
+	return render.WriteYAML(deps.Stdout, res.Objects)
+}
+
+// renderSettings merges --settings with the explicit flags (flags win) over the defaults.
+func renderSettings(cmd *cobra.Command, f *renderFlags) (render.Settings, error) {
+	var s render.Settings
+	if f.settingsFile != "" {
+		var err error
+		if s, err = render.LoadSettings(f.settingsFile); err != nil {
+			return s, err
+		}
+	}
+	set := func(name string, dst *string, val string) {
+		if cmd.Flags().Changed(name) {
+			*dst = val
+		}
+	}
+	set("kube-version", &s.KubeVersion, f.kubeVersion)
+	set("tracking-method", &s.TrackingMethod, f.trackingMethod)
+	set("app-label-key", &s.AppLabelKey, f.appLabelKey)
+	set("revision", &s.Revision, f.revision)
+	set("control-plane-namespace", &s.ControlPlaneNamespace, f.controlPlaneNS)
+	set("installation-id", &s.InstallationID, f.installationID)
+	set("kustomize-build-options", &s.KustomizeBuildOptions, f.kustomizeBuildOptions)
+	if cmd.Flags().Changed("api-versions") {
+		s.APIVersions = nil
+		for _, v := range strings.Split(f.apiVersions, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				s.APIVersions = append(s.APIVersions, v)
+			}
+		}
+	}
+	s = s.WithDefaults()
+	return s, s.Validate()
+}

@@ -1,0 +1,371 @@
+package discover
+
+import (
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// Reach is a superset of the repository files an app's render can read, computed from its definition and the
+// files it names — without rendering. A change that touches nothing in an app's reach cannot change its
+// manifests, so the app need not be rendered at all; an app whose reach holds no file mentioning Applications
+// cannot be an app-of-apps. Where the reach cannot be bounded (Jsonnet imports, a source at the repository root,
+// paths built from variables) it is unbounded and the app is always rendered.
+//
+// Per source in this repository: its path (everything below it, which covers .argocd-source*.yaml, chart
+// files and templates, plain manifests); for Helm, its value files and file parameters ("$ref/..." resolved
+// against the ref source) and file:// chart dependencies, recursively; for Kustomize, the closure of every path
+// its kustomization files (and the files they name) mention — resources, components, patches, generators,
+// transformers, replacements — recursively. The Kustomize rule errs on the side of inclusion: any string that
+// resolves to a repository path counts.
+type Reach struct{ set *reachSet }
+
+// Unbounded reports a reach that may be the whole repository.
+func (r Reach) Unbounded() bool { return r.set == nil || r.set.all }
+
+// Touches reports whether any of files is in the reach.
+func (r Reach) Touches(files []string) bool {
+	for _, f := range files {
+		if r.Unbounded() || r.set.touches(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// reachSet is a set of repository paths: whole directories, single files and globs.
+type reachSet struct {
+	all   bool
+	dirs  map[string]bool
+	globs []string
+}
+
+func newReach() *reachSet { return &reachSet{dirs: map[string]bool{}} }
+
+func (r *reachSet) addDir(d string) {
+	if d == "" || d == "." {
+		r.all = true
+		return
+	}
+	r.dirs[d] = true
+}
+
+func (r *reachSet) merge(o *reachSet) {
+	if o == nil {
+		return
+	}
+	r.all = r.all || o.all
+	for d := range o.dirs {
+		r.dirs[d] = true
+	}
+	r.globs = append(r.globs, o.globs...)
+}
+
+// touches: a path below (or equal to) any directory entry, or matching a glob.
+func (r *reachSet) touches(f string) bool {
+	if r.all {
+		return true
+	}
+	for d := f; d != "." && d != "/" && d != ""; d = path.Dir(d) {
+		if r.dirs[d] {
+			return true
+		}
+	}
+	for _, g := range r.globs {
+		if ok, _ := path.Match(g, f); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Reach returns the reach of an app at this inventory's revision. It is safe for concurrent use.
+func (inv *Inventory) Reach(a *App) Reach {
+	inv.reachMu.Lock()
+	defer inv.reachMu.Unlock()
+	rs := newReach()
+	app := a.App
+	sources := app.Spec.GetSources()
+	refs := map[string]v1alpha1.ApplicationSource{}
+	for _, s := range sources {
+		if s.Ref != "" {
+			refs["$"+s.Ref] = s
+		}
+	}
+	this := inv.opts.IsThisRepo
+	if this == nil {
+		this = func(string) bool { return false }
+	}
+	for _, s := range sources {
+		if !this(s.RepoURL) || s.Chart != "" {
+			// A chart from a chart repository (or another repository) may still take value files from this
+			// one through a ref source.
+			if s.Helm != nil {
+				inv.refValueFiles(rs, s, refs, this)
+			}
+			if rs.all {
+				return Reach{rs}
+			}
+			continue
+		}
+		if s.Ref != "" && s.Path == "" {
+			continue // read only through $ref value files
+		}
+		dir := cleanRel(s.Path)
+		rs.addDir(dir)
+		if rs.all {
+			return Reach{rs}
+		}
+		if s.Helm != nil || inv.tree.has(path.Join(dir, "Chart.yaml")) {
+			inv.helmReach(rs, app, s, dir, refs, this)
+		}
+		if s.Kustomize != nil || kustomizationIn(inv.tree, dir) != "" {
+			rs.merge(inv.kustomizeClosure(dir))
+			if s.Kustomize != nil {
+				raw, _ := json.Marshal(s.Kustomize)
+				var v any
+				_ = json.Unmarshal(raw, &v)
+				inv.stringPaths(rs, v, []string{dir}, map[string]bool{}, 0)
+			}
+		}
+		if s.Directory != nil && (len(s.Directory.Jsonnet.Libs) > 0 || len(s.Directory.Jsonnet.ExtVars) > 0 || len(s.Directory.Jsonnet.TLAs) > 0) {
+			rs.all = true
+		}
+		for _, f := range inv.tree.under(dir) {
+			if ext := path.Ext(f); ext == ".jsonnet" || ext == ".libsonnet" {
+				rs.all = true // imports may reach anywhere
+				break
+			}
+		}
+		if rs.all {
+			return Reach{rs}
+		}
+	}
+	return Reach{rs}
+}
+
+// refValueFiles adds a Helm source's "$ref/..." value files.
+func (inv *Inventory) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+	for _, vf := range s.Helm.ValueFiles {
+		if !strings.HasPrefix(vf, "$") {
+			continue
+		}
+		name, rest, _ := strings.Cut(vf, "/")
+		ref, ok := refs[name]
+		if !ok {
+			rs.all = true
+			return
+		}
+		if this(ref.RepoURL) {
+			inv.addPath(rs, cleanRel(rest))
+		}
+	}
+}
+
+// helmReach adds a Helm source's value files, file parameters and file:// dependencies.
+func (inv *Inventory) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alpha1.ApplicationSource, dir string, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+	if s.Helm != nil {
+		files := append([]string(nil), s.Helm.ValueFiles...)
+		for _, fp := range s.Helm.FileParameters {
+			files = append(files, fp.Path)
+		}
+		for _, vf := range files {
+			if strings.HasPrefix(vf, "$") {
+				name, rest, _ := strings.Cut(vf, "/")
+				ref, ok := refs[name]
+				if !ok {
+					rs.all = true // an unresolved $variable
+					return
+				}
+				if !this(ref.RepoURL) {
+					continue
+				}
+				inv.addPath(rs, cleanRel(rest))
+				continue
+			}
+			if isURL(vf) {
+				continue
+			}
+			vf = substituteAppEnv(vf, app)
+			if strings.Contains(vf, "$") {
+				rs.all = true
+				return
+			}
+			inv.addPath(rs, cleanRel(path.Join(dir, vf)))
+		}
+	}
+	rs.merge(inv.chartDeps(dir))
+}
+
+func (inv *Inventory) addPath(rs *reachSet, p string) {
+	if hasGlob(p) {
+		rs.globs = append(rs.globs, p)
+		return
+	}
+	rs.addDir(p)
+}
+
+// substituteAppEnv replaces the build environment variables Argo CD substitutes in value file paths that
+// depend on the Application alone (reposerver/repository/repository.go newEnv).
+func substituteAppEnv(s string, app *v1alpha1.Application) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	return os.Expand(s, func(k string) string {
+		switch k {
+		case "ARGOCD_APP_NAME":
+			return app.Name
+		case "ARGOCD_APP_NAMESPACE":
+			return app.Spec.Destination.Namespace
+		case "ARGOCD_APP_PROJECT_NAME":
+			return app.Spec.Project
+		}
+		return "$" + k
+	})
+}
+
+// chartDeps is the reach of a chart's file:// dependencies (Chart.yaml or requirements.yaml), recursively.
+func (inv *Inventory) chartDeps(dir string) *reachSet {
+	key := "helm:" + dir
+	if rs, ok := inv.reach[key]; ok {
+		return rs
+	}
+	rs := newReach()
+	inv.reach[key] = rs // placeholder against cycles
+	for _, name := range []string{"Chart.yaml", "requirements.yaml"} {
+		data, err := inv.tree.ReadFile(path.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		var c struct {
+			Dependencies []struct {
+				Repository string `json:"repository"`
+			} `json:"dependencies"`
+		}
+		if yaml.Unmarshal(data, &c) != nil {
+			continue
+		}
+		for _, d := range c.Dependencies {
+			rel, ok := strings.CutPrefix(d.Repository, "file://")
+			if !ok {
+				continue
+			}
+			p := path.Join(dir, rel)
+			if strings.HasPrefix(p, "..") {
+				continue // outside the repository: the renderer refuses it
+			}
+			p = cleanRel(p)
+			rs.addDir(p)
+			rs.merge(inv.chartDeps(p))
+		}
+	}
+	return rs
+}
+
+func kustomizationIn(t *dirTree, dir string) string {
+	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if p := path.Join(dir, n); t.has(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+// kustomizeClosure is the reach of a kustomization directory: the directory, and every repository path that a
+// string of its kustomization file (or of a YAML file it names) resolves to, with the closures of the
+// kustomization directories among them.
+func (inv *Inventory) kustomizeClosure(dir string) *reachSet {
+	key := "kustomize:" + dir
+	if rs, ok := inv.reach[key]; ok {
+		return rs
+	}
+	rs := newReach()
+	inv.reach[key] = rs // placeholder against cycles
+	rs.addDir(dir)
+	k := kustomizationIn(inv.tree, dir)
+	if k == "" {
+		return rs
+	}
+	inv.fileStrings(rs, k, []string{dir}, map[string]bool{}, 0)
+	return rs
+}
+
+// fileStrings adds the paths named by the strings of a YAML file.
+func (inv *Inventory) fileStrings(rs *reachSet, file string, bases []string, seen map[string]bool, depth int) {
+	if seen[file] || depth > 8 {
+		return
+	}
+	seen[file] = true
+	data, err := inv.tree.ReadFile(file)
+	if err != nil {
+		return
+	}
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return
+	}
+	for _, d := range docs {
+		var v any
+		if yaml.Unmarshal(d, &v) == nil {
+			inv.stringPaths(rs, v, bases, seen, depth)
+		}
+	}
+}
+
+// stringPaths adds every repository path that a string value of v resolves to, relative to any of bases.
+func (inv *Inventory) stringPaths(rs *reachSet, v any, bases []string, seen map[string]bool, depth int) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, val := range x {
+			inv.stringPaths(rs, val, bases, seen, depth)
+		}
+	case []any:
+		for _, val := range x {
+			inv.stringPaths(rs, val, bases, seen, depth)
+		}
+	case string:
+		s := strings.TrimSpace(x)
+		if s == "" || strings.ContainsAny(s, "\n\t ") || strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasPrefix(s, "/") {
+			return
+		}
+		// configMapGenerator/secretGenerator entries may be "key=path"; envs are plain paths.
+		if _, after, ok := strings.Cut(s, "="); ok {
+			s = after
+		}
+		for _, b := range bases {
+			p := path.Join(b, s)
+			if strings.HasPrefix(p, "..") {
+				continue
+			}
+			p = cleanRel(p)
+			if p == "" {
+				continue
+			}
+			switch {
+			case inv.tree.isDir(p):
+				rs.addDir(p)
+				if kustomizationIn(inv.tree, p) != "" {
+					rs.merge(inv.kustomizeClosure(p))
+				}
+			case inv.tree.has(p):
+				rs.addDir(p)
+				switch strings.ToLower(filepath.Ext(p)) {
+				case ".yaml", ".yml", ".json":
+					inv.fileStrings(rs, p, append([]string{path.Dir(p)}, bases...), seen, depth+1)
+				}
+			default:
+				// Not (yet) in the repository: a change that adds it must still count.
+				if hasGlob(p) {
+					rs.globs = append(rs.globs, p)
+				} else {
+					rs.addDir(p)
+				}
+			}
+		}
+	}
+}

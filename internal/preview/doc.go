@@ -1,0 +1,32 @@
+// Package preview is the pipeline that turns a change to a GitOps repository into a Report: the one the `diff`
+// and `plan` commands print and the GitHub App posts. Both call Run.
+//
+// # The pipeline
+//
+//  1. source: open the repository, resolve base and head (for a stale branch, head is "base merged with head",
+//     as GitHub tests a pull request), list the changed files (renames included).
+//  2. Export base into a temporary directory, and head as hard links to base plus the files the change
+//     touches. Each file is indexed while it is written (does it mention "argoproj.io"? "Application"?).
+//  3. discover the fleet on both sides: Applications, ApplicationSets (generators run offline), cluster
+//     Secrets; head reuses base's parse of every file the change did not touch.
+//  4. Base renders: an app is rendered at base when the change can reach it (discover.Reach: a superset of
+//     the files its render can read, from its definition) or when it may be an app-of-apps (its reach holds
+//     files that mention Argo CD Applications; its children join the inventory). The others cannot change and
+//     are not rendered at all — this is what makes a 500-app fleet with a 50-app change cheap.
+//  5. Head: each app is judged by discover.Affected (the exact files its base render read, its paths, value
+//     files, ref sources, manifest-generate-paths, its definition; added apps). Affected apps are rendered at
+//     head (and at base, lazily, if step 4 had skipped them); the others keep their base render.
+//  6. diff each affected app (normalised, Secrets masked, hooks apart) and fill the report; removed apps are
+//     rendered at base to show what goes away.
+//  7. plan (optional): the changed and added apps go through the release policy of the head revision.
+//
+// Renders run concurrently, bounded by Input.Concurrency. An app that fails to render is an app with status
+// "error" in the report, never a failed run; Run fails only for bad input (InputError: not a repository,
+// unknown revision, broken policy) or a broken environment (git missing, disk full).
+//
+// # Limits of the reach shortcut
+//
+// An app that is not rendered because the change cannot reach it is reported unchanged with no read files.
+// Output that depends on the revision itself ($ARGOCD_APP_REVISION in a Helm parameter or a Kustomize label)
+// changes on every commit in Argo CD, but not in this preview unless a file the app reads changed.
+package preview

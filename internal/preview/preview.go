@@ -1,0 +1,589 @@
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/source"
+)
+
+// Renderer renders one Application (internal/render.Renderer implements it).
+type Renderer interface {
+	Render(ctx context.Context, req render.Request) (*render.Result, error)
+}
+
+// Input is one preview request.
+type Input struct {
+	// RepoDir is the local git repository (working copy top level or bare repository).
+	RepoDir string
+	// Base and Head are the revisions compared (branches, tags, shas).
+	Base, Head string
+	// RepoURLs are names of the repository that sources may use (clone URLs, "owner/name"); the origin remote's
+	// URL is added when the repository has one.
+	RepoURLs []string
+	// Clusters are the destination clusters; nil takes the cluster Secrets the repository declares.
+	Clusters []discover.Cluster
+	// Settings are the render settings (cluster and argocd-cm facts); Revision is set per side.
+	Settings render.Settings
+	// Plan asks for the wave plan of the repository's release policy (.fleetwave.yaml at head).
+	Plan bool
+	// Concurrency bounds concurrent renders (default: the number of CPUs, at least 2).
+	Concurrency int
+	// TempDir is where checkouts are written ("" for the system default).
+	TempDir string
+}
+
+// PolicyFiles are the names the release policy may have at the repository root, in order of preference.
+var PolicyFiles = []string{".fleetwave.yaml", ".fleetwave.yml"}
+
+// InputError is a problem with the request itself (not a repository, unknown revision, broken policy): the
+// CLI exits 2 on it.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(err error) error { return &InputError{Err: err} }
+
+// outcome is one render of one app.
+type outcome struct {
+	objs      []*unstructured.Unstructured
+	readFiles []string
+	readDirs  []string
+	err       error
+	reused    bool // head: the base render, the app being unaffected
+	// notRendered marks an app that was rendered on neither side: the change cannot reach it.
+	notRendered bool
+	verdict     discover.Verdict
+}
+
+// external reports a render that could not run locally because a source is outside the checkout, or is a
+// config-management plugin.
+func (o *outcome) external() bool {
+	return o != nil && o.err != nil && (errors.Is(o.err, render.ErrExternalSource) || errors.Is(o.err, render.ErrPluginSource))
+}
+
+func (o *outcome) failed() bool { return o != nil && o.err != nil && !o.external() }
+
+// lazy is an app's render on one side, made at most once, when first needed.
+type lazy struct {
+	mu   sync.Mutex
+	done bool
+	o    *outcome
+}
+
+type outcomes struct {
+	mu sync.Mutex
+	m  map[string]*lazy
+}
+
+// get returns the render of key, making it with fn the first time.
+func (o *outcomes) get(key string, fn func() *outcome) *outcome {
+	o.mu.Lock()
+	l, ok := o.m[key]
+	if !ok {
+		l = &lazy{}
+		o.m[key] = l
+	}
+	o.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.o, l.done = fn(), true
+	}
+	return l.o
+}
+
+// peek returns the render of key if it was made (waiting for one in progress), else nil.
+func (o *outcomes) peek(key string) *outcome {
+	o.mu.Lock()
+	l, ok := o.m[key]
+	o.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.o
+}
+
+// side is one revision of the change: its checkout, the files that mention Argo CD kinds, its fleet.
+type side struct {
+	co       *source.Checkout
+	mentions map[string]bool // files mentioning "argoproj.io"
+	argo     []string        // files mentioning "argoproj.io"
+	apps     []string        // files mentioning "Application"
+	inv      *discover.Inventory
+	settings render.Settings
+}
+
+// The strings the checkouts are indexed by. Discovery reads the files with the first. An app whose reach holds
+// files with each (not necessarily the same file: the apiVersion may come from a Helm helper) may render
+// Applications, so it is rendered to find them.
+const (
+	needleArgo        = "argoproj.io"
+	needleApplication = "Application"
+)
+
+// newSide collects, from a checkout's index, the files discovery and the app-of-apps rule look at.
+func newSide(co *source.Checkout) *side {
+	s := &side{co: co, mentions: map[string]bool{}, argo: co.FilesContaining(false, needleArgo), apps: co.FilesContaining(false, needleApplication)}
+	for _, f := range s.argo {
+		s.mentions[f] = true
+	}
+	return s
+}
+
+// Run previews a change (see the package documentation for the steps): it discovers the fleet at base and at
+// head, renders at base the apps the change can reach (what each render reads decides which apps the change
+// affects), renders the affected apps at head, diffs them and, when asked, plans the rollout. Apps that fail to
+// render are reported in the Report, not returned as an error; an error (an *InputError for bad input) means no
+// report could be made.
+func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
+	repo, err := source.Open(ctx, in.RepoDir)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	baseSHA, headSHA, headOwnTree, err := repo.Revisions(ctx, in.Base, in.Head)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	rep := &report.Report{Base: baseSHA, Head: headSHA}
+	headTree, merged, conflicted, err := repo.MergedHeadTree(ctx, baseSHA, headSHA, headOwnTree)
+	if err != nil {
+		return nil, err
+	}
+	if merged {
+		rep.HeadTree = headTree
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is not based on %s: the head side is the merge of both, as GitHub tests it", short(headSHA), short(baseSHA)))
+	}
+	if conflicted {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s conflicts with %s: the head side is %s as it is", short(headSHA), short(baseSHA), short(headSHA)))
+	}
+	changes, err := repo.ChangedFiles(ctx, baseSHA, headTree)
+	if err != nil {
+		return nil, err
+	}
+
+	names := append([]string(nil), in.RepoURLs...)
+	if origin, err := repo.OriginURL(ctx); err == nil && origin != "" {
+		names = append(names, origin)
+	}
+	matcher := source.NewRepoMatcher(names...)
+	if matcher.Empty() {
+		rep.Notes = append(rep.Notes, "the repository has no origin remote and no --repo-url was given: every source is treated as external")
+	}
+
+	exportOpts := source.ExportOptions{TempDir: in.TempDir, Index: []string{needleArgo, needleApplication}}
+	baseCo, err := repo.Checkout(ctx, baseSHA, exportOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer baseCo.Close()
+	headCo, err := repo.Derive(ctx, baseCo, headTree, exportOpts)
+	if err != nil {
+		return nil, err
+	}
+	defer headCo.Close()
+	baseSide, headSide := newSide(baseCo), newSide(headCo)
+
+	conc := in.Concurrency
+	if conc <= 0 {
+		conc = max(2, runtime.GOMAXPROCS(0))
+	}
+	settings := in.Settings.WithDefaults()
+	p := &pipeline{r: r, matcher: matcher, changes: changes, changed: source.Paths(changes),
+		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
+	p.base.settings, p.head.settings = settings, settings
+	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
+	discoverOpts := func(s *side) discover.Options {
+		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Mentions: s.mentions, Clusters: in.Clusters,
+			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace}
+	}
+	p.base.inv = discover.Discover(discoverOpts(p.base))
+	headOpts := discoverOpts(p.head)
+	headOpts.Reuse, headOpts.Changed = p.base.inv, map[string]bool{}
+	for _, f := range p.changed {
+		headOpts.Changed[f] = true
+	}
+	p.head.inv = discover.Discover(headOpts)
+
+	// Base: the apps the change can reach, and the possible app-of-apps, are rendered; what each render reads
+	// is the evidence of the affected-app rules. Other apps are rendered later only if they turn out affected.
+	p.base.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
+		reach := p.base.inv.Reach(a)
+		maybeParent := reach.Touches(p.base.argo) && reach.Touches(p.base.apps)
+		if !reach.Unbounded() && !reach.Touches(p.changed) && !maybeParent {
+			return nil, nil
+		}
+		o := p.renderBase(ctx, a)
+		return o.objs, o.err
+	}, conc)
+
+	// Head: affected apps rendered again; the others keep their base render.
+	p.head.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
+		o := p.renderHead(ctx, a)
+		return o.objs, o.err
+	}, conc)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	rep.Apps = p.pair(ctx)
+	for _, pr := range p.head.inv.Problems {
+		rep.Problems = append(rep.Problems, pr.Error())
+	}
+	sort.Strings(rep.Problems)
+	rep.Summarize()
+
+	if in.Plan {
+		pl, err := p.plan(headCo.Dir, p.head.inv, rep)
+		if err != nil {
+			return nil, err
+		}
+		rep.Plan = pl
+		rep.Summary.Waves = len(pl.Waves)
+	}
+	return rep, nil
+}
+
+type pipeline struct {
+	r       Renderer
+	matcher *source.RepoMatcher
+	changes []source.Change
+	changed []string
+	base    *side
+	head    *side
+	baseOut *outcomes
+	headOut *outcomes
+}
+
+func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {
+	res, err := p.r.Render(ctx, render.Request{
+		App: a.App,
+		Repos: func(repoURL string) (string, bool) {
+			if p.matcher.Match(repoURL) {
+				return s.co.Dir, true
+			}
+			return "", false
+		},
+		Settings: s.settings,
+	})
+	if err != nil {
+		return &outcome{err: err}
+	}
+	return &outcome{objs: res.Objects, readFiles: res.ReadFiles, readDirs: res.ReadDirs}
+}
+
+// renderBase renders an app of the base revision (once).
+func (p *pipeline) renderBase(ctx context.Context, a *discover.App) *outcome {
+	return p.baseOut.get(a.Key, func() *outcome { return p.render(ctx, a, p.base) })
+}
+
+// renderHead decides whether a head app is affected and renders it if so; an unaffected app keeps its base
+// render (or none, when the base had no need of one).
+func (p *pipeline) renderHead(ctx context.Context, a *discover.App) *outcome {
+	return p.headOut.get(a.Key, func() *outcome {
+		ev := discover.Evidence{Head: a.App}
+		b, inBase := p.base.inv.Get(a.Key)
+		bo := p.baseOut.peek(a.Key)
+		if inBase {
+			ev.Base = b.App
+		}
+		if bo != nil {
+			ev.BaseRenderFailed = bo.failed()
+			ev.ReadFiles, ev.ReadDirs = bo.readFiles, bo.readDirs
+		}
+		v := discover.Affected(ev, p.changes, p.matcher.Match)
+		var o *outcome
+		switch {
+		case !v.Affected && bo != nil:
+			o = &outcome{objs: bo.objs, readFiles: bo.readFiles, readDirs: bo.readDirs, err: bo.err, reused: true}
+		case !v.Affected:
+			o = &outcome{reused: true, notRendered: true}
+		default:
+			if inBase && bo == nil {
+				p.renderBase(ctx, b) // the diff needs the base side
+			}
+			o = p.render(ctx, a, p.head)
+		}
+		o.verdict = v
+		return o
+	})
+}
+
+// pair matches the apps of both sides and diffs them.
+func (p *pipeline) pair(ctx context.Context) []report.App {
+	keys := map[string]bool{}
+	for _, a := range p.base.inv.Apps() {
+		keys[a.Key] = true
+	}
+	for _, a := range p.head.inv.Apps() {
+		keys[a.Key] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	apps := make([]report.App, 0, len(sorted))
+	for _, k := range sorted {
+		b, inBase := p.base.inv.Get(k)
+		h, inHead := p.head.inv.Get(k)
+		var ra report.App
+		switch {
+		case !inBase:
+			ra = describe(h)
+			ra.Status = report.StatusAdded
+			p.fill(&ra, h.App.Spec.Destination.Namespace, nil, p.headOut.peek(k))
+		case !inHead:
+			ra = describe(b)
+			ra.Status = report.StatusRemoved
+			p.fill(&ra, b.App.Spec.Destination.Namespace, p.renderBase(ctx, b), nil)
+		default:
+			ra = describe(h)
+			p.fillBoth(&ra, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
+		}
+		apps = append(apps, ra)
+	}
+	return apps
+}
+
+func describe(a *discover.App) report.App {
+	cluster := a.Cluster.Name
+	if cluster == "" {
+		cluster = a.App.Spec.Destination.Server
+	}
+	server := a.Cluster.Server
+	if server == "" {
+		server = a.App.Spec.Destination.Server
+	}
+	return report.App{
+		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project,
+		Cluster: cluster, Server: server, File: a.File, AppSet: a.AppSet, Parent: a.Parent,
+		Resources: []diff.Resource{}, Hooks: []diff.Resource{}, ReadFiles: []string{},
+	}
+}
+
+// fill describes an app present on one side only (added: head outcome; removed: base outcome).
+func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
+	side := head
+	if side == nil {
+		side = base
+	}
+	if side == nil {
+		ra.Status, ra.Error = report.StatusError, "not rendered"
+		return
+	}
+	if side.verdict.Reasons != nil {
+		ra.AffectedBy = reasons(side.verdict)
+	}
+	ra.ReadFiles = nonNil(side.readFiles)
+	switch {
+	case side.external():
+		ra.Status, ra.Error = report.StatusSkipped, externalMessage(side.err)
+		return
+	case side.failed():
+		ra.Status, ra.Error = report.StatusError, oneLine(side.err)
+		return
+	}
+	var res *diff.Result
+	var err error
+	if head != nil {
+		res, err = diff.Compare(nil, head.objs, diff.Options{Namespace: ns})
+	} else {
+		res, err = diff.Compare(base.objs, nil, diff.Options{Namespace: ns})
+	}
+	if err != nil {
+		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		return
+	}
+	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
+	ra.Warning = joinNonEmpty(ra.Warning, strings.Join(res.Warnings, " "))
+}
+
+// fillBoth describes an app present on both sides.
+func (p *pipeline) fillBoth(ra *report.App, baseNS, headNS string, bo, ho *outcome) {
+	if ho == nil {
+		ra.Status, ra.Error = report.StatusError, "not rendered (app-of-apps nesting too deep?)"
+		return
+	}
+	if ho.notRendered {
+		ra.Status = report.StatusUnchanged // the change cannot reach what it renders from
+		return
+	}
+	if bo == nil {
+		bo = &outcome{err: errors.New("not rendered")}
+	}
+	ra.ReadFiles = nonNil(bo.readFiles)
+	ra.Warning = ho.verdict.Warning
+	ra.AffectedBy = reasons(ho.verdict)
+	switch {
+	case ho.external():
+		if ho.reused {
+			ra.Status = report.StatusUnchanged
+		} else {
+			ra.Status, ra.Error = report.StatusSkipped, externalMessage(ho.err)
+		}
+		return
+	case ho.failed():
+		ra.Status, ra.Error = report.StatusError, oneLine(ho.err)
+		return
+	case ho.reused:
+		ra.Status = report.StatusUnchanged
+		return
+	}
+	baseObjs := bo.objs
+	if bo.err != nil {
+		baseObjs = nil
+		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+oneLine(bo.err)+"): every resource is shown as added")
+	}
+	res, err := diff.Compare(baseObjs, ho.objs, diff.Options{Namespace: headNS, BaseNamespace: baseNS})
+	if err != nil {
+		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		return
+	}
+	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
+	ra.Warning = joinNonEmpty(ra.Warning, strings.Join(res.Warnings, " "))
+	ra.Status = report.StatusUnchanged
+	if res.Summary.Changed() || hooksChanged(res.Hooks) {
+		ra.Status = report.StatusChanged
+	}
+}
+
+func hooksChanged(hooks []diff.Resource) bool {
+	for _, h := range hooks {
+		if h.Change != diff.Unchanged {
+			return true
+		}
+	}
+	return false
+}
+
+func reasons(v discover.Verdict) []string {
+	var out []string
+	for _, r := range v.Reasons {
+		out = append(out, r.String())
+	}
+	return out
+}
+
+func externalMessage(err error) string {
+	return "not rendered locally: " + oneLine(err) + " (render it through Argo CD)"
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// plan builds the wave plan of the changed and added apps with the release policy at head (or the default).
+func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *report.Report) (*plan.Plan, error) {
+	policy := plan.DefaultPolicy()
+	for _, name := range PolicyFiles {
+		data, err := os.ReadFile(filepath.Join(headRoot, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, inputErr(fmt.Errorf("reading %s: %w", name, err))
+		}
+		if policy, err = plan.ParsePolicy(name, data); err != nil {
+			return nil, inputErr(err)
+		}
+		break
+	}
+	var apps []plan.App
+	for _, ra := range rep.Apps {
+		if ra.Status != report.StatusChanged && ra.Status != report.StatusAdded {
+			continue
+		}
+		a, ok := headInv.Get(ra.Namespace + "/" + ra.Name)
+		if !ok {
+			continue
+		}
+		apps = append(apps, PlanApp(a))
+	}
+	return plan.Build(policy, apps), nil
+}
+
+// PlanApp is how the planner sees a discovered app.
+func PlanApp(a *discover.App) plan.App {
+	pa := plan.App{
+		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project,
+		Cluster: a.Cluster.Name, Server: a.Cluster.Server,
+		ClusterLabels: a.Cluster.Labels, Labels: a.App.Labels,
+		AutomatedSync: a.App.Spec.SyncPolicy != nil && a.App.Spec.SyncPolicy.IsAutomatedSyncEnabled(),
+		Source:        a.File,
+	}
+	if pa.Server == "" {
+		pa.Server = a.App.Spec.Destination.Server
+	}
+	if a.AppSet != "" {
+		pa.Source = "appset:" + a.AppSet
+	}
+	if a.Parent != "" && pa.Source == "" {
+		pa.Source = "app:" + a.Parent
+	}
+	if st := a.Strategy; st != nil && st.Type == "RollingSync" && st.RollingSync != nil {
+		pa.RollingSyncSteps = rollingSteps(st.RollingSync.Steps)
+	}
+	return pa
+}
+
+func rollingSteps(steps []v1alpha1.ApplicationSetRolloutStep) []plan.RollingSyncStep {
+	out := make([]plan.RollingSyncStep, 0, len(steps))
+	for _, s := range steps {
+		var st plan.RollingSyncStep
+		for _, e := range s.MatchExpressions {
+			st.MatchExpressions = append(st.MatchExpressions, plan.Requirement{Key: e.Key, Operator: plan.Operator(e.Operator), Values: e.Values})
+		}
+		if s.MaxUpdate != nil {
+			st.MaxUpdate = s.MaxUpdate.String()
+		}
+		out = append(out, st)
+	}
+	return out
+}

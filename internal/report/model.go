@@ -1,0 +1,127 @@
+package report
+
+import (
+	"io"
+
+	"github.com/fleetwave/fleetwave/internal/diff"
+)
+
+// Status of one app in a preview.
+type Status string
+
+// App statuses. The first five are the JSON contract of product.md; Skipped marks an app whose sources are
+// outside the repository (rendered through Argo CD when it is configured, not locally).
+const (
+	StatusChanged   Status = "changed"
+	StatusUnchanged Status = "unchanged"
+	StatusAdded     Status = "added"
+	StatusRemoved   Status = "removed"
+	StatusError     Status = "error"
+	StatusSkipped   Status = "skipped"
+)
+
+// Report is the preview of one change: every app of the fleet with its status and, for the affected ones, the
+// diff of its rendered manifests. Its JSON form is `fleetwave diff --output json` (product.md); field names may
+// grow, never change meaning.
+type Report struct {
+	Base string `json:"base"`
+	Head string `json:"head"`
+	// HeadTree is set when the head side is not head's own tree but base merged with head (a stale branch).
+	HeadTree string  `json:"headTree,omitempty"`
+	Apps     []App   `json:"apps"`
+	Summary  Summary `json:"summary"`
+	// Problems are repository-level problems (broken files, failing generators), one line each.
+	Problems []string `json:"problems,omitempty"`
+	// Notes are informational lines (e.g. how the head side was built).
+	Notes []string `json:"notes,omitempty"`
+	// Plan is the wave plan (plan command); its JSON fields are merged into the report's top level.
+	Plan Plan `json:"-"`
+}
+
+// Plan is what the report needs of a wave plan (internal/plan.Plan implements it). Its JSON form must be an
+// object; its fields ("waves", "violations", ...) join the report's top level.
+type Plan interface {
+	OK() bool
+	WriteText(w io.Writer) error
+	WriteMarkdown(w io.Writer) error
+}
+
+// App is one Application in a preview.
+type App struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Project   string `json:"project,omitempty"`
+	Cluster   string `json:"cluster"`
+	Server    string `json:"server,omitempty"`
+	Status    Status `json:"status"`
+	// Error is the cause of an error (or a skip), one line.
+	Error string `json:"error,omitempty"`
+	// Warning is a note about the app that does not fail the preview.
+	Warning   string          `json:"warning,omitempty"`
+	Resources []diff.Resource `json:"resources"`
+	Hooks     []diff.Resource `json:"hooks"`
+	Counts    diff.Summary    `json:"counts"`
+	// ReadFiles are the repository files the app's render read (the base render; the head render for added
+	// apps). Empty when the app was not rendered at all because the change cannot reach any file it is built
+	// from (internal/discover Reach).
+	ReadFiles []string `json:"readFiles"`
+	// AffectedBy lists why the app was rendered at head ("read-file: values/shared.yaml", ...).
+	AffectedBy []string `json:"affectedBy,omitempty"`
+	// File, AppSet and Parent say where the app is declared.
+	File   string `json:"file,omitempty"`
+	AppSet string `json:"appSet,omitempty"`
+	Parent string `json:"parent,omitempty"`
+}
+
+// Key is "namespace/name".
+func (a *App) Key() string { return a.Namespace + "/" + a.Name }
+
+// Summary counts apps by status and resources by change.
+type Summary struct {
+	Apps      int `json:"apps"`
+	Changed   int `json:"changed"`
+	Unchanged int `json:"unchanged"`
+	Added     int `json:"added"`
+	Removed   int `json:"removed"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// Resources across all apps (hooks not counted).
+	ResourcesAdded    int `json:"resourcesAdded"`
+	ResourcesModified int `json:"resourcesModified"`
+	ResourcesRemoved  int `json:"resourcesRemoved"`
+	// Waves is the number of waves of the plan, when there is one.
+	Waves int `json:"waves,omitempty"`
+}
+
+// Summarize recomputes r.Summary from r.Apps (the wave count is kept).
+func (r *Report) Summarize() {
+	s := Summary{Waves: r.Summary.Waves, Apps: len(r.Apps)}
+	for _, a := range r.Apps {
+		switch a.Status {
+		case StatusChanged:
+			s.Changed++
+		case StatusUnchanged:
+			s.Unchanged++
+		case StatusAdded:
+			s.Added++
+		case StatusRemoved:
+			s.Removed++
+		case StatusError:
+			s.Failed++
+		case StatusSkipped:
+			s.Skipped++
+		}
+		s.ResourcesAdded += a.Counts.Added
+		s.ResourcesModified += a.Counts.Modified
+		s.ResourcesRemoved += a.Counts.Removed
+	}
+	r.Summary = s
+}
+
+// HasChanges reports whether any app changed, was added or removed.
+func (r *Report) HasChanges() bool {
+	return r.Summary.Changed+r.Summary.Added+r.Summary.Removed > 0
+}
+
+// HasErrors reports whether any app failed to render or the repository had problems.
+func (r *Report) HasErrors() bool { return r.Summary.Failed > 0 || len(r.Problems) > 0 }

@@ -1,0 +1,500 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// gitT runs git in dir for test setup, with a fixed identity and dates.
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
+		"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeT(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newRepo makes a repository with two commits on main: base (a.yaml, dir/b.yaml, old.yaml) and head
+// (a.yaml modified, old.yaml renamed to new.yaml, c.yaml added, dir/b.yaml deleted).
+func newRepo(t *testing.T) (dir, base, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeT(t, dir, "a.yaml", "a: 1\n")
+	writeT(t, dir, "dir/b.yaml", "b: 1\n")
+	writeT(t, dir, "old.yaml", strings.Repeat("line of text that makes rename detection sure\n", 20))
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "base")
+	base = gitT(t, dir, "rev-parse", "HEAD")
+	writeT(t, dir, "a.yaml", "a: 2\n")
+	gitT(t, dir, "mv", "old.yaml", "new.yaml")
+	writeT(t, dir, "c.yaml", "c: 1\n")
+	gitT(t, dir, "rm", "-q", "dir/b.yaml")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "head")
+	head = gitT(t, dir, "rev-parse", "HEAD")
+	return dir, base, head
+}
+
+func TestOpenRefusesWhatIsNotARepositoryTopLevel(t *testing.T) {
+	ctx := context.Background()
+	dir, _, _ := newRepo(t)
+	if _, err := Open(ctx, dir); err != nil {
+		t.Fatalf("Open(repo): %v", err)
+	}
+	for name, d := range map[string]string{
+		"plain directory": t.TempDir(),
+		"subdirectory":    filepath.Join(dir, "dir2"),
+	} {
+		if name == "subdirectory" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Open(ctx, d)
+		if !errors.Is(err, ErrNotRepository) {
+			t.Errorf("%s: Open error = %v, want ErrNotRepository", name, err)
+		}
+	}
+	if _, err := Open(ctx, filepath.Join(dir, "missing")); err == nil {
+		t.Error("Open(missing dir) succeeded")
+	}
+	bare := t.TempDir()
+	gitT(t, bare, "clone", "-q", "--bare", dir, "b.git")
+	r, err := Open(ctx, filepath.Join(bare, "b.git"))
+	if err != nil {
+		t.Fatalf("Open(bare): %v", err)
+	}
+	if _, err := r.Resolve(ctx, "main"); err != nil {
+		t.Fatalf("Resolve in bare: %v", err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	dir, base, head := newRepo(t)
+	gitT(t, dir, "tag", "v1", base)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rev, want := range map[string]string{"main": head, "HEAD~1": base, "v1": base, base[:8]: base} {
+		got, err := r.Resolve(ctx, rev)
+		if err != nil || got != want {
+			t.Errorf("Resolve(%q) = %q, %v; want %q", rev, got, err, want)
+		}
+	}
+	for _, rev := range []string{"nope", "", "--all", "-h", "main\nHEAD", strings.Repeat("f", 40)} {
+		if _, err := r.Resolve(ctx, rev); !errors.Is(err, ErrUnknownRevision) {
+			t.Errorf("Resolve(%q) error = %v, want ErrUnknownRevision", rev, err)
+		}
+	}
+}
+
+func TestRevisions(t *testing.T) {
+	ctx := context.Background()
+	dir, base, head := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, h, tree, err := r.Revisions(ctx, "main~1", "main")
+	wantTree, _ := r.TreeOf(ctx, head)
+	if err != nil || b != base || h != head || tree != wantTree {
+		t.Fatalf("Revisions = %s %s %s %v", b, h, tree, err)
+	}
+	for _, tc := range []struct{ base, head, side string }{{"nope", "main", "base"}, {"main", "nope", "head"}, {"-x", "main", ""}} {
+		_, _, _, err := r.Revisions(ctx, tc.base, tc.head)
+		if !errors.Is(err, ErrUnknownRevision) || !strings.HasPrefix(err.Error(), tc.side) {
+			t.Errorf("Revisions(%q, %q) error = %v", tc.base, tc.head, err)
+		}
+	}
+}
+
+func TestChangedFilesDetectsRenames(t *testing.T) {
+	ctx := context.Background()
+	dir, base, head := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ChangedFiles(ctx, base, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Change{
+		{Status: "M", Path: "a.yaml"},
+		{Status: "A", Path: "c.yaml"},
+		{Status: "D", Path: "dir/b.yaml"},
+		{Status: "R", Path: "new.yaml", OldPath: "old.yaml"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ChangedFiles = %+v\nwant %+v", got, want)
+	}
+	if p := Paths(got); !reflect.DeepEqual(p, []string{"a.yaml", "c.yaml", "dir/b.yaml", "new.yaml", "old.yaml"}) {
+		t.Fatalf("Paths = %v", p)
+	}
+}
+
+func TestParseNameStatusRejectsTruncatedOutput(t *testing.T) {
+	if _, err := parseNameStatus([]byte("R100\x00old\x00")); err == nil {
+		t.Fatal("truncated rename accepted")
+	}
+	if _, err := parseNameStatus([]byte("M\x00")); err == nil {
+		t.Fatal("truncated modify accepted")
+	}
+}
+
+func TestCheckoutExportsFilesModesAndLinksWithoutFilters(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeT(t, dir, "charts/app/Chart.yaml", "name: app\n")
+	writeT(t, dir, "run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("charts/app/Chart.yaml", filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "escape.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	writeT(t, dir, ".gitattributes", "*.yaml filter=evil\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "c")
+	// A filter configured in the repository would run on checkout; an export must not run it.
+	marker := filepath.Join(t.TempDir(), "filter-ran")
+	gitT(t, dir, "config", "filter.evil.smudge", "touch "+marker+"; cat")
+	gitT(t, dir, "config", "core.hooksPath", "hooks")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := r.Checkout(ctx, "main", ExportOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	b, err := os.ReadFile(filepath.Join(co.Dir, "charts/app/Chart.yaml"))
+	if err != nil || string(b) != "name: app\n" {
+		t.Fatalf("Chart.yaml = %q, %v", b, err)
+	}
+	if st, err := os.Stat(filepath.Join(co.Dir, "run.sh")); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("run.sh mode = %v, %v; want executable", st.Mode(), err)
+	}
+	if target, err := os.Readlink(filepath.Join(co.Dir, "link.yaml")); err != nil || target != "charts/app/Chart.yaml" {
+		t.Fatalf("link.yaml -> %q, %v", target, err)
+	}
+	if target, err := os.Readlink(filepath.Join(co.Dir, "escape.yaml")); err != nil || target != "/etc/passwd" {
+		t.Fatalf("escape.yaml -> %q, %v (kept as a link for repofs to refuse)", target, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the repository's smudge filter ran during export")
+	}
+	if _, err := os.Stat(filepath.Join(co.Dir, ".git")); err == nil {
+		t.Fatal("checkout contains .git")
+	}
+	if err := co.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(co.Dir); !os.IsNotExist(err) {
+		t.Fatalf("checkout dir still exists after Close: %v", err)
+	}
+}
+
+func TestCheckoutLimits(t *testing.T) {
+	ctx := context.Background()
+	dir, _, head := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Checkout(ctx, head, ExportOptions{TempDir: t.TempDir(), Limits: Limits{MaxFiles: 1}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("MaxFiles: err = %v, want ErrTooLarge", err)
+	}
+	if _, err := r.Checkout(ctx, head, ExportOptions{TempDir: t.TempDir(), Limits: Limits{MaxBytes: 10}}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("MaxBytes: err = %v, want ErrTooLarge", err)
+	}
+	if _, err := r.Checkout(ctx, "does-not-exist", ExportOptions{TempDir: t.TempDir()}); err == nil {
+		t.Fatal("checkout of an unknown tree-ish succeeded")
+	}
+}
+
+func TestValidPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"a/b.yaml": true, ".github/x": true, "..a": true,
+		"": false, "/abs": false, "a/../b": false, "../x": false, ".git/config": false, "a/.GIT/x": false, "a//b": false, `a\b`: false,
+	} {
+		if got := validPath(p); got != want {
+			t.Errorf("validPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestMergedHeadOnStaleBranch(t *testing.T) {
+	ctx := context.Background()
+	dir, base, head := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Up to date: head's own tree.
+	tree, merged, conflicted, err := r.MergedHead(ctx, base, head)
+	if err != nil || merged || conflicted {
+		t.Fatalf("MergedHead(up to date) = %v %v %v", merged, conflicted, err)
+	}
+	if want, _ := r.TreeOf(ctx, head); tree != want {
+		t.Fatalf("tree = %s, want head tree %s", tree, want)
+	}
+	// A branch forked at base, while main moved on with an unrelated change.
+	gitT(t, dir, "checkout", "-q", "-b", "pr", base)
+	writeT(t, dir, "pr.yaml", "pr: 1\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "pr")
+	pr := gitT(t, dir, "rev-parse", "HEAD")
+	tree, merged, conflicted, err = r.MergedHead(ctx, head, pr)
+	if err != nil || !merged || conflicted {
+		t.Fatalf("MergedHead(stale) = %v %v %v", merged, conflicted, err)
+	}
+	changes, err := r.ChangedFiles(ctx, head, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(changes, []Change{{Status: "A", Path: "pr.yaml"}}) {
+		t.Fatalf("changes of the merged head = %+v, want only pr.yaml", changes)
+	}
+	// A conflicting branch falls back to its own tree.
+	gitT(t, dir, "checkout", "-q", "-b", "conflict", base)
+	writeT(t, dir, "a.yaml", "a: 3\n")
+	gitT(t, dir, "commit", "-q", "-am", "conflict")
+	c := gitT(t, dir, "rev-parse", "HEAD")
+	_, merged, conflicted, err = r.MergedHead(ctx, head, c)
+	if err != nil || merged || !conflicted {
+		t.Fatalf("MergedHead(conflict) = %v %v %v", merged, conflicted, err)
+	}
+}
+
+func TestOriginURL(t *testing.T) {
+	ctx := context.Background()
+	dir, _, _ := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := r.OriginURL(ctx); err != nil || u != "" {
+		t.Fatalf("OriginURL without remote = %q, %v", u, err)
+	}
+	gitT(t, dir, "remote", "add", "origin", "git@github.com:example/fleet.git")
+	if u, err := r.OriginURL(ctx); err != nil || u != "git@github.com:example/fleet.git" {
+		t.Fatalf("OriginURL = %q, %v", u, err)
+	}
+}
+
+func TestNormalizeURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://github.com/Example/Fleet.git":      "github.com/example/fleet",
+		"https://user:tok@github.com/example/fleet": "github.com/example/fleet",
+		"git@github.com:example/fleet.git":          "github.com/example/fleet",
+		"ssh://git@github.com/example/fleet":        "github.com/example/fleet",
+		"ssh://git@github.com:2222/example/fleet":   "github.com:2222/example/fleet",
+		"github.com/example/fleet/":                 "github.com/example/fleet",
+		"file:///tmp/fleet.git":                     "/tmp/fleet",
+		"  ":                                        "",
+	} {
+		if got := NormalizeURL(in); got != want {
+			t.Errorf("NormalizeURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRepoMatcher(t *testing.T) {
+	m := NewRepoMatcher("https://github.com/example/fleet.git", "", "acme/gitops")
+	for u, want := range map[string]bool{
+		"git@github.com:example/fleet.git":      true,
+		"https://GITHUB.com/example/fleet":      true,
+		"https://github.com/example/fleet-2":    false,
+		"https://github.com/acme/gitops.git":    true,
+		"https://ghe.corp/acme/gitops":          true,
+		"https://github.com/other/acme/gitops2": false,
+		"https://charts.example.com":            false,
+		"":                                      false,
+	} {
+		if got := m.Match(u); got != want {
+			t.Errorf("Match(%q) = %v, want %v", u, got, want)
+		}
+	}
+	if !NewRepoMatcher().Empty() || m.Empty() {
+		t.Error("Empty() wrong")
+	}
+}
+
+func TestDeriveLinksSharedFilesAndWritesChangedOnes(t *testing.T) {
+	ctx := context.Background()
+	dir, base, head := newRepo(t)
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	bc, err := r.Checkout(ctx, base, ExportOptions{TempDir: tmp, Index: []string{"a:", "c:"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bc.Close()
+	hc, err := r.Derive(ctx, bc, head, ExportOptions{TempDir: tmp, Index: []string{"a:", "c:"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	if !reflect.DeepEqual(hc.Files(), []string{"a.yaml", "c.yaml", "new.yaml"}) {
+		t.Fatalf("head files = %v", hc.Files())
+	}
+	// new.yaml is old.yaml renamed: same blob, so linked; a.yaml changed: written anew.
+	same := func(a, b string) bool {
+		sa, err1 := os.Stat(filepath.Join(bc.Dir, a))
+		sb, err2 := os.Stat(filepath.Join(hc.Dir, b))
+		return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+	}
+	if same("a.yaml", "a.yaml") {
+		t.Fatal("a.yaml changed but head shares base's file")
+	}
+	for rel, want := range map[string]string{"a.yaml": "a: 2\n", "c.yaml": "c: 1\n"} {
+		if b, err := os.ReadFile(filepath.Join(hc.Dir, rel)); err != nil || string(b) != want {
+			t.Fatalf("%s = %q, %v", rel, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hc.Dir, "dir/b.yaml")); !os.IsNotExist(err) {
+		t.Fatalf("deleted file present in head: %v", err)
+	}
+	// A file both sides share is one inode.
+	gitT(t, dir, "checkout", "-q", "-b", "more", head)
+	writeT(t, dir, "d.yaml", "d: 1\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "more")
+	more := gitT(t, dir, "rev-parse", "HEAD")
+	mc, err := r.Derive(ctx, hc, more, ExportOptions{TempDir: tmp, Index: []string{"c:"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	sa, _ := os.Stat(filepath.Join(hc.Dir, "c.yaml"))
+	sb, _ := os.Stat(filepath.Join(mc.Dir, "c.yaml"))
+	if !os.SameFile(sa, sb) {
+		t.Fatal("an unchanged file was copied, not linked")
+	}
+	// The index follows the content, for written, linked and re-indexed files alike.
+	if got := hc.FilesContaining(false, "a:", "c:"); !reflect.DeepEqual(got, []string{"a.yaml", "c.yaml"}) {
+		t.Fatalf("head files containing a: or c: = %q", got)
+	}
+	if got := hc.FilesContaining(true, "a:", "c:"); len(got) != 0 {
+		t.Fatalf("head files containing a: and c: = %q", got)
+	}
+	if got := mc.FilesContaining(false, "c:"); !reflect.DeepEqual(got, []string{"c.yaml"}) {
+		t.Fatalf("files containing c: = %q (index differs from the source checkout's)", got)
+	}
+	if got := mc.FilesContaining(false, "not indexed"); got != nil {
+		t.Fatalf("unindexed needle matched %q", got)
+	}
+	if err := mc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(hc.Dir, "c.yaml")); err != nil || string(b) != "c: 1\n" {
+		t.Fatalf("closing a derived checkout damaged its source: %q %v", b, err)
+	}
+}
+
+func TestExportRefusesEntriesBelowALink(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	blob := gitHashObject(t, dir, "x")
+	target := gitHashObject(t, dir, "/etc")
+	sub := gitMktree(t, dir, "100644 blob "+blob+"\tpasswd\n")
+	tree := gitMktree(t, dir, "120000 blob "+target+"\ta\n040000 tree "+sub+"\ta\n")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Checkout(ctx, tree, ExportOptions{TempDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Fatalf("err = %v, want a refusal", err)
+	}
+}
+
+func gitHashObject(t *testing.T, dir, content string) string {
+	t.Helper()
+	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(content)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func gitMktree(t *testing.T, dir, listing string) string {
+	t.Helper()
+	cmd := exec.Command("git", "mktree", "--missing")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(listing)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Skipf("git mktree refused the crafted tree: %v %s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestGrep(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gitT(t, dir, "init", "-q", "-b", "main")
+	writeT(t, dir, "apps/a.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
+	writeT(t, dir, "apps/b.yaml", "metadata: {annotations: {argocd.argoproj.io/sync-wave: '1'}}\n")
+	writeT(t, dir, "c.yaml", "kind: Deployment\n")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "c")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _ := r.TreeOf(ctx, "main")
+	for _, tc := range []struct {
+		all      bool
+		patterns []string
+		want     []string
+	}{
+		{false, []string{"argoproj.io"}, []string{"apps/a.yaml", "apps/b.yaml"}},
+		{true, []string{"argoproj.io", "Application"}, []string{"apps/a.yaml"}},
+		{false, []string{"nothing-like-this"}, nil},
+	} {
+		got, err := r.Grep(ctx, tree, tc.all, tc.patterns...)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Grep(%v, %q) = %q, %v; want %q", tc.all, tc.patterns, got, err, tc.want)
+		}
+	}
+}
