@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +29,8 @@ func main() {
 	kustBin := flag.String("kustomize", os.Getenv("FLEETWAVE_KUSTOMIZE_BIN"), "kustomize binary")
 	runs := flag.Int("runs", 5, "timed runs per case and tool")
 	flag.Parse()
+	log.SetOutput(io.Discard) // kustomize's deprecation warnings about the corpus's kustomizations
+
 	if *corpus == "" || *helmBin == "" || *kustBin == "" {
 		fmt.Fprintln(os.Stderr, "benchrender: -corpus, -helm and -kustomize are required")
 		os.Exit(2)
