@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
@@ -24,6 +26,9 @@ type previewFlags struct {
 	repoURLs                   []string
 	exitCode                   bool
 	concurrency                int
+	// Live-state comparison (internal/livediff); off without --argocd.
+	argocdURL, argocdToken string
+	argocdInsecure         bool
 }
 
 func (f *previewFlags) register(cmd *cobra.Command) {
@@ -38,6 +43,25 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file; parts beyond GitHub's size limit go to numbered files next to it")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
+	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
+	fl.StringVar(&f.argocdToken, "argocd-token", "", "Argo CD token for --argocd (default $FLEETWAVE_ARGOCD_TOKEN, preferred: a flag shows in the process list)")
+	fl.BoolVar(&f.argocdInsecure, "argocd-insecure", false, "skip TLS verification of --argocd (local test servers only)")
+}
+
+// liveComparer returns the live-state comparer of --argocd (nil without it).
+func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
+	if f.argocdURL == "" {
+		return nil, nil
+	}
+	token := f.argocdToken
+	if token == "" && deps.Getenv != nil {
+		token = deps.Getenv("FLEETWAVE_ARGOCD_TOKEN")
+	}
+	client, err := argocd.New(argocd.Options{BaseURL: f.argocdURL, Token: token, Insecure: f.argocdInsecure})
+	if err != nil {
+		return nil, err
+	}
+	return livediff.New(client, livediff.Options{Server: f.argocdURL}), nil
 }
 
 func newDiffCmd(deps *Deps) *cobra.Command {
@@ -50,6 +74,11 @@ out which apps the change between --base and --head affects (from the exact file
 source paths, value files, ref sources and manifest-generate-paths annotation), renders them at both revisions as
 Argo CD's repo-server would, and prints the per-app diff. Secret values are never printed: changed keys show as
 <changed>. Sources whose repoURL is not this repository (its origin remote or a --repo-url) are listed as external.
+
+With --argocd, each affected app that exists in Argo CD is also compared with its live state (managed
+resources, normalised as Argo CD does, honouring ignoreDifferences): the live diff shows what a sync of the head
+would change, and drift is noted where live differs from the base render. Apps missing in Argo CD get a note;
+an unreachable Argo CD is an error (exit 2).
 
 Exit status: 0 when every app rendered; 1 with --exit-code when some app's manifests changed; 2 on bad input or
 when an app failed to render (the report still lists every other app).`,
@@ -92,6 +121,11 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		}
 		in.Clusters = cs
 	}
+	live, err := f.liveComparer(deps)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
+	}
+	in.Live = live
 	r := render.New(render.Options{})
 	rep, err := preview.Run(cmd.Context(), r, in)
 	if err != nil {

@@ -46,6 +46,23 @@ type Input struct {
 	Concurrency int
 	// TempDir is where checkouts are written ("" for the system default).
 	TempDir string
+	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
+	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
+	Live LiveComparer
+}
+
+// LiveApp is one affected app handed to a LiveComparer: its Application at head and its renders (Base nil when
+// the app is added or its base render failed).
+type LiveApp struct {
+	App                          *v1alpha1.Application
+	Base, Head                   []*unstructured.Unstructured
+	BaseNamespace, HeadNamespace string // destination namespaces of each side
+}
+
+// LiveComparer compares affected apps with their live state: one result per app, in order. An error means the
+// live state could not be read at all (Argo CD unreachable); Run returns it.
+type LiveComparer interface {
+	CompareLive(ctx context.Context, apps []LiveApp) ([]*report.Live, error)
 }
 
 // PolicyFiles are the names the release policy may have at the repository root, in order of preference.
@@ -245,6 +262,11 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 
 	rep.Apps = p.pair(ctx)
+	if in.Live != nil {
+		if err := p.live(ctx, in.Live, rep); err != nil {
+			return nil, err
+		}
+	}
 	for _, pr := range p.head.inv.Problems {
 		rep.Problems = append(rep.Problems, pr.Error())
 	}
@@ -362,6 +384,50 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 		apps = append(apps, ra)
 	}
 	return apps
+}
+
+// live hands the apps rendered at head (the affected ones) to the live comparer and records its answers.
+func (p *pipeline) live(ctx context.Context, lc LiveComparer, rep *report.Report) error {
+	var apps []LiveApp
+	var idx []int
+	for i := range rep.Apps {
+		k := rep.Apps[i].Key()
+		h, inHead := p.head.inv.Get(k)
+		ho := p.headOut.peek(k)
+		if !inHead || ho == nil || ho.reused || ho.err != nil {
+			continue
+		}
+		la := LiveApp{App: h.App, Head: ho.objs, HeadNamespace: h.App.Spec.Destination.Namespace}
+		if b, inBase := p.base.inv.Get(k); inBase {
+			la.BaseNamespace = b.App.Spec.Destination.Namespace
+			if bo := p.baseOut.peek(k); bo != nil && bo.err == nil {
+				la.Base = append([]*unstructured.Unstructured{}, bo.objs...) // non-nil: rendered, maybe empty
+			}
+		}
+		apps = append(apps, la)
+		idx = append(idx, i)
+	}
+	if len(apps) == 0 {
+		return nil
+	}
+	lives, err := lc.CompareLive(ctx, apps)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for j, l := range lives {
+		if j >= len(idx) {
+			break
+		}
+		rep.Apps[idx[j]].Live = l
+		if l != nil && l.Missing {
+			missing = append(missing, rep.Apps[idx[j]].Key())
+		}
+	}
+	if len(missing) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("not in Argo CD, live state not compared: %s", strings.Join(missing, ", ")))
+	}
+	return nil
 }
 
 func describe(a *discover.App) report.App {

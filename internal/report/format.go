@@ -52,7 +52,7 @@ func (r *Report) SummaryLine() string {
 
 // shown reports whether an app gets a section of its own in text and markdown output.
 func shown(a *App) bool {
-	return a.Status != StatusUnchanged || len(a.Hooks) > 0 && hasChangedHook(a) || a.Warning != ""
+	return a.Status != StatusUnchanged || len(a.Hooks) > 0 && hasChangedHook(a) || a.Warning != "" || a.Live.Drifted()
 }
 
 func hasChangedHook(a *App) bool {
@@ -103,6 +103,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			bw.WriteString(res.Diff)
 		}
 		writeSecretKeysText(bw, a.Resources)
+		writeLiveText(bw, a.Live)
 		if len(a.Hooks) > 0 {
 			bw.WriteString("hooks that will run:\n")
 			for _, h := range a.Hooks {
@@ -137,6 +138,44 @@ func writeSecretKeysText(w io.Writer, resources []diff.Resource) {
 			fmt.Fprintf(w, "%s: %s: <%s>\n", res.Key, k.Key, k.Change)
 		}
 	}
+}
+
+// liveSummary is the one line saying how the live state compares (nil: no line).
+func liveSummary(l *Live) string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Missing:
+		return "not in Argo CD: live state not compared"
+	case l.Error != "":
+		return "live state not read: " + l.Error
+	}
+	s := fmt.Sprintf("%s compared with the live state in Argo CD", plural(l.Compared, "resource"))
+	if l.Drifted() {
+		s += "; live state drifted from the base render: " + strings.Join(l.Drift, ", ")
+	} else {
+		s += "; no drift from the base render"
+	}
+	return s
+}
+
+func writeLiveText(w io.Writer, l *Live) {
+	line := liveSummary(l)
+	if line == "" {
+		return
+	}
+	fmt.Fprintf(w, "live: %s\n", line)
+	for _, n := range l.Notes {
+		fmt.Fprintf(w, "live: note: %s\n", n)
+	}
+	if len(l.LiveDiff) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "live diff (live → head, what a sync would change):\n")
+	for _, res := range l.LiveDiff {
+		io.WriteString(w, res.Diff)
+	}
+	writeSecretKeysText(w, l.LiveDiff)
 }
 
 // WriteJSON writes the report as JSON (the plan's fields at the top level).
@@ -360,6 +399,7 @@ func appBlock(a *App) string {
 	if len(secrets) > 0 {
 		fmt.Fprintf(&b, "🔒 Secret values are never shown. Changed keys: %s\n\n", strings.Join(secrets, ", "))
 	}
+	writeLiveMarkdown(&b, a.Live)
 	if len(a.Hooks) > 0 {
 		b.WriteString("**Hooks that will run** (not part of sync status):\n\n")
 		var hookDiff strings.Builder
@@ -375,6 +415,38 @@ func appBlock(a *App) string {
 	}
 	b.WriteString("</details>\n\n")
 	return b.String()
+}
+
+func writeLiveMarkdown(b *strings.Builder, l *Live) {
+	line := liveSummary(l)
+	if line == "" {
+		return
+	}
+	icon := "🔎"
+	if l.Drifted() {
+		icon = "⚠️"
+	}
+	fmt.Fprintf(b, "%s Live: %s\n\n", icon, mdEscape(line))
+	for _, n := range l.Notes {
+		fmt.Fprintf(b, "> %s\n\n", mdEscape(n))
+	}
+	var text strings.Builder
+	for _, res := range l.LiveDiff {
+		text.WriteString(res.Diff)
+	}
+	if text.Len() > 0 {
+		f := fence(text.String())
+		fmt.Fprintf(b, "**Live diff** (live → head, what a sync would change):\n\n%sdiff\n%s%s\n\n", f, text.String(), f)
+	}
+	var secrets []string
+	for _, res := range l.LiveDiff {
+		for _, k := range res.SecretKeys {
+			secrets = append(secrets, fmt.Sprintf("`%s` `%s: <%s>`", res.Key, k.Key, k.Change))
+		}
+	}
+	if len(secrets) > 0 {
+		fmt.Fprintf(b, "🔒 Secret values are never shown. Keys that differ from live: %s\n\n", strings.Join(secrets, ", "))
+	}
 }
 
 // fence returns a code fence longer than any backtick run in s.

@@ -71,7 +71,29 @@ type App struct {
 	File   string `json:"file,omitempty"`
 	AppSet string `json:"appSet,omitempty"`
 	Parent string `json:"parent,omitempty"`
+	// Live is the comparison with the app's live state in Argo CD (diff --argocd); absent without Argo CD.
+	Live *Live `json:"live,omitempty"`
 }
+
+// Live compares one affected app with its live state in Argo CD (internal/livediff).
+type Live struct {
+	// Missing: the app does not exist in Argo CD (nothing compared; a note, not an error).
+	Missing bool `json:"missing,omitempty"`
+	// Error is why the live state of this app could not be read, one line.
+	Error string `json:"error,omitempty"`
+	// Compared is the number of resources compared (head render and live state together).
+	Compared int `json:"compared"`
+	// Drift are the keys of resources whose live state differs from the base render: the cluster was changed
+	// by hand, or the app is out of sync.
+	Drift []string `json:"drift"`
+	// LiveDiff is what syncing the head render would change in the cluster (live → head), Secret values masked.
+	LiveDiff []diff.Resource `json:"liveDiff"`
+	// Notes are remarks on the comparison (e.g. Secret values masked by Argo CD: only keys compared).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Drifted reports whether live state differs from the base render.
+func (l *Live) Drifted() bool { return l != nil && len(l.Drift) > 0 }
 
 // Key is "namespace/name".
 func (a *App) Key() string { return a.Namespace + "/" + a.Name }
