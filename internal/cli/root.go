@@ -55,6 +55,7 @@ var commands = []func(*Deps) *cobra.Command{
 	newPlanCmd,
 	newRenderCmd,
 	newValidateCmd,
+	newServeCmd,
 	newRolloutCmd,
 	newArgocdSimCmd,
 }

@@ -1,0 +1,287 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render"
+)
+
+// Check-run names on a pull request's head.
+const (
+	CheckDiff = "fleetwave/diff"
+	CheckPlan = "fleetwave/plan"
+)
+
+// App holds the use cases of the GitHub App. It is safe for concurrent use; one App serves every installation.
+type App struct {
+	github   GitHubFactory
+	clones   Clones
+	renderer preview.Renderer
+
+	settings    render.Settings
+	clusters    ClusterSource
+	live        preview.LiveComparer
+	merges      Merges
+	commands    Commands
+	botLogin    string
+	now         func() time.Time
+	log         *slog.Logger
+	skipDrafts  bool
+	concurrency int
+	tempDir     string
+
+	mu     sync.Mutex
+	prs    map[prKey]*prState
+	merged *recent // merge SHAs already handed to Merges
+}
+
+// Option configures an App.
+type Option func(*App)
+
+// WithSettings sets the render settings (cluster and argocd-cm facts; Revision is set per side).
+func WithSettings(s render.Settings) Option { return func(a *App) { a.settings = s } }
+
+// WithClusters sets where destination clusters and their labels come from (default: each repository's own
+// cluster Secrets).
+func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c } }
+
+// WithLive compares the affected apps with their live state in Argo CD (internal/livediff); when Argo CD
+// cannot be read the preview is made without it, with a note.
+func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
+
+// WithMerges sets who is handed merges (default LoggingExecutor).
+func WithMerges(m Merges) Option { return func(a *App) { a.merges = m } }
+
+// WithCommands sets who runs rollout commands (default LoggingExecutor).
+func WithCommands(c Commands) Option { return func(a *App) { a.commands = c } }
+
+// WithBotLogin names the App's bot user ("<slug>[bot]") so that its own comments are never read as commands.
+func WithBotLogin(login string) Option { return func(a *App) { a.botLogin = login } }
+
+// WithClock sets the clock stamping check runs (default time.Now).
+func WithClock(now func() time.Time) Option { return func(a *App) { a.now = now } }
+
+// WithLogger sets the logger used when an event carries none (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(a *App) { a.log = l } }
+
+// WithSkipDrafts stops draft pull requests from being previewed until they are marked ready for review
+// (default: drafts are previewed too — the preview is read-only and most useful early).
+func WithSkipDrafts(skip bool) Option { return func(a *App) { a.skipDrafts = skip } }
+
+// WithConcurrency bounds the concurrent renders of one preview (default: the number of CPUs).
+func WithConcurrency(n int) Option { return func(a *App) { a.concurrency = n } }
+
+// WithTempDir sets where previews write their checkouts (default: the system's temporary directory).
+func WithTempDir(dir string) Option { return func(a *App) { a.tempDir = dir } }
+
+// New returns an App built from its three required adapters.
+func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ...Option) (*App, error) {
+	if github == nil || clones == nil || renderer == nil {
+		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
+	}
+	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
+		prs: map[prKey]*prState{}, merged: newRecent(1024)}
+	for _, o := range opts {
+		o(a)
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.merges == nil || a.commands == nil {
+		l := LoggingExecutor{Log: a.log}
+		if a.merges == nil {
+			a.merges = l
+		}
+		if a.commands == nil {
+			a.commands = l
+		}
+	}
+	return a, nil
+}
+
+// Event is one verified, first-time webhook delivery (the webhooks package's Event, restated so that this
+// package does not import the HTTP edge).
+type Event struct {
+	Type   string // X-GitHub-Event
+	Action string
+	// Payload is what go-github's ParseWebHook returned.
+	Payload any
+	// Log carries the delivery's attributes (nil: the App's logger).
+	Log *slog.Logger
+}
+
+// Handles lists the deliveries the App acts on, in the webhooks package's "event.action" form.
+func (a *App) Handles() []string {
+	return []string{
+		"pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "pull_request.ready_for_review",
+		"pull_request.closed",
+		"check_run.rerequested", "check_run.requested_action",
+		"check_suite.rerequested",
+		"issue_comment.created",
+		"push",
+	}
+}
+
+// Handle dispatches one delivery to its use case. Deliveries outside Handles, and payloads of an unexpected
+// type, are ignored.
+func (a *App) Handle(ctx context.Context, ev Event) error {
+	log := ev.Log
+	if log == nil {
+		log = a.log
+	}
+	ctx = withLog(ctx, log)
+	switch p := ev.Payload.(type) {
+	case *gh.PullRequestEvent:
+		return a.onPullRequestEvent(ctx, ev.Action, p)
+	case *gh.CheckRunEvent:
+		switch ev.Action {
+		case "rerequested":
+			return a.onCheckRunRerequested(ctx, p)
+		case "requested_action":
+			return a.onCheckRunAction(ctx, p)
+		}
+	case *gh.CheckSuiteEvent:
+		if ev.Action == "rerequested" {
+			return a.onCheckSuiteRerequested(ctx, p)
+		}
+	case *gh.IssueCommentEvent:
+		if ev.Action == "created" {
+			return a.onComment(ctx, p)
+		}
+	case *gh.PushEvent:
+		return a.onPush(ctx, p)
+	}
+	return nil
+}
+
+func (a *App) onPullRequestEvent(ctx context.Context, action string, e *gh.PullRequestEvent) error {
+	pr := e.GetPullRequest()
+	if pr == nil || e.GetRepo() == nil {
+		return errors.New("pull_request event without a pull request or repository")
+	}
+	switch action {
+	case "opened", "synchronize", "reopened", "ready_for_review":
+		if pr.GetDraft() && a.skipDrafts {
+			logFrom(ctx).Info("draft pull request not previewed")
+			return nil
+		}
+		return a.OnPullRequest(ctx, changeOf(e.GetInstallation().GetID(), e.GetRepo(), pr, action))
+	case "closed":
+		key := prKey{repo: e.GetRepo().GetFullName(), number: pr.GetNumber()}
+		a.forget(key)
+		if !pr.GetMerged() {
+			return nil
+		}
+		return a.onMerged(ctx, e)
+	}
+	return nil
+}
+
+// changeOf describes the change of a pull request from a webhook payload.
+func changeOf(installationID int64, repo *gh.Repository, pr *gh.PullRequest, reason string) Change {
+	return Change{
+		InstallationID: installationID,
+		Repo:           repo.GetFullName(),
+		Number:         pr.GetNumber(),
+		Head:           pr.GetHead().GetSHA(),
+		Base:           pr.GetBase().GetSHA(),
+		BaseRef:        pr.GetBase().GetRef(),
+		CloneURL:       repo.GetCloneURL(),
+		RepoURLs:       repoURLs(repo.GetHTMLURL(), repo.GetCloneURL(), repo.GetSSHURL(), repo.GetFullName()),
+		Fork:           pr.GetHead().GetRepo().GetFullName() != "" && !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), repo.GetFullName()),
+		Reason:         reason,
+	}
+}
+
+// repoURLs are the names under which Applications may refer to the repository (product.md): html_url,
+// clone_url, ssh_url and full_name. Never the local clone's path.
+func repoURLs(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ghClient returns the installation's GitHub client.
+func (a *App) ghClient(installationID int64) (GitHub, error) {
+	if installationID == 0 {
+		return nil, errors.New("the event names no App installation")
+	}
+	c, err := a.github(installationID)
+	if err != nil {
+		return nil, fmt.Errorf("getting the GitHub client of installation %d: %w", installationID, err)
+	}
+	return c, nil
+}
+
+type logKey struct{}
+
+func withLog(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, logKey{}, l)
+}
+
+func logFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(logKey{}).(*slog.Logger); ok && l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// recent is a bounded set of strings, oldest forgotten first.
+type recent struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	set   map[string]bool
+}
+
+func newRecent(max int) *recent { return &recent{max: max, set: map[string]bool{}} }
+
+// add records s and reports whether it was new.
+func (r *recent) add(s string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.set[s] {
+		return false
+	}
+	r.set[s] = true
+	r.order = append(r.order, s)
+	if len(r.order) > r.max {
+		delete(r.set, r.order[0])
+		r.order = r.order[1:]
+	}
+	return true
+}
+
+func (r *recent) remove(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.set, s)
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func oneLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

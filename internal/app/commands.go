@@ -1,0 +1,266 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/internal/command"
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/plan"
+)
+
+// onCheckRunRerequested recomputes the preview when someone presses "Re-run" on fleetwave/diff or
+// fleetwave/plan — for the check run's head only, and only while it is the pull request's head.
+func (a *App) onCheckRunRerequested(ctx context.Context, e *gh.CheckRunEvent) error {
+	cr := e.GetCheckRun()
+	if cr == nil || (cr.GetName() != CheckDiff && cr.GetName() != CheckPlan) {
+		return nil
+	}
+	number, _, ok := parseExternalID(cr.GetExternalID())
+	if !ok && len(cr.PullRequests) > 0 {
+		number, ok = cr.PullRequests[0].GetNumber(), true
+	}
+	if !ok {
+		logFrom(ctx).Info("re-run of a check run that names no pull request: ignored")
+		return nil
+	}
+	return a.rerun(ctx, e.GetInstallation().GetID(), e.GetRepo(), number, cr.GetHeadSHA(), "rerequested")
+}
+
+// onCheckSuiteRerequested recomputes the previews of the suite's pull requests ("Re-run all checks").
+func (a *App) onCheckSuiteRerequested(ctx context.Context, e *gh.CheckSuiteEvent) error {
+	cs := e.GetCheckSuite()
+	if cs == nil {
+		return nil
+	}
+	var errs []error
+	for _, pr := range cs.PullRequests {
+		errs = append(errs, a.rerun(ctx, e.GetInstallation().GetID(), e.GetRepo(), pr.GetNumber(), cs.GetHeadSHA(), "suite rerequested"))
+	}
+	return errors.Join(errs...)
+}
+
+// rerun previews pull request number again if its head is still head ("" for whatever it is now).
+func (a *App) rerun(ctx context.Context, installationID int64, repo *gh.Repository, number int, head, reason string) error {
+	client, err := a.ghClient(installationID)
+	if err != nil {
+		return err
+	}
+	pr, err := client.PullRequest(ctx, repo.GetFullName(), number)
+	if err != nil {
+		return fmt.Errorf("re-running the preview of %s#%d: %w", repo.GetFullName(), number, err)
+	}
+	if head != "" && pr.HeadSHA != head {
+		logFrom(ctx).Info("re-run of a stale head: ignored", slog.String("head", short(head)), slog.String("current", short(pr.HeadSHA)))
+		return nil
+	}
+	if pr.State == "closed" {
+		logFrom(ctx).Info("re-run on a closed pull request: ignored")
+		return nil
+	}
+	return a.OnPullRequest(ctx, changeOfAPI(installationID, repo, pr, reason))
+}
+
+// changeOfAPI describes a pull request read from the API (repository names from the event's payload).
+func changeOfAPI(installationID int64, repo *gh.Repository, pr github.PullRequest, reason string) Change {
+	return Change{
+		InstallationID: installationID, Repo: repo.GetFullName(), Number: pr.Number,
+		Head: pr.HeadSHA, Base: pr.BaseSHA, BaseRef: pr.BaseRef, CloneURL: repo.GetCloneURL(),
+		RepoURLs: repoURLs(repo.GetHTMLURL(), repo.GetCloneURL(), repo.GetSSHURL(), repo.GetFullName()),
+		Fork:     pr.FromFork(), Reason: reason,
+	}
+}
+
+// onComment handles a comment on a pull request: slash commands are acknowledged with 👀, parsed by
+// internal/command, authorised against the release policy of the base branch (never the pull request's own,
+// which its author controls), then /plan recomputes the preview and the rollout commands go to the Commands
+// port. Every refusal, usage error or unknown command gets a reply.
+func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
+	issue, c, repo := e.GetIssue(), e.GetComment(), e.GetRepo()
+	if issue == nil || c == nil || repo == nil || !issue.IsPullRequest() {
+		return nil
+	}
+	parser := command.Parser{BotLogin: a.botLogin}
+	res := parser.Parse(command.Comment{Body: c.GetBody(), Author: c.GetUser().GetLogin(), AuthorIsBot: c.GetUser().GetType() == "Bot"})
+	if res.Ignore {
+		return nil
+	}
+	client, err := a.ghClient(e.GetInstallation().GetID())
+	if err != nil {
+		return err
+	}
+	fullName, number, login := repo.GetFullName(), issue.GetNumber(), c.GetUser().GetLogin()
+	log := logFrom(ctx).With(slog.String("command", string(res.Command)), slog.String("actor", login))
+	if err := client.React(ctx, fullName, c.GetID(), "eyes"); err != nil {
+		log.Warn("reacting to a command", slog.Any("error", err))
+	}
+	reply := func(body string) error {
+		_, err := client.Reply(ctx, fullName, number, body)
+		return err
+	}
+	if res.Command == "" || res.Command == command.Help {
+		return reply(res.Response)
+	}
+	pr, err := client.PullRequest(ctx, fullName, number)
+	if err != nil {
+		return errors.Join(fmt.Errorf("running /%s on %s#%d: %w", res.Command, fullName, number, err),
+			reply(fmt.Sprintf("@%s: fleetwave could not read this pull request, so `/%s` was not run. Try again later.", login, res.Command)))
+	}
+	trusted := pr.BaseSHA
+	if pr.Merged && pr.MergeCommitSHA != "" {
+		trusted = pr.MergeCommitSHA
+	}
+	policy, err := a.policyAt(ctx, e.GetInstallation().GetID(), repo.GetCloneURL(), []string{"refs/heads/" + pr.BaseRef}, trusted)
+	if err != nil {
+		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave cannot tell who may run it — %s", login, res.Command, oneLine(err))))
+	}
+	wave := ""
+	if res.Command == command.Approve {
+		wave = res.Target
+	}
+	actor, err := a.actor(ctx, client, fullName, login, policy, res.Command)
+	if err != nil {
+		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave could not check your permission. Try again later.", login, res.Command)))
+	}
+	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: wave, Actor: actor, FromFork: pr.FromFork()})
+	if !dec.Allowed {
+		log.Info("command refused", slog.String("reason", dec.Reason))
+		return reply(dec.Reason)
+	}
+	if res.Command == command.Plan {
+		if pr.State == "closed" {
+			return reply(fmt.Sprintf("@%s: this pull request is closed; there is nothing to preview.", login))
+		}
+		if err := reply(fmt.Sprintf("@%s: recomputing the preview of `%s`; the comment and the checks are updated when it is done.", login, short(pr.HeadSHA))); err != nil {
+			log.Warn("replying to /plan", slog.Any("error", err))
+		}
+		return a.OnPullRequest(ctx, changeOfAPI(e.GetInstallation().GetID(), repo, pr, "/plan"))
+	}
+	req := CommandRequest{
+		InstallationID: e.GetInstallation().GetID(), Repo: fullName, PRNumber: number, Command: res.Command,
+		Args: res.Args, Target: res.Target, Actor: login,
+	}
+	if pr.Merged {
+		req.MergeSHA = pr.MergeCommitSHA
+	}
+	return a.runCommand(ctx, req, reply)
+}
+
+// onCheckRunAction handles a button of a rollout check run (check_run requested_action): the button stands for
+// a slash command (command.FromAction), authorised alike with the policy at the check run's commit — the merge
+// commit, on the default branch.
+func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
+	cr, repo := e.GetCheckRun(), e.GetRepo()
+	if cr == nil || repo == nil || e.GetRequestedAction() == nil {
+		return nil
+	}
+	wave := ""
+	if name, ok := strings.CutPrefix(cr.GetName(), "fleetwave/wave: "); ok {
+		wave = name
+	}
+	res, ok := command.FromAction(e.GetRequestedAction().Identifier, wave)
+	if !ok {
+		logFrom(ctx).Info("unknown check-run action: ignored", slog.String("identifier", e.GetRequestedAction().Identifier))
+		return nil
+	}
+	client, err := a.ghClient(e.GetInstallation().GetID())
+	if err != nil {
+		return err
+	}
+	login, fullName := e.GetSender().GetLogin(), repo.GetFullName()
+	number := 0
+	if len(cr.PullRequests) > 0 {
+		number = cr.PullRequests[0].GetNumber()
+	}
+	reply := func(body string) error {
+		if number == 0 {
+			logFrom(ctx).Info("check-run action answered in the logs only (no pull request)", slog.String("reply", body))
+			return nil
+		}
+		_, err := client.Reply(ctx, fullName, number, body)
+		return err
+	}
+	var refs []string
+	if b := repo.GetDefaultBranch(); b != "" {
+		refs = []string{"refs/heads/" + b}
+	}
+	policy, err := a.policyAt(ctx, e.GetInstallation().GetID(), repo.GetCloneURL(), refs, cr.GetHeadSHA())
+	if err != nil {
+		return errors.Join(err, reply(fmt.Sprintf("@%s: the %q button was not acted on: fleetwave cannot tell who may use it — %s", login, res.Command, oneLine(err))))
+	}
+	actor, err := a.actor(ctx, client, fullName, login, policy, res.Command)
+	if err != nil {
+		return err
+	}
+	target := ""
+	if res.Command == command.Approve {
+		target = res.Target
+	}
+	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: target, Actor: actor})
+	if !dec.Allowed {
+		return reply(dec.Reason)
+	}
+	return a.runCommand(ctx, CommandRequest{
+		InstallationID: e.GetInstallation().GetID(), Repo: fullName, PRNumber: number, Command: res.Command,
+		Args: res.Args, Target: res.Target, Actor: login, CheckRunExternalID: cr.GetExternalID(), HeadSHA: cr.GetHeadSHA(),
+	}, reply)
+}
+
+// runCommand hands an authorised rollout command to the Commands port and posts its reply.
+func (a *App) runCommand(ctx context.Context, req CommandRequest, reply func(string) error) error {
+	answer, err := a.commands.OnCommand(ctx, req)
+	if answer == "" && err != nil {
+		answer = fmt.Sprintf("@%s: `/%s` failed; see fleetwave's logs. Try again later.", req.Actor, req.Command)
+	}
+	var rerr error
+	if answer != "" {
+		rerr = reply(answer)
+	}
+	if err != nil {
+		err = fmt.Errorf("running /%s on %s#%d: %w", req.Command, req.Repo, req.PRNumber, err)
+	}
+	return errors.Join(err, rerr)
+}
+
+// actor is who asks, as the policy's rules look at them: their permission on the repository and, among the
+// teams the rule for cmd names (and, for approve, the waves' approval teams), those they belong to.
+func (a *App) actor(ctx context.Context, client GitHub, repo, login string, p *plan.Policy, cmd command.Name) (plan.Actor, error) {
+	perm, err := client.Permission(ctx, repo, login)
+	if err != nil {
+		return plan.Actor{}, fmt.Errorf("reading the permission of %s on %s: %w", login, repo, err)
+	}
+	actor := plan.Actor{Login: login, Permission: plan.Permission(perm)}
+	if perm == "none" {
+		actor.Permission = ""
+	}
+	teams := map[string]bool{}
+	rule, ok := p.Commands[string(cmd)]
+	if !ok {
+		rule = plan.DefaultCommandRules()[string(cmd)]
+	}
+	for _, t := range rule.Teams {
+		teams[t] = true
+	}
+	if cmd == command.Approve {
+		for _, w := range p.Waves {
+			for _, t := range w.Approval.Teams {
+				teams[t] = true
+			}
+		}
+	}
+	for _, t := range sortedKeys(teams) {
+		member, err := client.IsTeamMember(ctx, t, login)
+		if err != nil {
+			return plan.Actor{}, fmt.Errorf("checking whether %s is in team %s: %w", login, t, err)
+		}
+		if member {
+			actor.Teams = append(actor.Teams, t)
+		}
+	}
+	return actor, nil
+}

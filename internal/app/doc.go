@@ -1,0 +1,79 @@
+// Package app holds the GitHub App's use cases: what fleetwave does when a pull request changes, when someone
+// asks for a re-run or types a slash command, and when a change is merged. It declares the ports it needs
+// (ports.go) and is handed adapters for them; it imports no HTTP edge (the serve command adapts webhooks.Event
+// to Event).
+//
+// # Ports
+//
+//   - GitHub (per installation, GitHubFactory): *github.Client — sticky comment, check runs, pull requests,
+//     permissions, team membership, reactions, replies.
+//   - Clones: *gitcache.Cache — a local bare mirror per repository, fetched with the installation token.
+//   - preview.Renderer: *render.Renderer — Argo CD's rendering, in process and confined.
+//   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).
+//   - preview.LiveComparer (optional, WithLive): internal/livediff over Argo CD — the affected apps compared
+//     with their live state. When Argo CD cannot be read, the preview is made without it and says so.
+//   - Merges and Commands (optional): the rollout executor. Until it is wired, LoggingExecutor logs merges
+//     and answers rollout commands with a note that nothing was done.
+//
+// # Pull requests (OnPullRequest)
+//
+// pull_request opened, synchronize, reopened and ready_for_review preview the change. Drafts are previewed too
+// (WithSkipDrafts turns that off; ready_for_review then brings the first preview): a preview is read-only and
+// most useful early.
+//
+//  1. The event's head is checked against the pull request's current head (GitHub does not deliver in order):
+//     an event for an older head is dropped, so it cannot cancel the newer preview.
+//  2. A preview of another head of the same pull request still running is cancelled (context cancellation
+//     with cause "superseded"); its check runs are completed as cancelled, saying a newer commit carries the
+//     results. A preview of the same head already running is left to finish (ready_for_review right after
+//     opened, a re-run pressed twice).
+//  3. fleetwave/diff and fleetwave/plan are created in_progress on the head at once.
+//  4. Base and head are fetched into the clone cache from the BASE repository's clone URL:
+//     refs/pull/N/head carries the head, forks included. Nothing from the repository is executed: rendering is
+//     in-process and confined (internal/render), git runs with hooks off.
+//  5. preview.Run renders, diffs and plans, with the repository known by the payload's html_url, clone_url,
+//     ssh_url and full_name — never the clone's local path. When the release policy at head is invalid, the
+//     preview runs again without a plan: the diff is still shown and the plan check fails on the policy.
+//  6. Right before posting, under the pull request's lock, the head is checked again (the App's latest head,
+//     and the API's). A stale preview posts nothing but "cancelled" on its own check runs. Otherwise the
+//     sticky comment is upserted (report.MarkdownParts, split into numbered comments over GitHub's limit, the
+//     summary first) and both check runs completed.
+//
+// Conclusions:
+//
+//	fleetwave/diff  failure  an app failed to render, or the repository has problems (annotation on the manifest
+//	                         the app is declared in, at its source)
+//	                neutral  no app's manifests change
+//	                success  otherwise
+//	fleetwave/plan  failure  the policy is invalid (annotations at its errors' lines) or the plan breaks it
+//	                         (annotation on the app's manifest: at "automated:" for automated-sync, at its labels
+//	                         for an uncovered app; at the wave in the policy for unsatisfiable limits)
+//	                neutral  nothing to roll out
+//	                success  otherwise
+//	both            failure  no preview could be made (fetch failed, bad revision): the change is unverified
+//	both            cancelled a newer head superseded the preview
+//
+// The check runs' external id is "fleetwave-pr:<number>", and the plan check's ends with ":plan:<digest>" of
+// the plan shown, which the merge reads back.
+//
+// # Re-runs and /plan
+//
+// check_run rerequested (on fleetwave/diff or fleetwave/plan) and check_suite rerequested preview the pull
+// request again when the check's head is still its head. A /plan comment does the same once authorised.
+//
+// # Commands
+//
+// issue_comment created on a pull request: internal/command parses it; anything for fleetwave gets 👀; help,
+// unknown commands and usage errors get a reply. The actor's permission and team memberships are read from
+// GitHub and command.Authorize applies the release policy of the BASE branch (at the merge commit once merged) —
+// never the pull request's own policy, which its author controls. /plan recomputes; the rollout commands go to
+// the Commands port with the reply posted back. Check-run buttons (check_run requested_action) are mapped by
+// command.FromAction and authorised the same way with the policy at the check run's commit.
+//
+// # Merges
+//
+// pull_request closed with merged: the plan is recomputed at the merge commit against its first parent and
+// handed to the Merges port with the policy at the merge commit and the digest of the plan last shown on the
+// pull request. A push to the default branch is handed over alike (against the previous tip); a merge SHA
+// already handed over is skipped in this process, and the executor is idempotent per merge SHA.
+package app

@@ -1,0 +1,375 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/webhooks"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+const (
+	appID         = 4242
+	webhookSecret = "It's a Secret to Everybody"
+	payloadDir    = "../../../shared/github/webhook-payloads"
+	// The recorded pull_request payloads are about this repository; the fixture's Applications name it.
+	repoFullName = "Codertocat/Hello-World"
+	repoHTMLURL  = "https://github.com/Codertocat/Hello-World"
+	prNumber     = 2
+)
+
+var testKey = sync.OnceValue(func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return k
+})
+
+// The renderer caches charts: one for all tests, as the bot has one per process.
+var sharedRenderer = sync.OnceValue(func() *render.Renderer { return render.New(render.Options{}) })
+
+// sign is X-Hub-Signature-256 as GitHub computes it: HMAC-SHA256 of the raw body with the webhook secret.
+func sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// hookAdapter is what the serve command does: webhooks.Event → app.Event.
+type hookAdapter struct{ a *app.App }
+
+func (h hookAdapter) Handles() []string { return h.a.Handles() }
+func (h hookAdapter) Handle(ctx context.Context, ev webhooks.Event) error {
+	return h.a.Handle(ctx, app.Event{Type: ev.Type, Action: ev.Action, Payload: ev.Payload, Log: webhooks.LoggerFrom(ctx)})
+}
+
+// harness is the App behind the real webhooks server, talking to a fake GitHub.
+type harness struct {
+	t      testing.TB
+	fake   *fakegithub.Server
+	hooks  *webhooks.Server
+	srv    *httptest.Server
+	app    *app.App
+	logs   *syncBuffer
+	merges *recordedMerges
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// recordedMerges is a Merges and Commands fake: it records what it is handed.
+type recordedMerges struct {
+	mu       sync.Mutex
+	merges   []app.Merge
+	commands []app.CommandRequest
+}
+
+func (r *recordedMerges) OnMerge(_ context.Context, m app.Merge) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.merges = append(r.merges, m)
+	return nil
+}
+
+func (r *recordedMerges) OnCommand(_ context.Context, req app.CommandRequest) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.commands = append(r.commands, req)
+	return fmt.Sprintf("did /%s", req.Command), nil
+}
+
+func newHarness(t testing.TB, renderer preview.Renderer, opts ...app.Option) *harness {
+	t.Helper()
+	fake := fakegithub.New(t, fakegithub.WithApp(appID, &testKey().PublicKey))
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testKey())})
+	ghApp, err := github.NewApp(github.AppConfig{
+		AppID: appID, PrivateKey: keyPEM, APIURL: fake.URL(), Transport: fake.Client().Transport,
+		Retry:         github.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond},
+		ClientOptions: []github.ClientOption{github.WithBotLogin(fake.BotLogin())},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := gitcache.New(t.TempDir(), gitcache.WithCredentials(ghApp.GitCredentials))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renderer == nil {
+		renderer = sharedRenderer()
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	merges := &recordedMerges{}
+	opts = append([]app.Option{app.WithLogger(log), app.WithBotLogin(fake.BotLogin()), app.WithMerges(merges), app.WithCommands(merges),
+		app.WithClock(func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) })}, opts...)
+	a, err := app.New(func(id int64) (app.GitHub, error) { return ghApp.Client(id) }, cache, renderer, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := webhooks.New([]byte(webhookSecret), hookAdapter{a}, webhooks.NewMemoryDeliveries(0),
+		webhooks.WithLogger(log), webhooks.WithWorkers(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(hooks)
+	h := &harness{t: t, fake: fake, hooks: hooks, srv: srv, app: a, logs: logs, merges: merges}
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = hooks.Shutdown(ctx)
+		if t.Failed() {
+			t.Logf("logs:\n%s", logs.String())
+		}
+	})
+	return h
+}
+
+var deliveries atomic.Int64
+
+// send posts a signed delivery (with the given delivery id, or a fresh one) and returns the status.
+func (h *harness) send(event, delivery string, body []byte) int {
+	h.t.Helper()
+	return h.sendSigned(event, delivery, body, sign(webhookSecret, body))
+}
+
+func (h *harness) sendSigned(event, delivery string, body []byte, signature string) int {
+	h.t.Helper()
+	if delivery == "" {
+		delivery = fmt.Sprintf("00000000-0000-0000-0000-%012d", deliveries.Add(1))
+	}
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+webhooks.Path, bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("X-Hub-Signature-256", signature)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// wait blocks until every accepted delivery was handled, and fails the test if a handler failed.
+func (h *harness) wait() {
+	h.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		s := h.hooks.Stats()
+		if s.Handled+s.Failed >= s.Accepted {
+			if s.Failed > 0 {
+				h.t.Fatalf("%d deliveries failed", s.Failed)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("deliveries not handled in time: %+v", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// git runs git in dir with a fixed identity and date (so commit ids are stable) and returns its output.
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Demo", "GIT_AUTHOR_EMAIL=demo@example.com",
+		"GIT_COMMITTER_NAME=Demo", "GIT_COMMITTER_EMAIL=demo@example.com",
+		"GIT_AUTHOR_DATE=2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2025-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// fixture is a git repository standing in for GitHub's copy of the pull request's repository.
+type fixture struct {
+	dir   string
+	base  string
+	heads []string // commits of the pull request, oldest first
+}
+
+func (f *fixture) head() string     { return f.heads[len(f.heads)-1] }
+func (f *fixture) cloneURL() string { return "file://" + f.dir }
+
+// copyTree copies a directory of examples/ over dir, rewriting the repository the Applications name to the
+// recorded payload's (examples name https://github.com/example/fleet.git).
+func copyTree(t testing.TB, src, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(dir, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		data = bytes.ReplaceAll(data, []byte("https://github.com/example/fleet.git"), []byte(repoHTMLURL+".git"))
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newFixture commits examples/fleet on master, then one commit per change on branch "changes", and points
+// refs/pull/2/head at the last one, as GitHub does.
+func newFixture(t testing.TB, changes ...func(dir string)) *fixture {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "Hello-World")
+	copyTree(t, "../../examples/fleet", dir)
+	git(t, dir, "init", "-q", "-b", "master")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "Example fleet")
+	f := &fixture{dir: dir, base: git(t, dir, "rev-parse", "HEAD")}
+	git(t, dir, "checkout", "-q", "-b", "changes")
+	for i, change := range changes {
+		change(dir)
+		git(t, dir, "add", "-A")
+		git(t, dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("change %d", i+1))
+		f.heads = append(f.heads, git(t, dir, "rev-parse", "HEAD"))
+	}
+	git(t, dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), f.head())
+	git(t, dir, "checkout", "-q", "master")
+	return f
+}
+
+// fleetChange applies examples/fleet-change (the demo's pull request).
+func fleetChange(t testing.TB) func(string) {
+	return func(dir string) { copyTree(t, "../../examples/fleet-change", dir) }
+}
+
+// edit rewrites one file of the fixture with fn.
+func edit(t testing.TB, rel string, fn func(string) string) func(string) {
+	return func(dir string) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		data, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(fn(string(data))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// payload reads a recorded webhook payload and sets the given fields (dotted paths), keeping everything else
+// as recorded. Numbers keep their recorded text.
+func payload(t testing.TB, rel string, set map[string]any) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(payloadDir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, v := range set {
+		keys := strings.Split(path, ".")
+		m := doc
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				t.Fatalf("%s: no object at %q of %s", rel, k, path)
+			}
+			m = next
+		}
+		if _, ok := m[keys[len(keys)-1]]; !ok {
+			t.Fatalf("%s: no field %s", rel, path)
+		}
+		m[keys[len(keys)-1]] = v
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// prPayload is a recorded pull_request payload pointed at the fixture: repository.clone_url, and the head and
+// base commits. Everything else (numbers, names, users, installation) is as GitHub recorded it.
+func prPayload(t testing.TB, rel string, f *fixture, head string) []byte {
+	return payload(t, rel, map[string]any{
+		"repository.clone_url":  f.cloneURL(),
+		"pull_request.head.sha": head,
+		"pull_request.base.sha": f.base,
+	})
+}
+
+// openPR registers the pull request on the fake GitHub with its current head.
+func (h *harness) openPR(f *fixture, head string) {
+	h.fake.AddPullRequest(repoFullName, fakegithub.PullRequest{Number: prNumber, HeadSHA: head, BaseSHA: f.base,
+		BaseRef: "master", HeadRef: "changes", Author: "Codertocat"})
+}
+
+// runsOn returns the fake's check runs on head, by name.
+func (h *harness) runsOn(head string) map[string][]fakegithub.CheckRun {
+	out := map[string][]fakegithub.CheckRun{}
+	for _, cr := range h.fake.CheckRuns(repoFullName) {
+		if cr.HeadSHA == head {
+			out[cr.Name] = append(out[cr.Name], cr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+
+	gh "github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/preview"
+)
+
+const zeroSHA = "0000000000000000000000000000000000000000"
+
+// onMerged hands a merged pull request to the rollout executor with the plan recomputed at the merge commit
+// (against its first parent: the default branch just before the merge) and the digest of the plan last shown
+// on the pull request, read back from the fleetwave/plan check run of its head.
+func (a *App) onMerged(ctx context.Context, e *gh.PullRequestEvent) error {
+	pr, repo := e.GetPullRequest(), e.GetRepo()
+	mergeSHA := pr.GetMergeCommitSHA()
+	if mergeSHA == "" {
+		return fmt.Errorf("merged pull request %s#%d without a merge commit", repo.GetFullName(), pr.GetNumber())
+	}
+	m := mergeTarget{
+		installationID: e.GetInstallation().GetID(), repo: repo, number: pr.GetNumber(), mergeSHA: mergeSHA,
+		base: mergeSHA + "^1", refs: []string{"refs/heads/" + pr.GetBase().GetRef()}, commits: []string{mergeSHA},
+		sender: e.GetSender().GetLogin(), prHead: pr.GetHead().GetSHA(),
+	}
+	return a.handOver(ctx, m)
+}
+
+// onPush hands a direct push to the default branch to the rollout executor, diffed against the branch's
+// previous tip. A merged pull request's push is the same merge commit: handOver skips a merge already handed
+// over (and the executor's Submit is idempotent per merge SHA anyway).
+func (a *App) onPush(ctx context.Context, e *gh.PushEvent) error {
+	repo := e.GetRepo()
+	if repo == nil || e.GetDeleted() || e.GetAfter() == "" || e.GetAfter() == zeroSHA || e.GetBefore() == "" || e.GetBefore() == zeroSHA {
+		return nil
+	}
+	branch := repo.GetDefaultBranch()
+	if branch == "" || e.GetRef() != "refs/heads/"+branch {
+		return nil
+	}
+	r := &gh.Repository{FullName: repo.FullName, CloneURL: repo.CloneURL, HTMLURL: repo.HTMLURL, SSHURL: repo.SSHURL}
+	m := mergeTarget{
+		installationID: e.GetInstallation().GetID(), repo: r, mergeSHA: e.GetAfter(), base: e.GetBefore(),
+		refs: []string{e.GetRef()}, commits: []string{e.GetAfter(), e.GetBefore()}, sender: e.GetSender().GetLogin(),
+	}
+	return a.handOver(ctx, m)
+}
+
+type mergeTarget struct {
+	installationID int64
+	repo           *gh.Repository
+	number         int
+	mergeSHA       string
+	base           string // a revision: the parent, or the previous tip
+	refs, commits  []string
+	sender         string
+	prHead         string
+}
+
+func (a *App) handOver(ctx context.Context, m mergeTarget) error {
+	fullName := m.repo.GetFullName()
+	key := fullName + "@" + m.mergeSHA
+	if !a.merged.add(key) {
+		logFrom(ctx).Info("merge already handed over", slog.String("merge", short(m.mergeSHA)))
+		return nil
+	}
+	err := a.handOverOnce(ctx, m)
+	if err != nil {
+		a.merged.remove(key) // a redelivery may try again
+	}
+	return err
+}
+
+func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
+	fullName := m.repo.GetFullName()
+	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, short(m.mergeSHA))
+	dir, err := a.clones.Fetch(ctx, m.installationID, m.repo.GetCloneURL(), m.refs, m.commits)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	policy, err := a.readPolicy(ctx, dir, m.mergeSHA)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, Plan: true,
+		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
+		Concurrency: a.concurrency, TempDir: a.tempDir}
+	if a.clusters != nil {
+		if in.Clusters, err = a.clusters(ctx); err != nil {
+			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
+		}
+	}
+	rep, err := a.runPreview(ctx, in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	pl, _ := rep.Plan.(*plan.Plan)
+	if pl == nil {
+		return fmt.Errorf("%s: the preview made no plan", what)
+	}
+	merge := Merge{
+		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: rep.Base,
+		Plan: pl, Report: rep, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
+	}
+	if m.number != 0 && m.prHead != "" {
+		merge.PRPlanDigest = a.shownPlanDigest(ctx, m.installationID, fullName, m.prHead)
+	}
+	return a.merges.OnMerge(ctx, merge)
+}
+
+// shownPlanDigest reads the digest of the plan shown on a pull request from its head's fleetwave/plan check run
+// ("" when there is none, or it cannot be read).
+func (a *App) shownPlanDigest(ctx context.Context, installationID int64, repo, head string) string {
+	client, err := a.ghClient(installationID)
+	if err != nil {
+		return ""
+	}
+	runs, err := client.ListCheckRuns(ctx, repo, head, CheckPlan)
+	if err != nil {
+		logFrom(ctx).Warn("reading the plan shown on the pull request", slog.Any("error", err))
+		return ""
+	}
+	for _, r := range runs {
+		if _, digest, ok := parseExternalID(r.ExternalID); ok && digest != "" {
+			return digest
+		}
+	}
+	return ""
+}
+
+// policyAt fetches commit and reads the release policy there (plan.DefaultPolicy when there is none).
+func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL string, refs []string, commit string) (*plan.Policy, error) {
+	if commit == "" {
+		return nil, errors.New("no commit to read the release policy from")
+	}
+	var okRefs []string
+	for _, r := range refs {
+		if r != "" && !strings.HasSuffix(r, "/") {
+			okRefs = append(okRefs, r)
+		}
+	}
+	dir, err := a.clones.Fetch(ctx, installationID, cloneURL, okRefs, []string{commit})
+	if err != nil {
+		return nil, err
+	}
+	return a.readPolicy(ctx, dir, commit)
+}
+
+// readPolicy parses the release policy at commit of the local repository dir.
+func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
+	if !isSHA(commit) {
+		return plan.DefaultPolicy(), nil
+	}
+	for _, name := range preview.PolicyFiles {
+		data, err := a.clones.ReadFile(ctx, dir, commit, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := plan.ParsePolicy(name, data)
+		if err != nil {
+			return nil, fmt.Errorf("the release policy at %s is invalid: %w", short(commit), err)
+		}
+		return p, nil
+	}
+	return plan.DefaultPolicy(), nil
+}
+
+func isSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,377 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/report"
+)
+
+// Change is a pull request's change to preview: its head against its base.
+type Change struct {
+	InstallationID int64
+	Repo           string // owner/name of the base repository
+	Number         int
+	Head, Base     string // commit ids
+	BaseRef        string // the base branch
+	CloneURL       string // the base repository's clone URL; a fork's head is fetched from its refs/pull/N/head
+	// RepoURLs are the names Applications may give the repository (html_url, clone_url, ssh_url, full_name).
+	RepoURLs []string
+	Fork     bool
+	// Reason is what asked for the preview ("opened", "synchronize", "rerequested", "/plan", ...), for logs.
+	Reason string
+}
+
+// errSuperseded is the cancellation cause of a preview whose head is no longer the pull request's head.
+var errSuperseded = errors.New("superseded by a newer commit")
+
+type prKey struct {
+	repo   string
+	number int
+}
+
+func (k prKey) String() string { return k.repo + "#" + strconv.Itoa(k.number) }
+
+// prState is what the App remembers of one pull request: the latest head it was told about and the preview in
+// flight. mu is held to change them and while results are posted, so that a newer head is either registered
+// before an older preview checks whether it may post, or after that preview posted.
+type prState struct {
+	mu   sync.Mutex
+	head string
+	run  *prRun
+}
+
+type prRun struct {
+	head   string
+	cancel context.CancelCauseFunc
+}
+
+func (a *App) state(k prKey) *prState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.prs[k]
+	if !ok {
+		st = &prState{}
+		a.prs[k] = st
+	}
+	return st
+}
+
+// begin registers a preview of head, cancelling one of an older head. It returns false when a preview of the
+// same head is already running (its results will do).
+func (a *App) begin(ctx context.Context, k prKey, head string) (context.Context, *prRun, bool) {
+	st := a.state(k)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.run != nil && st.run.head == head {
+		return ctx, nil, false
+	}
+	if st.run != nil {
+		st.run.cancel(errSuperseded)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	st.head = head
+	st.run = &prRun{head: head, cancel: cancel}
+	return ctx, st.run, true
+}
+
+// end unregisters a finished preview.
+func (a *App) end(k prKey, run *prRun) {
+	st := a.state(k)
+	st.mu.Lock()
+	if st.run == run {
+		st.run = nil
+	}
+	st.mu.Unlock()
+	run.cancel(nil)
+}
+
+// forget cancels any preview of a closed pull request and drops its state.
+func (a *App) forget(k prKey) {
+	a.mu.Lock()
+	st, ok := a.prs[k]
+	delete(a.prs, k)
+	a.mu.Unlock()
+	if !ok {
+		return
+	}
+	st.mu.Lock()
+	if st.run != nil {
+		st.run.cancel(errors.New("pull request closed"))
+	}
+	st.mu.Unlock()
+}
+
+// checkRuns are the ids of a preview's two check runs (0 when creating one failed).
+type checkRuns struct{ diff, plan int64 }
+
+// OnPullRequest previews a pull request's change: both check runs start on the head at once, base and head are
+// fetched into the clone cache, the preview (discovery → render → diff → plan) runs, and its results go to the
+// sticky comment and the check runs — unless a newer head arrived meanwhile, in which case this preview is
+// cancelled and its check runs are marked cancelled. It returns an error only for what no check run can say.
+func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
+	log := logFrom(ctx).With(slog.String("head", short(ch.Head)), slog.String("reason", ch.Reason), slog.Bool("fork", ch.Fork))
+	ctx = withLog(ctx, log)
+	if ch.Repo == "" || ch.Number == 0 || ch.Head == "" || ch.Base == "" || ch.CloneURL == "" {
+		return fmt.Errorf("previewing %s#%d: incomplete pull request (head %q, base %q, clone URL %q)", ch.Repo, ch.Number, ch.Head, ch.Base, ch.CloneURL)
+	}
+	client, err := a.ghClient(ch.InstallationID)
+	if err != nil {
+		return err
+	}
+	// GitHub does not deliver in order: an older synchronize can arrive after a newer one. Its head is then not
+	// the pull request's any more, and it must not cancel the newer preview.
+	if cur, err := client.PullRequest(ctx, ch.Repo, ch.Number); err == nil {
+		if cur.State == "closed" {
+			log.Info("pull request closed: not previewed")
+			return nil
+		}
+		if cur.HeadSHA != "" && cur.HeadSHA != ch.Head {
+			log.Info("stale event: the pull request's head is now another commit", slog.String("current", short(cur.HeadSHA)))
+			return nil
+		}
+	} else {
+		log.Warn("could not read the pull request's current head; previewing the event's", slog.Any("error", err))
+	}
+
+	key := prKey{repo: ch.Repo, number: ch.Number}
+	ctx, run, ok := a.begin(ctx, key, ch.Head)
+	if !ok {
+		log.Info("a preview of this head is already running")
+		return nil
+	}
+	defer a.end(key, run)
+
+	started := a.now()
+	ids := a.startChecks(ctx, client, ch, started)
+	out := a.compute(ctx, ch)
+	if cause := context.Cause(ctx); ctx.Err() != nil {
+		a.cancelChecks(ctx, client, ch, ids, cause)
+		log.Info("preview cancelled", slog.Any("cause", cause))
+		return nil
+	}
+	return a.publish(ctx, client, key, ch, ids, out, started)
+}
+
+// startChecks creates both check runs in progress on the head. A failure is logged: the results are still
+// worth a comment, and the check runs are created when completing them.
+func (a *App) startChecks(ctx context.Context, client GitHub, ch Change, at time.Time) checkRuns {
+	var ids checkRuns
+	for _, c := range []struct {
+		name string
+		id   *int64
+	}{{CheckDiff, &ids.diff}, {CheckPlan, &ids.plan}} {
+		id, err := client.CreateCheckRun(ctx, ch.Repo, github.CheckRun{
+			Name: c.name, HeadSHA: ch.Head, Status: github.StatusInProgress, StartedAt: at,
+			ExternalID: externalID(ch.Number, ""),
+			Output: &github.CheckOutput{Title: "Rendering the change…",
+				Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))},
+		})
+		if err != nil {
+			logFrom(ctx).Warn("creating check run", slog.String("check", c.name), slog.Any("error", err))
+			continue
+		}
+		*c.id = id
+	}
+	return ids
+}
+
+// outcome is what a preview produced.
+type outcome struct {
+	dir       string            // the local repository
+	rep       *report.Report    // nil when err is set
+	policyErr *plan.PolicyError // the release policy at head is invalid (rep is then a diff without a plan)
+	err       error             // no report could be made
+	elapsed   time.Duration     // for logs only: never in what is posted
+}
+
+// compute fetches the change and previews it.
+func (a *App) compute(ctx context.Context, ch Change) *outcome {
+	t0 := time.Now()
+	out := &outcome{}
+	refs := []string{fmt.Sprintf("refs/pull/%d/head", ch.Number)}
+	if ch.BaseRef != "" {
+		refs = append(refs, "refs/heads/"+ch.BaseRef)
+	}
+	dir, err := a.clones.Fetch(ctx, ch.InstallationID, ch.CloneURL, refs, []string{ch.Base, ch.Head})
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.dir = dir
+	in := preview.Input{RepoDir: dir, Base: ch.Base, Head: ch.Head, RepoURLs: ch.RepoURLs, Settings: a.settings,
+		Plan: true, Concurrency: a.concurrency, TempDir: a.tempDir}
+	if a.clusters != nil {
+		cs, err := a.clusters(ctx)
+		if err != nil {
+			out.err = fmt.Errorf("listing destination clusters: %w", err)
+			return out
+		}
+		in.Clusters = cs
+	}
+	rep, err := a.runPreview(ctx, in)
+	var pe *plan.PolicyError
+	if errors.As(err, &pe) {
+		// The diff does not depend on the policy: show it, and fail the plan check on the policy's lines.
+		out.policyErr = pe
+		in.Plan = false
+		rep, err = a.runPreview(ctx, in)
+	}
+	out.rep, out.err = rep, err
+	out.elapsed = time.Since(t0)
+	return out
+}
+
+// runPreview runs the preview, with the live state when a comparer is configured; when the preview fails with
+// it (Argo CD unreachable) it is made again without, and says so.
+func (a *App) runPreview(ctx context.Context, in preview.Input) (*report.Report, error) {
+	if a.live == nil {
+		return preview.Run(ctx, a.renderer, in)
+	}
+	in.Live = a.live
+	rep, err := preview.Run(ctx, a.renderer, in)
+	var pe *plan.PolicyError
+	if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
+		return rep, err
+	}
+	in.Live = nil
+	rep, err2 := preview.Run(ctx, a.renderer, in)
+	if err2 != nil {
+		return nil, err // the first error is the one to report
+	}
+	rep.Notes = append(rep.Notes, "live state not compared: "+oneLine(err))
+	logFrom(ctx).Warn("preview without live state", slog.Any("error", err))
+	return rep, nil
+}
+
+// publish posts a preview's results, unless its head is stale.
+func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, ids checkRuns, out *outcome, started time.Time) error {
+	log := logFrom(ctx)
+	// Build everything before taking the lock: reading files for annotations may touch the disk.
+	var parts []string
+	var diffRun, planRun github.CheckRun
+	if out.err != nil {
+		parts = []string{errorComment(ch, out.err)}
+		diffRun, planRun = a.errorChecks(ch, out.err)
+	} else {
+		parts = out.rep.MarkdownParts(github.MaxCommentPart)
+		diffRun = a.diffCheck(ctx, ch, out)
+		planRun = a.planCheck(ctx, ch, out)
+	}
+
+	st := a.state(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	// Once decided, post everything: a newer head cancelling ctx now must not leave half a comment.
+	pctx := context.WithoutCancel(ctx)
+	stale := st.head != "" && st.head != ch.Head
+	if !stale {
+		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil && cur.HeadSHA != "" && cur.HeadSHA != ch.Head {
+			stale = true
+		}
+	}
+	if stale {
+		a.cancelChecks(pctx, client, ch, ids, errSuperseded)
+		log.Info("results not posted: the pull request has a newer head")
+		return nil
+	}
+	var errs []error
+	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
+		errs = append(errs, err)
+	}
+	now := a.now()
+	for _, c := range []struct {
+		run github.CheckRun
+		id  int64
+	}{{diffRun, ids.diff}, {planRun, ids.plan}} {
+		c.run.CompletedAt = now
+		if err := a.completeCheck(pctx, client, ch, c.id, c.run, started); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if out.err != nil {
+		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, short(ch.Head), out.err))
+	} else {
+		log.Info("preview posted", slog.String("summary", out.rep.SummaryLine()), slog.Duration("took", out.elapsed),
+			slog.String("diff", diffRun.Conclusion), slog.String("plan", planRun.Conclusion))
+	}
+	return errors.Join(errs...)
+}
+
+// completeCheck updates check run id with run, or creates it completed when starting it had failed.
+func (a *App) completeCheck(ctx context.Context, client GitHub, ch Change, id int64, run github.CheckRun, started time.Time) error {
+	run.Status = github.StatusCompleted
+	if id != 0 {
+		return client.UpdateCheckRun(ctx, ch.Repo, id, run)
+	}
+	run.HeadSHA, run.StartedAt = ch.Head, started
+	_, err := client.CreateCheckRun(ctx, ch.Repo, run)
+	return err
+}
+
+// cancelChecks completes a preview's check runs as cancelled, saying why. It runs after ctx was cancelled, so it
+// uses a detached context with its own bound.
+func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids checkRuns, cause error) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	summary := fmt.Sprintf("The preview of `%s` was cancelled: %s.", short(ch.Head), cause)
+	if errors.Is(cause, errSuperseded) {
+		summary = fmt.Sprintf("The preview of `%s` was cancelled: the pull request has a newer commit, whose checks carry the results.", short(ch.Head))
+	}
+	for _, c := range []struct {
+		name string
+		id   int64
+	}{{CheckDiff, ids.diff}, {CheckPlan, ids.plan}} {
+		if c.id == 0 {
+			continue
+		}
+		err := client.UpdateCheckRun(pctx, ch.Repo, c.id, github.CheckRun{
+			Name: c.name, Conclusion: github.ConclusionCancelled, CompletedAt: a.now(), ExternalID: externalID(ch.Number, ""),
+			Output: &github.CheckOutput{Title: "Cancelled", Summary: summary},
+		})
+		if err != nil {
+			logFrom(ctx).Warn("cancelling check run", slog.String("check", c.name), slog.Any("error", err))
+		}
+	}
+}
+
+// externalID is what fleetwave's PR check runs carry: "fleetwave-pr:<number>", plus ":plan:<digest>" on the
+// plan check once the plan is known (so that the rollout can tell whether the plan at merge is the one shown).
+// It cannot be mistaken for a rollout check run's ("fleetwave:<id>…").
+func externalID(number int, planDigest string) string {
+	s := "fleetwave-pr:" + strconv.Itoa(number)
+	if planDigest != "" {
+		s += ":plan:" + planDigest
+	}
+	return s
+}
+
+// parseExternalID reads externalID's form.
+func parseExternalID(s string) (number int, planDigest string, ok bool) {
+	rest, found := strings.CutPrefix(s, "fleetwave-pr:")
+	if !found {
+		return 0, "", false
+	}
+	num, digest, _ := strings.Cut(rest, ":plan:")
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 {
+		return 0, "", false
+	}
+	return n, digest, true
+}
+
+// errorComment is the sticky comment when no preview could be made: the previous one would describe another
+// commit.
+func errorComment(ch Change, err error) string {
+	return fmt.Sprintf("%s\n## fleetwave preview `%s..%s`\n\n⚠️ fleetwave could not preview this change: %s\n\nComment `/plan` or re-run the check to try again.\n",
+		report.Marker, short(ch.Base), short(ch.Head), oneLine(err))
+}

@@ -1,0 +1,363 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/config"
+	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/webhooks"
+)
+
+// serveFlags are the knobs of `fleetwave serve` that are not configuration of the deployment.
+type serveFlags struct {
+	configFile   string
+	workers      int
+	queueSize    int
+	drainTimeout time.Duration
+	logLevel     string
+}
+
+// newServeCmd builds `fleetwave serve`: the GitHub App. Configuration comes from the environment and/or a
+// YAML file with the same keys (the environment wins), validated before anything starts.
+func newServeCmd(deps *Deps) *cobra.Command {
+	f := serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the GitHub App: webhooks in, comments and check-runs out, rollouts executed",
+		Long: `serve runs the GitHub App. Webhooks arrive at ` + webhooks.Path + `; GET /healthz answers while the process
+lives, GET /readyz once it can take webhooks (and 503 while it drains on SIGTERM).
+
+Configuration (environment, or the same keys in a YAML file given with --config or $FLEETWAVE_CONFIG):
+  FLEETWAVE_ADDR                       listen address (default :8080)
+  FLEETWAVE_GITHUB_APP_ID              the App's ID (required)
+  FLEETWAVE_GITHUB_PRIVATE_KEY_FILE    the App's private key, PEM (or FLEETWAVE_GITHUB_PRIVATE_KEY: the PEM itself)
+  FLEETWAVE_WEBHOOK_SECRET             the App's webhook secret (required)
+  FLEETWAVE_GITHUB_API_URL             API base URL (default https://api.github.com/; GHES: https://HOST/api/v3/)
+  FLEETWAVE_ARGOCD_URL, _TOKEN, _INSECURE   Argo CD API (without it, diffs are base vs head only)
+  FLEETWAVE_STORE                      sqlite:///path/fleetwave.db (default sqlite://./fleetwave.db) or postgres://…
+  FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
+  FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
+  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, ...)`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.LoadServe(deps.Getenv, f.configFile, nil)
+			if err != nil {
+				var ce *config.Error
+				if errors.As(err, &ce) && len(ce.Problems) > 1 {
+					for _, p := range ce.Problems {
+						fmt.Fprintln(deps.Stderr, "fleetwave: config:", p)
+					}
+					return usageErr(fmt.Errorf("invalid serve configuration: %d problems", len(ce.Problems)))
+				}
+				return usageErr(err)
+			}
+			return runServe(cmd.Context(), deps, cfg, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configFile, "config", "", "YAML file with FLEETWAVE_* keys (the environment wins); default $FLEETWAVE_CONFIG")
+	fl.IntVar(&f.workers, "workers", 4, "webhook deliveries handled concurrently")
+	fl.IntVar(&f.queueSize, "queue", 256, "deliveries waiting for a worker before new ones get 503 (GitHub can redeliver)")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long to finish queued deliveries")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// runServe runs the App until ctx ends (SIGTERM), then drains: stop accepting, finish the requests in flight
+// and the queued deliveries, within the drain timeout.
+func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return usageErr(fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel))
+	}
+	log := slog.New(slog.NewJSONHandler(deps.Stderr, &slog.HandlerOptions{Level: level}))
+	log.Info("starting", slog.Any("config", cfg))
+
+	app, err := github.NewApp(github.AppConfig{
+		AppID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey.Reveal()), APIURL: cfg.GitHubAPIURL,
+	})
+	if err != nil {
+		return usageErr(err)
+	}
+	st, err := store.Open(ctx, cfg.Store.Reveal())
+	if err != nil {
+		return fmt.Errorf("opening the store %s: %w", config.RedactDSN(cfg.Store.Reveal()), err)
+	}
+	defer st.Close()
+
+	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv})
+	if err != nil {
+		return err
+	}
+	defer wiring.close()
+
+	hooks, err := webhooks.New([]byte(cfg.WebhookSecret.Reveal()), wiring.handler, serveDeliveries{st},
+		webhooks.WithLogger(log), webhooks.WithWorkers(f.workers), webhooks.WithQueueSize(f.queueSize))
+	if err != nil {
+		return usageErr(err)
+	}
+
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("POST "+webhooks.Path, hooks)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		if err := wiring.ready(r.Context()); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second, // a 25 MiB payload over a slow link
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// Requests in flight at SIGTERM must finish: their context keeps ctx's values, not its cancellation.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return usageErr(fmt.Errorf("listening on %s: %w", cfg.Addr, err))
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ready.Store(true)
+	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("webhooks", webhooks.Path))
+
+	select {
+	case err := <-served:
+		_ = hooks.Shutdown(context.WithoutCancel(ctx))
+		return fmt.Errorf("serving on %s: %w", cfg.Addr, err)
+	case <-ctx.Done():
+	}
+	ready.Store(false)
+	log.Info("draining", slog.Duration("timeout", f.drainTimeout))
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.drainTimeout)
+	defer cancel()
+	// Requests in flight are answered (and their deliveries queued) before the queue is drained; new
+	// connections are refused from here on.
+	var errs []error
+	if err := srv.Shutdown(drainCtx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
+	}
+	if err := hooks.Shutdown(drainCtx); err != nil {
+		errs = append(errs, err)
+	}
+	stats := hooks.Stats()
+	log.Info("stopped", slog.Int64("accepted", stats.Accepted), slog.Int64("handled", stats.Handled),
+		slog.Int64("failed", stats.Failed), slog.Int64("dropped", stats.Dropped))
+	return errors.Join(errs...)
+}
+
+// serveDeliveries adapts the store's delivery log to webhooks.DeliveryStore (and DeliveryForgetter).
+type serveDeliveries struct{ st *store.Store }
+
+func (d serveDeliveries) Seen(ctx context.Context, id string) (bool, error) {
+	first, err := d.st.MarkDelivery(ctx, id)
+	return !first, err
+}
+
+func (d serveDeliveries) Forget(ctx context.Context, id string) error {
+	return d.st.UnmarkDelivery(ctx, id)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// USE-CASE WIRING SEAM. Everything above is the App's HTTP edge; the use cases plug in here.
+// ---------------------------------------------------------------------------------------------------------
+
+// serveDeps are the process-wide adapters the use cases are built from.
+type serveDeps struct {
+	Log    *slog.Logger
+	Config *config.Serve
+	GitHub *github.App // GitHub.Client(installationID) per event; GitHub.GitCredentials for clones
+	Store  *store.Store
+	// Getenv reads the settings of the use cases that are not (yet) keys of config.Serve:
+	// FLEETWAVE_CACHE_DIR (the clone cache) and FLEETWAVE_RENDER_SETTINGS (a render settings file).
+	Getenv func(string) string
+}
+
+// serveWiring is what the seam returns.
+type serveWiring struct {
+	handler webhooks.Handler                // receives every verified, first-time delivery it Handles
+	ready   func(ctx context.Context) error // extra readiness checks for /readyz (nil error: ready)
+	close   func()                          // releases what the use cases hold, after the queue drained
+}
+
+// wireServe builds the webhook handler from the use cases of internal/app:
+//   - GitHub: one client per installation from the App (d.GitHub);
+//   - clones: a gitcache under FLEETWAVE_CACHE_DIR, else next to the SQLite store ("<dir>/fleetwave-cache"),
+//     else the user's cache directory; fetched with the installation token;
+//   - rendering: internal/render in process, with the settings of FLEETWAVE_RENDER_SETTINGS (a render-env.yaml
+//     file) over those Argo CD reports when it is configured;
+//   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
+//     repository's own cluster Secrets;
+//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff).
+//
+// TODO(lead): the rollout executor (internal/rollout) is not wired: merges and rollout commands go to
+// app.LoggingExecutor. Pass app.WithMerges / app.WithCommands with adapters over *rollout.Executor (Submit;
+// Pause/Resume/Abort/Approve/Rollback after finding the rollout with Latest or rollout.ParseExternalID), and
+// a rollout.Reporter publishing check runs through d.GitHub.
+func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
+	getenv := d.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	cacheDir := serveCacheDir(getenv("FLEETWAVE_CACHE_DIR"), d.Config.Store.Reveal())
+	cache, err := gitcache.New(cacheDir, gitcache.WithCredentials(d.GitHub.GitCredentials))
+	if err != nil {
+		return serveWiring{}, usageErr(err)
+	}
+	opts := []app.Option{app.WithLogger(d.Log)}
+
+	var settings render.Settings
+	if d.Config.ArgoCDURL != "" {
+		argo, err := argocd.New(argocd.Options{BaseURL: d.Config.ArgoCDURL, Token: d.Config.ArgoCDToken.Reveal(), Insecure: d.Config.ArgoCDInsecure})
+		if err != nil {
+			return serveWiring{}, usageErr(fmt.Errorf("argo cd %s: %w", d.Config.ArgoCDURL, err))
+		}
+		opts = append(opts, app.WithClusters(argoClusters(argo)),
+			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})))
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		as, err := argo.Settings(sctx)
+		cancel()
+		if err != nil {
+			d.Log.Warn("argo cd settings unavailable: rendering with the defaults", slog.Any("error", err))
+		} else {
+			settings = render.Settings{AppLabelKey: as.AppLabelKey, TrackingMethod: as.TrackingMethod,
+				InstallationID: as.InstallationID, ControlPlaneNamespace: as.ControllerNamespace}
+			if as.KustomizeOptions != nil {
+				settings.KustomizeBuildOptions = as.KustomizeOptions.BuildOptions
+			}
+		}
+	} else if file := d.Config.ClustersFile; file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return serveWiring{}, usageErr(fmt.Errorf("reading clusters file: %w", err))
+		}
+		cs, err := discover.ParseClusters(file, data)
+		if err != nil {
+			return serveWiring{}, usageErr(err)
+		}
+		opts = append(opts, app.WithClusters(func(context.Context) ([]discover.Cluster, error) { return cs, nil }))
+	}
+	if file := getenv("FLEETWAVE_RENDER_SETTINGS"); file != "" {
+		s, err := render.LoadSettings(file)
+		if err != nil {
+			return serveWiring{}, usageErr(fmt.Errorf("FLEETWAVE_RENDER_SETTINGS: %w", err))
+		}
+		settings = overlaySettings(settings, s)
+	}
+	opts = append(opts, app.WithSettings(settings))
+
+	ghFactory := func(id int64) (app.GitHub, error) { return d.GitHub.Client(id) }
+	a, err := app.New(ghFactory, cache, render.New(render.Options{}), opts...)
+	if err != nil {
+		return serveWiring{}, err
+	}
+	d.Log.Info("use cases wired", slog.String("cache", cache.Dir()), slog.Bool("argocd", d.Config.ArgoCDURL != ""),
+		slog.String("executor", "none (merges and rollout commands are logged)"))
+	return serveWiring{
+		handler: serveHandler{a},
+		ready: func(context.Context) error {
+			if _, err := os.Stat(cache.Dir()); err != nil {
+				return fmt.Errorf("clone cache: %w", err)
+			}
+			return nil
+		},
+		close: func() {},
+	}, nil
+}
+
+// serveHandler adapts the webhooks edge to the use cases: webhooks.Event → app.Event (internal/app does not
+// import the HTTP edge).
+type serveHandler struct{ a *app.App }
+
+func (h serveHandler) Handles() []string { return h.a.Handles() }
+
+func (h serveHandler) Handle(ctx context.Context, ev webhooks.Event) error {
+	return h.a.Handle(ctx, app.Event{Type: ev.Type, Action: ev.Action, Payload: ev.Payload, Log: webhooks.LoggerFrom(ctx)})
+}
+
+// serveCacheDir chooses the clone cache directory: explicit, else next to the SQLite database, else the user's
+// cache directory (PostgreSQL deployments), else the temporary directory.
+func serveCacheDir(explicit, storeDSN string) string {
+	if explicit != "" {
+		return explicit
+	}
+	if scheme, rest, ok := strings.Cut(storeDSN, "://"); ok && (strings.EqualFold(scheme, "sqlite") || strings.EqualFold(scheme, "sqlite3")) && rest != "" {
+		return filepath.Join(filepath.Dir(rest), "fleetwave-cache")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "fleetwave")
+	}
+	return filepath.Join(os.TempDir(), "fleetwave-cache")
+}
+
+// argoClusters lists Argo CD's clusters as discovery sees them (name, server, project, labels, annotations).
+func argoClusters(c *argocd.Client) app.ClusterSource {
+	return func(ctx context.Context) ([]discover.Cluster, error) {
+		list, err := c.ListClusters(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]discover.Cluster, 0, len(list))
+		for _, cl := range list {
+			out = append(out, discover.Cluster{Name: cl.Name, Server: cl.Server, Project: cl.Project, Labels: cl.Labels, Annotations: cl.Annotations})
+		}
+		return out, nil
+	}
+}
+
+// overlaySettings returns base with the fields set in over replacing its own.
+func overlaySettings(base, over render.Settings) render.Settings {
+	if over.KubeVersion != "" {
+		base.KubeVersion = over.KubeVersion
+	}
+	if len(over.APIVersions) > 0 {
+		base.APIVersions = over.APIVersions
+	}
+	if over.AppLabelKey != "" {
+		base.AppLabelKey = over.AppLabelKey
+	}
+	if over.TrackingMethod != "" {
+		base.TrackingMethod = over.TrackingMethod
+	}
+	if over.InstallationID != "" {
+		base.InstallationID = over.InstallationID
+	}
+	if over.KustomizeBuildOptions != "" {
+		base.KustomizeBuildOptions = over.KustomizeBuildOptions
+	}
+	if over.ControlPlaneNamespace != "" {
+		base.ControlPlaneNamespace = over.ControlPlaneNamespace
+	}
+	return base
+}
