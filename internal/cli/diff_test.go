@@ -105,7 +105,7 @@ func TestDiffCommand(t *testing.T) {
 		t.Fatalf("a Secret value was printed:\n%s", out)
 	}
 
-	code, out, _ = runPreviewCmd(t, append([]string{"diff", "--exit-code"}, common...)...)
+	code, _, _ = runPreviewCmd(t, append([]string{"diff", "--exit-code"}, common...)...)
 	if code != 1 {
 		t.Fatalf("--exit-code with changes: code %d", code)
 	}

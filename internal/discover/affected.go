@@ -140,10 +140,7 @@ func fileEvidence(ev Evidence, changes []source.Change, isThisRepo func(string) 
 			out = append(out, Reason{Rule: rule, File: file})
 		}
 	}
-	static := staticPaths(ev.Base, isThisRepo)
-	for _, p := range staticPaths(ev.Head, isThisRepo) {
-		static = append(static, p)
-	}
+	static := append(staticPaths(ev.Base, isThisRepo), staticPaths(ev.Head, isThisRepo)...)
 	for _, c := range changes {
 		for _, f := range []string{c.Path, c.OldPath} {
 			if f == "" {

@@ -52,9 +52,7 @@ func ParsePolicy(filename string, data []byte) (*Policy, error) {
 		return nil, err
 	}
 	p.Source = filename
-	for _, d := range ps.diags {
-		p.Warnings = append(p.Warnings, d)
-	}
+	p.Warnings = append(p.Warnings, ps.diags...)
 	return p, nil
 }
 

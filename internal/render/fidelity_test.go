@@ -230,7 +230,6 @@ func firstLine(s string) string {
 	return s
 }
 
-
 // missingVendored lists the paths a case's SOURCE file says were vendored ("src/x <= https://...") but that are not
 // in this copy of the corpus. helm-kube-prometheus-stack's subcharts, for one, were dropped by the chart's own
 // .gitignore ("charts/*") when the corpus was packed, so no renderer can reproduce Argo CD's output for it.

@@ -15,6 +15,7 @@ package kustomize
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +32,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
+
+var update = flag.Bool("update", false, "rewrite the testdata/diff goldens from Argo CD")
 
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()

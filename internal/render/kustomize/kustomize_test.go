@@ -3,7 +3,6 @@ package kustomize
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/diff goldens from Argo CD (with -tags differential)")
 
 // diffEnv is the build environment of the testdata/diff cases.
 var diffEnv = &v1alpha1.Env{

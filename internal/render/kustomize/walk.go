@@ -349,6 +349,7 @@ func (w *walker) renderCharts(dir, file string, k *types.Kustomization, inherite
 		av := w.st.opts.helm.apiVersions
 		if len(c.ApiVersions) > 0 {
 			av = av[:0]
+			//lint:ignore S1011 the capacity growth of element-wise appends is what kustomize's quirk depends on
 			for _, v := range c.ApiVersions { // one by one, as encoding/json decodes: not append(av, list...)
 				av = append(av, v)
 			}
