@@ -1,0 +1,507 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// This file is the per-app part of a step: the intent/outcome protocol of internal/store around argosync's
+// SyncApp (Fastly's algorithm, with race-proof evidence of "done"), and the reconciliation of what a killed
+// process left in flight.
+
+// errNotStarting refuses a sync at the last moment: the rollout was paused, aborted or superseded, the
+// replica drains, or the lease is gone. Nothing was recorded; the step stays as it was.
+var errNotStarting = errors.New("not starting: the rollout stopped starting syncs")
+
+// stepRun is one app's operation in progress: the step as last written, and what the intent will record.
+type stepRun struct {
+	mu      sync.Mutex
+	step    store.AppStep
+	op      store.Op
+	prev    string             // the app's live revision, recorded as PreviousRevision by a first sync intent
+	want    store.RolloutState // the rollout state in which the operation may start
+	refused bool               // onTrigger refused: nothing recorded
+}
+
+func (r *stepRun) get() store.AppStep {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.step
+}
+
+type runKey struct{}
+
+func runOf(ctx context.Context) *stepRun {
+	r, _ := ctx.Value(runKey{}).(*stepRun)
+	return r
+}
+
+// onTrigger is argosync's Options.OnTrigger: called just before the sync request, it records the intent. The
+// intent is fenced by the lease: a replica that lost the rollout cannot start anything.
+func (d *driver) onTrigger(ctx context.Context, _, _ string) error {
+	run := runOf(ctx)
+	if run == nil {
+		return errors.New("recording the intent: no app step for this sync")
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if !d.mayStart(ctx, run.want) {
+		run.refused = true
+		return errNotStarting
+	}
+	st, err := d.e.st.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
+		PreviousRevision: run.prev, Owner: d.e.o.owner})
+	if err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			d.lost.Store(true)
+			d.cancel()
+		}
+		run.refused = true
+		return fmt.Errorf("recording the intent: %w", err)
+	}
+	run.step = st
+	return nil
+}
+
+// trackingAPI marks a step triggered as soon as Argo CD accepted its sync request.
+type trackingAPI struct {
+	ArgoCD
+	d *driver
+}
+
+func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
+	app, err := t.ArgoCD.Sync(ctx, name, req)
+	if err != nil {
+		return app, err
+	}
+	if run := runOf(ctx); run != nil {
+		run.mu.Lock()
+		if run.step.State == store.StepIntent {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			if st, merr := t.d.e.st.MarkTriggered(wctx, run.step.ID, run.step.Version); merr == nil {
+				run.step = st
+			}
+			cancel()
+		}
+		run.mu.Unlock()
+	}
+	return app, nil
+}
+
+// newSession opens an argosync session (one shared application stream) for a batch. Rollbacks sync to a
+// revision the app's targetRevision no longer resolves to: they skip argosync's wait for the revision to
+// resolve (a pinned sync; Argo CD then shows the app OutOfSync until Git is reverted).
+func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) *argosync.Session {
+	o := d.e.o
+	opts := argosync.Options{
+		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
+		StallTimeout: o.stallTimeout, ClockSkew: o.clockSkew, Clock: o.clock, OnTrigger: d.onTrigger,
+	}
+	if rollback {
+		opts.ResolveTimeout = time.Nanosecond
+	}
+	s := argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
+	s.WaitConnected(ctx, 10*time.Second)
+	return s
+}
+
+// forwardSession is the driver's session for forward syncs, opened at its first batch and kept across batches
+// and waves (one stream for the whole rollout); closed when the driver stops.
+// Only the step goroutine calls it.
+func (d *driver) forwardSession(ctx context.Context, sp *storedPlan) *argosync.Session {
+	d.mu.Lock()
+	fwd := d.fwd
+	d.mu.Unlock()
+	if fwd != nil {
+		return fwd
+	}
+	var keys []store.AppKey
+	for _, w := range sp.Waves {
+		for _, b := range w.Batches {
+			for _, a := range b.Apps {
+				keys = append(keys, d.e.appKey(a))
+			}
+		}
+	}
+	c := newAppCache(d.e.o.namespace, keys)
+	d.mu.Lock()
+	d.cache = c
+	d.mu.Unlock()
+	fwd = d.newSession(ctx, sp, false) // its stream feeds the cache (trackingAPI.Watch): not under d.mu
+	d.mu.Lock()
+	d.fwd = fwd
+	d.mu.Unlock()
+	return fwd
+}
+
+func (d *driver) closeSessions() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fwd != nil {
+		d.fwd.Close()
+		d.fwd = nil
+	}
+}
+
+// readApp returns an app's state before working on it: from the stream's cache, else one GET (in the app's own
+// goroutine). nil when it cannot be read: SyncApp then reads it itself and reports why it cannot.
+func (d *driver) readApp(ctx context.Context, k store.AppKey) *v1alpha1.Application {
+	if c := d.appCache(); c != nil {
+		if app := c.get(k); app != nil {
+			return app
+		}
+	}
+	app, err := d.getApp(ctx, k, "")
+	if err != nil {
+		return nil
+	}
+	return app
+}
+
+// keyOf names an app as the store does (an app without a namespace lives in the control-plane namespace).
+func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey {
+	ns := a.Namespace
+	if ns == "" {
+		ns = d.e.o.namespace
+	}
+	return store.AppKey{Namespace: ns, Name: a.Name}
+}
+
+func qualified(k store.AppKey) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
+
+func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
+	if app != nil {
+		return *app
+	}
+	var a v1alpha1.Application
+	a.Name, a.Namespace = k.Name, k.Namespace
+	return a
+}
+
+// syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
+// afterwards.
+func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+	app := d.readApp(ctx, s.App)
+	if ctx.Err() != nil {
+		return s.State
+	}
+	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning}
+	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.TargetRevision)
+	return d.record(ctx, run, res)
+}
+
+// rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
+func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
+	app := d.readApp(ctx, s.App)
+	if ctx.Err() != nil {
+		return s.State
+	}
+	run := &stepRun{step: s, op: store.OpRollback, want: store.RolloutRollingBack}
+	if automatedOn(app) {
+		// Argo CD refuses a rollback (and a sync to another revision) while automated sync is on, and would sync
+		// the app forward again by itself.
+		if err := d.disableAutomated(ctx, r, app, "rollback"); err != nil {
+			return d.recordEarly(ctx, run, fmt.Sprintf("switching automated sync off before the rollback: %v", err), store.StepFailed)
+		}
+	}
+	if atRevision(app, s.PreviousRevision, sp.Execution.RepoURL) {
+		// Nothing applied the rollout's revision (its sync failed before applying): nothing to undo.
+		return d.recordEarly(ctx, run, "already at "+short(s.PreviousRevision)+" and Healthy: nothing to roll back", store.StepRolledBack)
+	}
+	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.PreviousRevision)
+	return d.record(ctx, run, res)
+}
+
+// recordEarly records an outcome reached without any side effect: an intent (the protocol's only way out of
+// pending/synced), then the outcome at once.
+func (d *driver) recordEarly(ctx context.Context, run *stepRun, msg string, state store.StepState) store.StepState {
+	st, err := d.e.st.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
+		PreviousRevision: run.prev, Owner: d.e.o.owner})
+	if err != nil {
+		d.noteStoreError(err, run.step)
+		return run.step.State
+	}
+	st, err = d.e.st.RecordOutcome(ctx, store.Outcome{StepID: st.ID, Version: st.Version, State: state, Message: msg})
+	if err != nil {
+		d.noteStoreError(err, st)
+		return st.State
+	}
+	return st.State
+}
+
+// record turns argosync's verdict into the step's outcome.
+func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) store.StepState {
+	st := run.get()
+	if ctx.Err() != nil || d.lost.Load() {
+		// Abandoned (hard stop, lease lost): the step stays as it is and is reconciled by whoever resumes.
+		return st.State
+	}
+	if run.refused {
+		return st.State
+	}
+	out := store.Outcome{StepID: st.ID, Version: st.Version, OpStartedAt: res.OperationStartedAt,
+		OpFinishedAt: res.OperationFinishedAt, Health: string(res.Health), Message: res.Message}
+	inFlight := st.State.InFlight()
+	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
+		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The
+		// request may have been processed all the same — its answer lost on the way — while Argo CD still showed
+		// the app as it was before it (its cache lags: Progressive Syncs' race, argo-cd #29410): "already Synced
+		// and Healthy" would then be a stale verdict. Only the absence of the step's operation for the grace
+		// period confirms it; an operation found is followed to its end instead.
+		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt)
+		if found {
+			if state == "" {
+				return st.State // abandoned: reconciled by whoever resumes
+			}
+			out.State, out.OpStartedAt, out.OpFinishedAt, out.Health, out.Message = state, ev.StartedAt, ev.FinishedAt, h, msg
+			return d.saveOutcome(ctx, st, out)
+		}
+	}
+	switch res.Outcome {
+	case argosync.OutcomeSynced, argosync.OutcomeWaited:
+		switch {
+		case inFlight && run.op == store.OpSync:
+			out.State = store.StepSynced
+		case inFlight:
+			out.State = store.StepRolledBack
+		case run.op == store.OpSync && st.State == store.StepPending:
+			// Another operation applied the revision while the bot waited; the bot sent nothing.
+			out.State, out.Message = store.StepSkipped, "applied by an operation fleetwave did not start; "+res.Message
+		case run.op == store.OpSync:
+			return d.recordEarly(ctx, run, "applied by an operation fleetwave did not start; "+res.Message, store.StepSkipped)
+		default:
+			return d.recordEarly(ctx, run, "rolled back by an operation fleetwave did not start; "+res.Message, store.StepRolledBack)
+		}
+	case argosync.OutcomeSkipped:
+		if run.op == store.OpRollback {
+			return d.recordEarly(ctx, run, res.Message, store.StepRolledBack)
+		}
+		if st.State == store.StepFailed { // a retried app found already done
+			return d.recordEarly(ctx, run, res.Message, store.StepSkipped)
+		}
+		out.State = store.StepSkipped
+	default:
+		if !inFlight {
+			return d.recordEarly(ctx, run, "not synced: "+res.Message, store.StepFailed)
+		}
+		out.State = store.StepFailed
+	}
+	return d.saveOutcome(ctx, st, out)
+}
+
+func (d *driver) saveOutcome(ctx context.Context, st store.AppStep, out store.Outcome) store.StepState {
+	nst, err := d.e.st.RecordOutcome(context.WithoutCancel(ctx), out)
+	if err != nil {
+		d.noteStoreError(err, st)
+		return st.State
+	}
+	return nst.State
+}
+
+// findOperation looks for the step's operation until the grace period after its last request has passed. found
+// is false when none appeared; otherwise the operation is awaited and judged (state "" when ctx ended first).
+func (d *driver) findOperation(ctx context.Context, s store.AppStep, lastRequest time.Time) (state store.StepState, ev opEvidence, h, msg string, found bool) {
+	from := s.IntentAt
+	if lastRequest.After(from) {
+		from = lastRequest
+	}
+	deadline := from.Add(d.e.o.intentGrace)
+	for {
+		app, err := d.getApp(ctx, s.App, "")
+		if err == nil {
+			if v, _ := judgeStep(app, s, d.skew()); v != opNone {
+				state, ev, h, msg = d.awaitOperation(ctx, s)
+				return state, ev, h, msg, true
+			}
+		}
+		if ctx.Err() != nil {
+			return "", opEvidence{}, "", "", true
+		}
+		if !d.e.o.clock.Now().Before(deadline) {
+			return "", opEvidence{}, "", "", false
+		}
+		if !d.pause(ctx, min(d.e.o.pollInterval, deadline.Sub(d.e.o.clock.Now()))) {
+			return "", opEvidence{}, "", "", true
+		}
+	}
+}
+
+func (d *driver) noteStoreError(err error, s store.AppStep) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		d.lost.Store(true)
+		d.cancel()
+		return
+	}
+	// ErrConflict: another replica moved the step (after taking the lease over); its record stands.
+	d.e.o.log.Warn("recording an app step", "rollout", d.id, "app", s.App.String(), "err", err)
+}
+
+// reconcileInFlight settles the steps a previous run left in intent or triggered, by what Argo CD shows: an
+// operation of the step's (started after its intent, applying its revision) is waited for and judged; a sync
+// intent with no operation never reached Argo CD and goes back to pending (to be synced, once); a rollback
+// intent with none stays for the rollback pass to retry; a triggered step whose operation cannot be found
+// failed.
+func (d *driver) reconcileInFlight(ctx context.Context, r store.Rollout, sp *storedPlan, steps []store.AppStep) error {
+	var wg sync.WaitGroup
+	for _, s := range steps {
+		if !s.State.InFlight() {
+			continue
+		}
+		if err := d.e.acquire(ctx); err != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.e.release()
+			d.reconcileStep(ctx, r, sp, s)
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (d *driver) reconcileStep(ctx context.Context, r store.Rollout, sp *storedPlan, s store.AppStep) {
+	app, err := d.getApp(ctx, s.App, "")
+	if err != nil {
+		if errors.Is(err, argocd.ErrNotFound) {
+			d.outcome(ctx, s, store.StepFailed, opEvidence{}, "", "the app no longer exists in Argo CD")
+		}
+		return
+	}
+	v, _ := judgeStep(app, s, d.skew())
+	if v == opNone && s.State == store.StepIntent {
+		// A request recorded moments ago may still be on its way (a replica that lost its lease, a process killed
+		// mid-request): give it the grace period before concluding it never started.
+		if wait := s.IntentAt.Add(d.e.o.intentGrace).Sub(d.e.o.clock.Now()); wait > 0 {
+			if !d.pause(ctx, wait) {
+				return
+			}
+			if app, err = d.getApp(ctx, s.App, ""); err != nil {
+				return
+			}
+			v, _ = judgeStep(app, s, d.skew())
+		}
+	}
+	if v == opNone {
+		switch {
+		case s.State == store.StepIntent && s.Op == store.OpSync:
+			d.outcome(ctx, s, store.StepPending, opEvidence{}, "", "the sync never started (restart): synced again")
+		case s.State == store.StepTriggered:
+			d.outcome(ctx, s, store.StepFailed, opEvidence{}, string(app.Status.Health.Status),
+				"Argo CD accepted the request but its operation is nowhere to be seen (replaced by another one?)")
+		}
+		d.e.event(ctx, r.ID, "", "reconcile", s.App.String(), "not-started", string(s.Op))
+		return
+	}
+	state, ev, h, msg := d.awaitOperation(ctx, s)
+	if state == "" {
+		return // abandoned: stays in flight
+	}
+	d.outcome(ctx, s, state, ev, h, msg)
+	d.e.event(ctx, r.ID, "", "reconcile", s.App.String(), string(state), msg)
+}
+
+func (d *driver) outcome(ctx context.Context, s store.AppStep, state store.StepState, ev opEvidence, h, msg string) {
+	_, err := d.e.st.RecordOutcome(context.WithoutCancel(ctx), store.Outcome{StepID: s.ID, Version: s.Version, State: state,
+		OpStartedAt: ev.StartedAt, OpFinishedAt: ev.FinishedAt, Health: h, Message: msg})
+	if err != nil {
+		d.noteStoreError(err, s)
+	}
+}
+
+func (d *driver) skew() time.Duration {
+	if d.e.o.clockSkew > 0 {
+		return d.e.o.clockSkew
+	}
+	return 2 * time.Second
+}
+
+func (d *driver) getApp(ctx context.Context, k store.AppKey, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	wait := d.e.o.pollInterval
+	for {
+		app, err := d.e.argo.GetApplication(ctx, qualified(k), refresh)
+		if err == nil || !argocd.IsTransient(err) {
+			return app, err
+		}
+		if !d.pause(ctx, wait) {
+			return nil, err
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// pause waits d on the executor's clock; false when ctx ended.
+func (d *driver) pause(ctx context.Context, wait time.Duration) bool {
+	t := d.e.o.clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// awaitOperation waits for the step's operation (found by judgeStep) to finish, then for a reconcile after it
+// and a settled health. It returns the outcome state, or "" when ctx ended first.
+func (d *driver) awaitOperation(ctx context.Context, s store.AppStep) (store.StepState, opEvidence, string, string) {
+	done := store.StepSynced
+	if s.Op == store.OpRollback {
+		done = store.StepRolledBack
+	}
+	deadline := d.e.o.clock.Now().Add(d.e.o.syncTimeout)
+	var confirmed time.Time // finishedAt of the operation a refresh was answered for
+	var refresh v1alpha1.RefreshType
+	for {
+		app, err := d.getApp(ctx, s.App, refresh)
+		refresh = ""
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", opEvidence{}, "", ""
+			}
+			return store.StepFailed, opEvidence{}, "", fmt.Sprintf("reading the app: %v", err)
+		}
+		v, ev := judgeStep(app, s, d.skew())
+		h := string(app.Status.Health.Status)
+		switch v {
+		case opNone:
+			return store.StepFailed, ev, h, "the operation disappeared (replaced by another one?)"
+		case opFailed:
+			return store.StepFailed, ev, h, "sync " + string(app.Status.OperationState.Phase) + ": " + ev.Message
+		case opSucceeded:
+			if !reconciledAfter(app, ev.FinishedAt) && !confirmed.Equal(ev.FinishedAt) {
+				// Equal seconds prove nothing: ask for a reconcile, answered only once written (argosync doc.go).
+				confirmed, refresh = ev.FinishedAt, v1alpha1.RefreshTypeNormal
+				continue
+			}
+			switch app.Status.Health.Status {
+			case health.HealthStatusHealthy:
+				return done, ev, h, "applied " + short(s.OpRevision()) + ", Healthy (observed after a restart)"
+			case health.HealthStatusDegraded:
+				return store.StepFailed, ev, h, "Degraded after the sync to " + short(s.OpRevision())
+			}
+		}
+		if d.e.o.clock.Now().After(deadline) {
+			return store.StepFailed, ev, h, "timed out waiting for the operation found after a restart"
+		}
+		if !d.pause(ctx, d.e.o.pollInterval) {
+			return "", opEvidence{}, "", ""
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package rollout_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/rollout"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// The crash test and the benchmark run the bot as a separate process — this test binary re-executed with
+// FLEETWAVE_TEST_BOT=1 — so it can be killed with SIGKILL (and its memory measured) while the simulated Argo
+// CD, with its per-app counters, lives on in the test process.
+
+const botEnv = "FLEETWAVE_TEST_BOT"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(botEnv) == "1" {
+		os.Exit(botMain())
+	}
+	os.Exit(m.Run())
+}
+
+// botConfig is what the parent passes to the bot process (as JSON in FLEETWAVE_TEST_BOT_CONFIG).
+type botConfig struct {
+	Store       string        `json:"store"`
+	ArgoCD      string        `json:"argocd"`
+	Owner       string        `json:"owner"`
+	Concurrency int           `json:"concurrency"`
+	Control     time.Duration `json:"control"`
+	Claim       time.Duration `json:"claim"`
+	Poll        time.Duration `json:"poll"`
+	Grace       time.Duration `json:"grace"`
+	LeaseTTL    time.Duration `json:"leaseTTL"`
+	Stall       time.Duration `json:"stall"`
+}
+
+// botReport is what the bot prints on its last line when every rollout is finished.
+type botReport struct {
+	Wall      time.Duration `json:"wall"`      // from Run to the last rollout finished
+	MaxRSS    int64         `json:"maxRSS"`    // VmHWM, bytes
+	StartRSS  int64         `json:"startRSS"`  // VmRSS when the executor started, bytes
+	HeapInuse uint64        `json:"heapInuse"` // Go heap in use at the end (runtime.MemStats.HeapInuse), bytes
+	CPUTime   time.Duration `json:"cpuTime"`   // user + system
+}
+
+func botMain() int {
+	var cfg botConfig
+	if err := json.Unmarshal([]byte(os.Getenv("FLEETWAVE_TEST_BOT_CONFIG")), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bot: reading the config:", err)
+		return 2
+	}
+	if path := os.Getenv("FLEETWAVE_TEST_BOT_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
+	ctx := context.Background()
+	st, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bot:", err)
+		return 1
+	}
+	defer st.Close()
+	client, err := argocd.New(argocd.Options{BaseURL: cfg.ArgoCD, RetryInitialInterval: 50 * time.Millisecond, RetryMaxInterval: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bot:", err)
+		return 1
+	}
+	ex := rollout.New(st, client, nil, rollout.WithOwner(cfg.Owner), rollout.WithConcurrency(cfg.Concurrency),
+		rollout.WithPollIntervals(cfg.Control, cfg.Claim, cfg.Poll), rollout.WithIntentGrace(cfg.Grace),
+		rollout.WithLeaseTTL(cfg.LeaseTTL), rollout.WithSyncTimeouts(5*time.Minute, cfg.Stall, 2*time.Second))
+	startRSS := procStatus("VmRSS:")
+	began := time.Now()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runDone := make(chan error, 1)
+	go func() { runDone <- ex.Run(runCtx) }()
+	fmt.Println("bot: running")
+	for {
+		time.Sleep(20 * time.Millisecond)
+		rs, err := st.ListRollouts(ctx, store.RolloutFilter{Unfinished: true})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bot:", err)
+			continue
+		}
+		if len(rs) == 0 {
+			break
+		}
+	}
+	wall := time.Since(began)
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	if err := ex.Stop(sctx); err != nil {
+		fmt.Fprintln(os.Stderr, "bot:", err)
+	}
+	<-runDone
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep := botReport{Wall: wall, MaxRSS: procStatus("VmHWM:"), StartRSS: startRSS, HeapInuse: ms.HeapInuse, CPUTime: cpuTime()}
+	b, _ := json.Marshal(rep)
+	fmt.Printf("bot: done %s\n", b)
+	return 0
+}
+
+// procStatus reads a "kB" line of /proc/self/status, in bytes.
+func procStatus(key string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n * 1024
+		}
+	}
+	return 0
+}
+
+func cpuTime() time.Duration {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// botProcess is a running bot.
+type botProcess struct {
+	cmd  *exec.Cmd
+	out  *lockedWriter
+	done chan struct{}
+	err  error
+}
+
+// startBot starts a bot process; the caller must wait for it (or kill it).
+func startBot(cfg botConfig) (*botProcess, error) {
+	b, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), botEnv+"=1", "FLEETWAVE_TEST_BOT_CONFIG="+string(b))
+	out := &lockedWriter{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &botProcess{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// kill sends SIGKILL and waits for the process to die.
+func (p *botProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (p *botProcess) report() (botReport, bool) {
+	for _, l := range strings.Split(p.out.String(), "\n") {
+		if rest, ok := strings.CutPrefix(l, "bot: done "); ok {
+			var r botReport
+			if json.Unmarshal([]byte(rest), &r) == nil {
+				return r, true
+			}
+		}
+	}
+	return botReport{}, false
+}
+
+// lockedWriter collects a process's output.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

@@ -1,0 +1,133 @@
+package rollout
+
+import (
+	"context"
+	"sync"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// appCache keeps the newest state of a rollout's apps seen on the application stream its argosync sessions
+// already hold open, so starting an app costs no request. After a reconnect (Argo CD does not replay what the
+// stream missed) it forgets everything; a miss is a GET.
+type appCache struct {
+	mu      sync.Mutex
+	want    map[store.AppKey]bool
+	apps    map[store.AppKey]*v1alpha1.Application
+	ns      string
+	changed chan struct{} // closed and replaced at every change
+}
+
+func newAppCache(ns string, keys []store.AppKey) *appCache {
+	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*v1alpha1.Application{}, ns: ns,
+		changed: make(chan struct{})}
+	for _, k := range keys {
+		c.want[k] = true
+	}
+	return c
+}
+
+func (c *appCache) key(a *v1alpha1.Application) store.AppKey {
+	ns := a.Namespace
+	if ns == "" {
+		ns = c.ns
+	}
+	return store.AppKey{Namespace: ns, Name: a.Name}
+}
+
+func (c *appCache) observe(ev v1alpha1.ApplicationWatchEvent) {
+	k := c.key(&ev.Application)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.want[k] {
+		return
+	}
+	if ev.Type == "DELETED" {
+		delete(c.apps, k)
+		return
+	}
+	if cur := c.apps[k]; cur != nil && !newerVersion(&ev.Application, cur) {
+		return
+	}
+	a := ev.Application
+	c.apps[k] = &a
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// await waits until the cache holds every app of keys (the stream's initial snapshot has arrived), at most
+// until ctx ends; it reports whether it does.
+func (c *appCache) await(ctx context.Context, keys []store.AppKey) bool {
+	for {
+		c.mu.Lock()
+		missing := false
+		for _, k := range keys {
+			if c.apps[k] == nil {
+				missing = true
+				break
+			}
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		if !missing {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+func (c *appCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.apps)
+}
+
+func (c *appCache) get(k store.AppKey) *v1alpha1.Application {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.apps[k]
+}
+
+// newerVersion: a's resourceVersion is above b's (Argo CD compares them as integers).
+func newerVersion(a, b *v1alpha1.Application) bool {
+	av, aok := argocd.ResourceVersion(a.ResourceVersion)
+	bv, bok := argocd.ResourceVersion(b.ResourceVersion)
+	return !aok || !bok || av > bv
+}
+
+// Watch feeds the driver's cache from the stream argosync opens (one stream serves both).
+func (t trackingAPI) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
+	c := t.d.appCache()
+	if c == nil {
+		return t.ArgoCD.Watch(ctx, q, h)
+	}
+	inner := h
+	inner.OnEvent = func(ev v1alpha1.ApplicationWatchEvent) {
+		c.observe(ev)
+		if h.OnEvent != nil {
+			h.OnEvent(ev)
+		}
+	}
+	inner.OnConnect = func(reconnect bool) {
+		if reconnect {
+			c.reset()
+		}
+		if h.OnConnect != nil {
+			h.OnConnect(reconnect)
+		}
+	}
+	return t.ArgoCD.Watch(ctx, q, inner)
+}
+
+func (d *driver) appCache() *appCache {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cache
+}

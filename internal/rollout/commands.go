@@ -1,0 +1,178 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// ErrRefused marks a command the rollout's state does not allow; the error's text is the reply to post.
+var ErrRefused = errors.New("refused")
+
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string        { return r.msg }
+func (r *refusal) Is(target error) bool { return target == ErrRefused }
+
+func refusef(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+
+// The command methods write the wanted state into the store (compare-and-set) and wake the rollout's driver,
+// here or — through its poll of the store — on whichever replica holds the lease. They authorise nobody: the
+// caller checks the actor with internal/command first. Each returns the reply to post, or an error; errors.Is(err,
+// ErrRefused) when the state does not allow the command (the error's text is then the reply).
+
+// Pause stops starting syncs: those in flight finish and are recorded; /resume continues.
+func (e *Executor) Pause(ctx context.Context, id int64, actor string) (string, error) {
+	r, err := e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
+		switch x.State {
+		case store.RolloutPending, store.RolloutRunning, store.RolloutAwaitingApproval:
+			x.State, x.Message = store.RolloutPaused, "paused by @"+actor
+			return true, nil
+		case store.RolloutPaused:
+			return false, refusef("rollout #%d is already paused (%s)", id, x.Message)
+		}
+		return false, refusef("rollout #%d is %s: there is nothing to pause", id, x.State)
+	})
+	if err != nil {
+		return "", err
+	}
+	e.event(ctx, id, actor, "pause", "", "ok", "")
+	e.nudge(id)
+	return fmt.Sprintf("Paused rollout #%d (merge %s): the syncs in flight finish, no new one starts. `/resume` continues.", id, short(r.MergeSHA)), nil
+}
+
+// Resume continues a paused rollout. When it was paused because a wave failed, the wave's failed apps are
+// retried (once each) and its gates run again.
+func (e *Executor) Resume(ctx context.Context, id int64, actor string) (string, error) {
+	r, err := e.st.GetRollout(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if r.State != store.RolloutPaused {
+		return "", refusef("rollout #%d is %s, not paused", id, r.State)
+	}
+	waves, err := e.st.ListWaves(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	retried := 0
+	if wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded }); wi >= 0 && waves[wi].State == store.WaveFailed {
+		steps, err := e.st.ListSteps(ctx, id, store.StepFilter{Waves: []int{wi}, States: []store.StepState{store.StepFailed}})
+		if err != nil {
+			return "", err
+		}
+		retry := map[int64]int{}
+		for _, s := range steps {
+			retry[s.ID] = s.Attempts
+		}
+		retried = len(retry)
+		if _, err := e.updateWave(ctx, id, wi, func(w *store.Wave) (bool, error) {
+			if w.State != store.WaveFailed {
+				return false, nil
+			}
+			w.State, w.Message = store.WaveRunning, "resumed by @"+actor
+			w.GateState = gateState{Retry: retry}.raw()
+			return true, nil
+		}); err != nil {
+			return "", err
+		}
+	}
+	if _, err := e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
+		if x.State != store.RolloutPaused {
+			return false, refusef("rollout #%d is %s, not paused", id, x.State)
+		}
+		x.State, x.Message = store.RolloutRunning, ""
+		if !slices.ContainsFunc(waves, func(w store.Wave) bool { return w.State != store.WavePending }) {
+			x.State = store.RolloutPending // paused before it started: it still waits for older rollouts
+		}
+		return true, nil
+	}); err != nil {
+		return "", err
+	}
+	e.event(ctx, id, actor, "resume", "", "ok", fmt.Sprintf("%d failed apps retried", retried))
+	e.nudge(id)
+	msg := fmt.Sprintf("Resumed rollout #%d (merge %s).", id, short(r.MergeSHA))
+	if retried > 0 {
+		msg += fmt.Sprintf(" The failed wave retries its %d failed apps, then runs its gates again.", retried)
+	}
+	return msg, nil
+}
+
+// Abort ends the rollout: no new sync starts and nothing is rolled back (/rollback does that, also after an
+// abort). Operations in flight are left to finish and are recorded, not terminated: terminating a sync midway
+// (DELETE .../operation) leaves an app half-applied — some resources at the new revision, some at the old,
+// hooks cut short — which is worse than either revision, and Argo CD's own terminate is meant for stuck syncs.
+func (e *Executor) Abort(ctx context.Context, id int64, actor string) (string, error) {
+	r, err := e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
+		switch x.State {
+		case store.RolloutPending, store.RolloutRunning, store.RolloutAwaitingApproval, store.RolloutPaused:
+			x.State, x.Message = store.RolloutAborted, "aborted by @"+actor
+			return true, nil
+		case store.RolloutRollingBack:
+			return false, refusef("rollout #%d is rolling back; a rollback cannot be aborted", id)
+		}
+		return false, refusef("rollout #%d is already %s", id, x.State)
+	})
+	if err != nil {
+		return "", err
+	}
+	e.event(ctx, id, actor, "abort", "", "ok", "")
+	e.nudge(id)
+	return fmt.Sprintf("Aborted rollout #%d (merge %s): no new sync starts, the ones in flight finish. Nothing was rolled back; `/rollback` does that.", id, short(r.MergeSHA)), nil
+}
+
+// Approve passes the approval gate of a wave (by name, case-insensitive; "" = the wave awaiting approval).
+// Only a wave awaiting approval (its batches done, its soak and metric gates passed) can be approved.
+func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (string, error) {
+	r, err := e.st.GetRollout(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if r.State.Terminal() {
+		return "", refusef("rollout #%d is %s", id, r.State)
+	}
+	waves, err := e.st.ListWaves(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	var wi int
+	if wave == "" {
+		wi = slices.IndexFunc(waves, func(w store.Wave) bool { return w.State == store.WaveAwaitingApproval })
+		if wi < 0 {
+			return "", refusef("no wave of rollout #%d is awaiting approval", id)
+		}
+	} else {
+		wi = slices.IndexFunc(waves, func(w store.Wave) bool { return strings.EqualFold(w.Name, wave) })
+		if wi < 0 {
+			return "", refusef("rollout #%d has no wave %q (waves: %s)", id, wave, waveNames(waves))
+		}
+		if waves[wi].State != store.WaveAwaitingApproval {
+			return "", refusef("wave %s is %s, not awaiting approval: approve it once its batches are done and its gates passed", waves[wi].Name, waves[wi].State)
+		}
+	}
+	w, approved, err := e.st.ApproveWave(ctx, id, wi, actor)
+	if err != nil {
+		return "", err
+	}
+	if !approved {
+		return "", refusef("wave %s was already approved by @%s", w.Name, w.ApprovedBy)
+	}
+	e.event(ctx, id, actor, "approve", w.Name, "ok", "")
+	e.nudge(id)
+	next := "the rollout completes"
+	if wi+1 < len(waves) {
+		next = "wave " + waves[wi+1].Name + " starts"
+	}
+	return fmt.Sprintf("Approved wave %s of rollout #%d: %s.", w.Name, id, next), nil
+}
+
+// Rollback rolls back the apps the rollout touched, from the named wave on ("" or "all": every wave), last
+// wave first, to the revisions they ran before the rollout; it has its own check-run. Refused when a newer
+// rollout has changed those apps since.
+func (e *Executor) Rollback(ctx context.Context, id int64, target, actor string) (string, error) {
+	return e.beginRollback(ctx, id, target, actor, "")
+}

@@ -1,0 +1,390 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// Store is the part of the durable store the executor uses; *store.Store implements it.
+type Store interface {
+	CreateRollout(ctx context.Context, n store.NewRollout) (store.Rollout, bool, error)
+	GetRollout(ctx context.Context, id int64) (store.Rollout, error)
+	ListRollouts(ctx context.Context, f store.RolloutFilter) ([]store.Rollout, error)
+	ListClaimable(ctx context.Context) ([]store.Rollout, error)
+	UpdateRollout(ctx context.Context, r store.Rollout) (store.Rollout, error)
+	ListWaves(ctx context.Context, rolloutID int64) ([]store.Wave, error)
+	UpdateWave(ctx context.Context, w store.Wave) (store.Wave, error)
+	ApproveWave(ctx context.Context, rolloutID int64, index int, by string) (store.Wave, bool, error)
+	ListSteps(ctx context.Context, rolloutID int64, f store.StepFilter) ([]store.AppStep, error)
+	RecordIntent(ctx context.Context, in store.Intent) (store.AppStep, error)
+	MarkTriggered(ctx context.Context, stepID, version int64) (store.AppStep, error)
+	RecordOutcome(ctx context.Context, o store.Outcome) (store.AppStep, error)
+	AppendEvent(ctx context.Context, e store.Event) (store.Event, error)
+	ActiveRolloutsTouching(ctx context.Context, repo string, apps []store.AppKey) ([]store.Rollout, error)
+	AcquireLease(ctx context.Context, rolloutID int64, owner string, ttl time.Duration) (bool, error)
+	RenewLease(ctx context.Context, rolloutID int64, owner string, ttl time.Duration) (bool, error)
+	ReleaseLease(ctx context.Context, rolloutID int64, owner string) error
+}
+
+// ArgoCD is the part of Argo CD's API the executor uses; *argocd.Client implements it. It includes what
+// argosync.Session needs.
+type ArgoCD interface {
+	GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error)
+	ListApplications(ctx context.Context, q argocd.ListQuery) (*v1alpha1.ApplicationList, error)
+	Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error)
+	Patch(ctx context.Context, name, patch string, patchType argocd.PatchType) (*v1alpha1.Application, error)
+	Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error
+}
+
+// Option configures an Executor (functional options, as gitops-engine's diff options).
+type Option func(*options)
+
+type options struct {
+	clock         clockwork.Clock
+	owner         string
+	concurrency   int
+	leaseTTL      time.Duration
+	controlPoll   time.Duration
+	claimInterval time.Duration
+	pollInterval  time.Duration
+	gateInterval  time.Duration
+	syncTimeout   time.Duration
+	stallTimeout  time.Duration
+	clockSkew     time.Duration
+	intentGrace   time.Duration
+	namespace     string
+	metrics       Metrics
+	log           *slog.Logger
+}
+
+// WithClock sets the clock of every wait and timestamp the executor makes (default: the real clock). Give the
+// store the same clock.
+func WithClock(c clockwork.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithOwner names this replica in the leases (default: hostname-pid). Give each replica a name that survives
+// its restarts (a StatefulSet pod name): a restarted replica with the same name takes its rollouts back at
+// once, one with a new name waits until the old leases expire. Two live replicas must never share a name.
+func WithOwner(name string) Option { return func(o *options) { o.owner = name } }
+
+// WithConcurrency bounds the apps synced at once by this replica, all rollouts together (default 50).
+func WithConcurrency(n int) Option { return func(o *options) { o.concurrency = n } }
+
+// WithLeaseTTL sets how long a replica's claim on a rollout lasts without renewal (default 30s); it is renewed
+// every third of it. A killed replica's rollouts are taken over after at most this long.
+func WithLeaseTTL(d time.Duration) Option { return func(o *options) { o.leaseTTL = d } }
+
+// WithPollIntervals sets how often a driver re-reads its rollout for commands given on another replica
+// (control, default 2s), how often the executor looks for rollouts to take (claim, default 5s), and how often an
+// operation found in flight after a restart is re-read (operation, default 2s).
+func WithPollIntervals(control, claim, operation time.Duration) Option {
+	return func(o *options) {
+		o.controlPoll, o.claimInterval, o.pollInterval = control, claim, operation
+	}
+}
+
+// WithGateInterval sets the interval between evaluations of metric gates (default 30s).
+func WithGateInterval(d time.Duration) Option { return func(o *options) { o.gateInterval = d } }
+
+// WithSyncTimeouts bounds the work on one app (default 15m) and sets argosync's stall timeout (default 30s)
+// and the allowance for a bot clock ahead of Argo CD's (default 2s).
+func WithSyncTimeouts(app, stall, clockSkew time.Duration) Option {
+	return func(o *options) { o.syncTimeout, o.stallTimeout, o.clockSkew = app, stall, clockSkew }
+}
+
+// WithIntentGrace sets how long after a sync request the executor still expects its operation to show up in
+// Argo CD before concluding it never started (default 15s): a request sent just before a kill, or by a replica
+// that lost its lease, may be on its way, and Argo CD's API may show an app as it was before a request for a
+// while (its cache lags). Used when resuming a step left in intent, and when argosync concluded "skip" or
+// "fail" after the executor had announced a sync.
+func WithIntentGrace(d time.Duration) Option { return func(o *options) { o.intentGrace = d } }
+
+// WithNamespace is the Argo CD control-plane namespace of apps whose plan entry names none (default argocd).
+func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
+
+// WithMetrics replaces the Prometheus client of metric gates (default: PrometheusMetrics over
+// http.DefaultClient).
+func WithMetrics(m Metrics) Option { return func(o *options) { o.metrics = m } }
+
+// WithLogger sets the logger (default: discard). Errors are logged once, where the driver handles them.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Executor runs rollouts: one driver per rollout this replica holds the lease of. See doc.go.
+type Executor struct {
+	st   Store
+	argo ArgoCD
+	rep  Reporter
+	o    options
+
+	sem      chan struct{} // bounds concurrent app operations
+	kick     chan struct{} // wakes the claim loop
+	draining atomic.Bool
+	drainCh  chan struct{}
+	drainOne sync.Once
+
+	mu      sync.Mutex
+	drivers map[int64]*driver
+	running bool
+	wg      sync.WaitGroup
+	done    chan struct{} // closed when Run returns
+}
+
+// New builds an executor over a store, Argo CD and a reporter (check-runs). Run starts it.
+func New(st Store, argo ArgoCD, rep Reporter, opts ...Option) *Executor {
+	o := options{
+		concurrency: 50, leaseTTL: 30 * time.Second, controlPoll: 2 * time.Second, claimInterval: 5 * time.Second,
+		pollInterval: 2 * time.Second, gateInterval: 30 * time.Second, syncTimeout: 15 * time.Minute,
+		intentGrace: 15 * time.Second, namespace: "argocd",
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.clock == nil {
+		o.clock = clockwork.NewRealClock()
+	}
+	if o.owner == "" {
+		host, _ := os.Hostname()
+		o.owner = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if o.concurrency <= 0 {
+		o.concurrency = 50
+	}
+	if o.metrics == nil {
+		o.metrics = PrometheusMetrics{}
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	if rep == nil {
+		rep = nopReporter{}
+	}
+	return &Executor{
+		st: st, argo: argo, rep: rep, o: o,
+		sem:     make(chan struct{}, o.concurrency),
+		kick:    make(chan struct{}, 1),
+		drainCh: make(chan struct{}),
+		drivers: map[int64]*driver{},
+		done:    make(chan struct{}),
+	}
+}
+
+// Owner is the name this replica holds leases under.
+func (e *Executor) Owner() string { return e.o.owner }
+
+// Run resumes every unfinished rollout this replica can take (no lease, an expired one, or its own from before
+// a restart), reconciling each with Argo CD before doing anything else, and keeps taking new and orphaned ones
+// until ctx ends or Stop drains it. Cancelling ctx abandons the work in flight (as a crash would: the state
+// stays resumable); Stop is the graceful way out.
+func (e *Executor) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.running {
+		e.mu.Unlock()
+		return errors.New("running the executor: already running")
+	}
+	e.running = true
+	e.mu.Unlock()
+	defer close(e.done)
+	t := e.o.clock.NewTicker(e.o.claimInterval)
+	defer t.Stop()
+	first := true
+	for {
+		if !e.draining.Load() {
+			err := e.claim(ctx, first)
+			if err == nil {
+				first = false
+			} else if ctx.Err() == nil {
+				e.o.log.Warn("looking for rollouts to run", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			e.wg.Wait()
+			return ctx.Err()
+		case <-e.drainCh:
+			e.wg.Wait()
+			return nil
+		case <-e.kick:
+		case <-t.Chan():
+		}
+	}
+}
+
+// Stop drains the executor: no new sync starts, the syncs in flight finish and are recorded, gates stop
+// waiting, and every lease is released so another replica (or the next start) resumes at once. It returns
+// when Run has returned, or with ctx's error when ctx ends first (Run's context must then be cancelled; what
+// was in flight is reconciled at the next start).
+func (e *Executor) Stop(ctx context.Context) error {
+	e.drainOne.Do(func() {
+		e.draining.Store(true)
+		close(e.drainCh)
+	})
+	e.mu.Lock()
+	running := e.running
+	e.mu.Unlock()
+	if !running {
+		return nil
+	}
+	select {
+	case <-e.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("draining the rollout executor: %w", ctx.Err())
+	}
+}
+
+// claim starts a driver for every unfinished rollout whose lease this replica gets, oldest first: at start every
+// unfinished rollout (this replica's own leases from before a restart are still live), then those nobody holds.
+func (e *Executor) claim(ctx context.Context, all bool) error {
+	var rs []store.Rollout
+	var err error
+	if all {
+		rs, err = e.st.ListRollouts(ctx, store.RolloutFilter{Unfinished: true})
+		slices.Reverse(rs) // oldest first: an older rollout goes before a newer one touching the same apps
+	} else {
+		rs, err = e.st.ListClaimable(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		e.mu.Lock()
+		_, driving := e.drivers[r.ID]
+		e.mu.Unlock()
+		if driving {
+			continue
+		}
+		ok, err := e.st.AcquireLease(ctx, r.ID, e.o.owner, e.o.leaseTTL)
+		if err != nil {
+			return err
+		}
+		if ok {
+			e.startDriver(ctx, r.ID)
+		}
+	}
+	return nil
+}
+
+func (e *Executor) startDriver(ctx context.Context, id int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.drivers[id]; ok || e.draining.Load() {
+		return
+	}
+	dctx, cancel := context.WithCancel(ctx)
+	d := newDriver(e, id, cancel)
+	e.drivers[id] = d
+	e.wg.Add(3)
+	go func() {
+		defer e.wg.Done()
+		d.control(dctx)
+	}()
+	go func() {
+		defer e.wg.Done()
+		d.publisher(dctx)
+	}()
+	go func() {
+		defer e.wg.Done()
+		d.run(dctx)
+		cancel()
+		e.mu.Lock()
+		delete(e.drivers, id)
+		e.mu.Unlock()
+	}()
+}
+
+// nudge tells the local driver of a rollout (if any) that its state changed, and the claim loop to look.
+func (e *Executor) nudge(id int64) {
+	e.mu.Lock()
+	d := e.drivers[id]
+	e.mu.Unlock()
+	if d != nil {
+		d.poke()
+	}
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// acquire takes a slot of the concurrency bound.
+func (e *Executor) acquire(ctx context.Context) error {
+	select {
+	case e.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Executor) release() { <-e.sem }
+
+// event appends to a rollout's audit log; a failure to log is logged, never fatal.
+func (e *Executor) event(ctx context.Context, id int64, actor, action, target, result, msg string) {
+	if actor == "" {
+		actor = "fleetwave"
+	}
+	_, err := e.st.AppendEvent(context.WithoutCancel(ctx), store.Event{RolloutID: id, Actor: actor, Action: action,
+		Target: target, Result: result, Message: msg})
+	if err != nil {
+		e.o.log.Warn("appending a rollout event", "rollout", id, "action", action, "err", err)
+	}
+}
+
+// updateRollout re-reads the rollout and applies change until the compare-and-set succeeds. change returns
+// false to leave the rollout as it is (it then comes back unchanged), or an error to give up.
+func (e *Executor) updateRollout(ctx context.Context, id int64, change func(*store.Rollout) (bool, error)) (store.Rollout, error) {
+	for attempt := 0; ; attempt++ {
+		r, err := e.st.GetRollout(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		ok, err := change(&r)
+		if err != nil || !ok {
+			return r, err
+		}
+		nr, err := e.st.UpdateRollout(ctx, r)
+		if err == nil {
+			return nr, nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt >= 20 {
+			return r, err
+		}
+	}
+}
+
+// updateWave does the same for a wave.
+func (e *Executor) updateWave(ctx context.Context, id int64, index int, change func(*store.Wave) (bool, error)) (store.Wave, error) {
+	for attempt := 0; ; attempt++ {
+		ws, err := e.st.ListWaves(ctx, id)
+		if err != nil {
+			return store.Wave{}, err
+		}
+		if index < 0 || index >= len(ws) {
+			return store.Wave{}, fmt.Errorf("updating wave %d of rollout %d: %w", index, id, store.ErrNotFound)
+		}
+		w := ws[index]
+		ok, err := change(&w)
+		if err != nil || !ok {
+			return w, err
+		}
+		nw, err := e.st.UpdateWave(ctx, w)
+		if err == nil {
+			return nw, nil
+		}
+		if !errors.Is(err, store.ErrConflict) || attempt >= 20 {
+			return w, err
+		}
+	}
+}

@@ -1,0 +1,444 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// step does the next thing a rollout needs, reading everything from the store (gitops-engine's
+// sync_context.go Sync() has the same shape): settle what a previous run left in flight, then act on the
+// rollout's state. A step that syncs apps returns only when the batch's operations have all finished.
+func (d *driver) step(ctx context.Context) (stepResult, error) {
+	e := d.e
+	r, err := e.st.GetRollout(ctx, d.id)
+	if err != nil {
+		return again, err
+	}
+	d.cur.Store(&r)
+	sp, err := d.plan(r)
+	if err != nil {
+		return done, err
+	}
+	waves, err := e.st.ListWaves(ctx, r.ID)
+	if err != nil {
+		return again, err
+	}
+	inFlight, err := e.st.ListSteps(ctx, r.ID, store.StepFilter{States: []store.StepState{store.StepIntent, store.StepTriggered}})
+	if err != nil {
+		return again, err
+	}
+	if len(inFlight) > 0 {
+		// Left by a killed process (or a replica that lost its lease): judge each by what Argo CD shows before
+		// anything else touches the app. No sync is sent here.
+		if err := d.reconcileInFlight(ctx, r, sp, inFlight); err != nil {
+			return again, err
+		}
+	}
+	if r.State.Terminal() {
+		return d.finish(ctx, r, waves)
+	}
+	if r.SupersededBy != 0 && r.State != store.RolloutRollingBack {
+		return d.supersede(ctx, r)
+	}
+	switch r.State {
+	case store.RolloutPending:
+		steps, err := e.st.ListSteps(ctx, r.ID, store.StepFilter{})
+		if err != nil {
+			return again, err
+		}
+		return d.stepPending(ctx, r, sp, steps)
+	case store.RolloutRunning, store.RolloutAwaitingApproval:
+		return d.stepForward(ctx, r, sp, waves)
+	case store.RolloutPaused:
+		d.publish(ctx, r.ID)
+		return stepResult{}, nil
+	case store.RolloutRollingBack:
+		steps, err := e.st.ListSteps(ctx, r.ID, store.StepFilter{})
+		if err != nil {
+			return again, err
+		}
+		return d.stepRollback(ctx, r, sp, waves, steps)
+	}
+	return done, fmt.Errorf("stepping rollout %d: unknown state %q", r.ID, r.State)
+}
+
+func (d *driver) plan(r store.Rollout) (*storedPlan, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sp == nil {
+		sp, err := parseStoredPlan(r.Plan)
+		if err != nil {
+			return nil, err
+		}
+		d.sp = sp
+	}
+	return d.sp, nil
+}
+
+// finish closes a finished rollout: waves that never ended are cancelled, check-runs get their conclusion.
+func (d *driver) finish(ctx context.Context, r store.Rollout, waves []store.Wave) (stepResult, error) {
+	now := d.e.o.clock.Now()
+	for _, w := range waves {
+		switch w.State {
+		case store.WavePending, store.WaveRunning, store.WaveGating, store.WaveAwaitingApproval, store.WaveRollingBack:
+			if _, err := d.e.updateWave(ctx, d.id, w.Index, func(w *store.Wave) (bool, error) {
+				w.State, w.FinishedAt = store.WaveCancelled, now
+				return true, nil
+			}); err != nil {
+				return again, err
+			}
+		}
+	}
+	d.publish(ctx, r.ID)
+	return done, nil
+}
+
+// supersede ends a rollout a newer one replaced: nothing is in flight any more (step reconciled it).
+func (d *driver) supersede(ctx context.Context, r store.Rollout) (stepResult, error) {
+	_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+		if x.State.Terminal() || x.State == store.RolloutRollingBack {
+			return false, nil
+		}
+		x.State = store.RolloutSuperseded
+		x.Message = fmt.Sprintf("superseded by rollout #%d", x.SupersededBy)
+		return true, nil
+	})
+	if err != nil {
+		return again, err
+	}
+	d.e.event(ctx, r.ID, "", "superseded", fmt.Sprint(r.SupersededBy), "ok", "")
+	d.e.nudge(r.SupersededBy)
+	return again, nil
+}
+
+// olderTouching lists the unfinished rollouts older than r that touch any of its apps.
+func (d *driver) olderTouching(ctx context.Context, r store.Rollout, steps []store.AppStep) ([]store.Rollout, error) {
+	keys := make([]store.AppKey, len(steps))
+	for i, s := range steps {
+		keys[i] = s.App
+	}
+	act, err := d.e.st.ActiveRolloutsTouching(ctx, "", keys)
+	if err != nil {
+		return nil, err
+	}
+	var older []store.Rollout
+	for _, o := range act {
+		if o.ID < r.ID {
+			older = append(older, o)
+		}
+	}
+	return older, nil
+}
+
+// stepPending starts a rollout once no older unfinished rollout touches its apps (never interleaving two
+// rollouts on one app), superseding the older ones when asked to. Automated sync is switched off first, so
+// Argo CD cannot sync the merge by itself while the rollout waits.
+func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPlan, steps []store.AppStep) (stepResult, error) {
+	if err := d.prepareAutomated(ctx, r, sp); err != nil {
+		return again, err
+	}
+	older, err := d.olderTouching(ctx, r, steps)
+	if err != nil {
+		return again, err
+	}
+	d.flush(ctx) // queued: every check-run appears at once, before anything runs
+	for _, o := range older {
+		if !d.nudged[o.ID] {
+			d.nudged[o.ID] = true
+			d.e.nudge(o.ID) // its check-run then says this one waits
+		}
+	}
+	if len(older) > 0 {
+		if sp.Execution.OnConflict == ConflictSupersede {
+			for _, o := range older {
+				if o.SupersededBy != 0 {
+					continue
+				}
+				if _, err := d.e.updateRollout(ctx, o.ID, func(x *store.Rollout) (bool, error) {
+					if x.State.Terminal() || x.SupersededBy != 0 {
+						return false, nil
+					}
+					x.SupersededBy = r.ID
+					return true, nil
+				}); err != nil {
+					return again, err
+				}
+				d.e.event(ctx, o.ID, "", "supersede-requested", fmt.Sprint(r.ID), "ok", "a newer merge touches the same apps")
+				d.e.event(ctx, r.ID, "", "superseding", fmt.Sprint(o.ID), "ok", "")
+				d.e.nudge(o.ID)
+			}
+			d.publish(ctx, r.ID)
+		}
+		return stepResult{}, nil
+	}
+	if _, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+		if x.State != store.RolloutPending {
+			return false, nil
+		}
+		x.State, x.Message = store.RolloutRunning, ""
+		return true, nil
+	}); err != nil {
+		return again, err
+	}
+	d.e.event(ctx, r.ID, "", "started", short(r.MergeSHA), "ok", "")
+	return again, nil
+}
+
+// stepForward moves the rollout through its waves in order.
+func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
+	if slices.ContainsFunc(waves, func(w store.Wave) bool { return w.State == store.WaveRollingBack }) {
+		// A /rollback marked its waves but was interrupted before it moved the rollout: complete it.
+		_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+			if x.State != store.RolloutRunning && x.State != store.RolloutAwaitingApproval {
+				return false, nil
+			}
+			x.State = store.RolloutRollingBack
+			return true, nil
+		})
+		return again, err
+	}
+	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded })
+	if wi < 0 {
+		steps, err := d.e.st.ListSteps(ctx, r.ID, store.StepFilter{})
+		if err != nil {
+			return again, err
+		}
+		if err := d.restoreAutomated(ctx, r, steps); err != nil {
+			return again, err
+		}
+		_, err = d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+			if x.State != store.RolloutRunning && x.State != store.RolloutAwaitingApproval {
+				return false, nil
+			}
+			x.State = store.RolloutSucceeded
+			x.Message = fmt.Sprintf("%d apps in %d waves", sp.AppCount(), len(waves))
+			return true, nil
+		})
+		if err == nil {
+			d.e.event(ctx, r.ID, "", "succeeded", short(r.MergeSHA), "ok", "")
+		}
+		return again, err
+	}
+	if wi >= len(sp.Waves) {
+		return done, fmt.Errorf("rollout %d: wave %d is not in its plan", r.ID, wi)
+	}
+	w := waves[wi]
+	if r.State == store.RolloutAwaitingApproval && w.State != store.WaveAwaitingApproval {
+		if err := d.setRolloutState(ctx, r.ID, store.RolloutAwaitingApproval, store.RolloutRunning); err != nil {
+			return again, err
+		}
+	}
+	var steps []store.AppStep
+	if w.State == store.WavePending || w.State == store.WaveRunning || w.State == store.WaveGating {
+		var err error
+		if steps, err = d.e.st.ListSteps(ctx, r.ID, store.StepFilter{Waves: []int{wi}}); err != nil {
+			return again, err
+		}
+	}
+	switch w.State {
+	case store.WavePending:
+		now := d.e.o.clock.Now()
+		nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+			if x.State != store.WavePending {
+				return false, nil
+			}
+			x.State, x.StartedAt = store.WaveRunning, now
+			return true, nil
+		})
+		if err != nil || nw.State != store.WaveRunning {
+			return again, err
+		}
+		d.e.event(ctx, r.ID, "", "wave-started", w.Name, "ok", "")
+		d.publish(ctx, r.ID)
+		return d.runWave(ctx, r, sp, wi, nw, steps) // its first batch, in the same step
+	case store.WaveRunning:
+		return d.runWave(ctx, r, sp, wi, w, steps)
+	case store.WaveGating:
+		return d.gate(ctx, r, sp, wi, w, steps)
+	case store.WaveAwaitingApproval:
+		if w.ApprovedBy != "" {
+			if r.State == store.RolloutAwaitingApproval {
+				if err := d.setRolloutState(ctx, r.ID, store.RolloutAwaitingApproval, store.RolloutRunning); err != nil {
+					return again, err
+				}
+			}
+			return d.finishWave(ctx, r, wi, store.WaveAwaitingApproval)
+		}
+		if r.State != store.RolloutAwaitingApproval {
+			if err := d.setRolloutState(ctx, r.ID, store.RolloutRunning, store.RolloutAwaitingApproval); err != nil {
+				return again, err
+			}
+		}
+		d.publish(ctx, r.ID)
+		return stepResult{}, nil
+	case store.WaveFailed:
+		// The wave failed but its onFailure action was not applied (interrupted): apply it now.
+		return d.applyOnFailure(ctx, r, sp, wi, w.Message)
+	}
+	return done, fmt.Errorf("rollout %d: wave %s is %s while the rollout runs", r.ID, w.Name, w.State)
+}
+
+// setRolloutState moves the rollout from one state to another, if it is still in the first.
+func (d *driver) setRolloutState(ctx context.Context, id int64, from, to store.RolloutState) error {
+	_, err := d.e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
+		if x.State != from {
+			return false, nil
+		}
+		x.State = to
+		return true, nil
+	})
+	return err
+}
+
+// runWave runs the next batch of a wave, or moves it to its gates when every batch is done. The failure
+// threshold is checked before each batch and while it runs (no app starts once it is crossed).
+func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, w store.Wave, steps []store.AppStep) (stepResult, error) {
+	gs := readGateState(w)
+	tolerated := sp.Waves[wi].Gates.ToleratedFailures
+	retry := func(s store.AppStep) bool {
+		n, ok := gs.Retry[s.ID]
+		return ok && s.State == store.StepFailed && n == s.Attempts
+	}
+	var ws []store.AppStep
+	failed := 0
+	for _, s := range steps {
+		if s.Wave != wi {
+			continue
+		}
+		ws = append(ws, s)
+		if s.State == store.StepFailed && !retry(s) {
+			failed++
+		}
+	}
+	if failed > tolerated {
+		return d.failWave(ctx, r, sp, wi, fmt.Sprintf("%d of %d apps failed (the wave tolerates %d)", failed, len(ws), tolerated))
+	}
+	batch := -1
+	for _, s := range ws {
+		if (s.State == store.StepPending || retry(s)) && (batch < 0 || s.Batch < batch) {
+			batch = s.Batch
+		}
+	}
+	if batch < 0 {
+		nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+			if x.State != store.WaveRunning {
+				return false, nil
+			}
+			x.State, x.GateState = store.WaveGating, nil
+			return true, nil
+		})
+		if err != nil || nw.State != store.WaveGating {
+			return again, err
+		}
+		d.publish(ctx, r.ID)
+		return d.gate(ctx, r, sp, wi, nw, steps) // the gates, in the same step
+	}
+	var todo []store.AppStep
+	for _, s := range ws {
+		if s.Batch == batch && (s.State == store.StepPending || retry(s)) {
+			todo = append(todo, s)
+		}
+	}
+	if err := d.runBatch(ctx, sp, todo, failed, tolerated); err != nil {
+		return again, err
+	}
+	d.publish(ctx, r.ID)
+	return again, nil
+}
+
+// runBatch syncs a batch's apps concurrently (bounded by the executor's concurrency), starting none once the
+// rollout stops running or the wave's failure threshold is crossed, and returns when every started operation
+// has finished and is recorded.
+func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppStep, failed, tolerated int) error {
+	sess := d.forwardSession(ctx, sp)
+	if c := d.appCache(); c != nil {
+		// The session's stream starts with a snapshot of every app: starting the batch a moment later, from it,
+		// costs less than a GET per app.
+		keys := make([]store.AppKey, len(todo))
+		for i, s := range todo {
+			keys[i] = s.App
+		}
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c.await(wctx, keys)
+		cancel()
+	}
+	var failures atomic.Int64
+	failures.Store(int64(failed))
+	var wg sync.WaitGroup
+	for _, s := range todo {
+		if !d.mayStart(ctx, store.RolloutRunning) || failures.Load() > int64(tolerated) {
+			break
+		}
+		if err := d.e.acquire(ctx); err != nil {
+			break
+		}
+		if !d.mayStart(ctx, store.RolloutRunning) || failures.Load() > int64(tolerated) {
+			d.e.release()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.e.release()
+			if d.syncApp(ctx, sess, sp, s) == store.StepFailed {
+				failures.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// failWave marks a wave failed and applies its onFailure action.
+func (d *driver) failWave(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, reason string) (stepResult, error) {
+	now := d.e.o.clock.Now()
+	w, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+		if x.State != store.WaveRunning && x.State != store.WaveGating {
+			return false, nil
+		}
+		x.State, x.Message, x.FinishedAt = store.WaveFailed, reason, now
+		return true, nil
+	})
+	if err != nil {
+		return again, err
+	}
+	if w.State != store.WaveFailed {
+		return again, nil // a command moved the wave meanwhile
+	}
+	d.e.event(ctx, r.ID, "", "wave-failed", w.Name, "failed", reason)
+	return d.applyOnFailure(ctx, r, sp, wi, reason)
+}
+
+// applyOnFailure pauses the rollout (waiting for /resume, /rollback or /abort) or rolls back every app the
+// rollout touched, per the wave's onFailure.
+func (d *driver) applyOnFailure(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, reason string) (stepResult, error) {
+	name := sp.Waves[wi].Name
+	if sp.Waves[wi].Gates.OnFailure == plan.OnFailureRollback {
+		if _, err := d.e.beginRollback(ctx, r.ID, "", "fleetwave", fmt.Sprintf("wave %s failed: %s (onFailure: rollback)", name, reason)); err != nil {
+			return again, err
+		}
+		d.publish(ctx, r.ID)
+		return again, nil
+	}
+	_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+		if x.State != store.RolloutRunning && x.State != store.RolloutAwaitingApproval {
+			return false, nil
+		}
+		x.State = store.RolloutPaused
+		x.Message = fmt.Sprintf("wave %s failed: %s. /resume retries its failed apps; /rollback or /abort", name, reason)
+		return true, nil
+	})
+	if err != nil {
+		return again, err
+	}
+	d.e.event(ctx, r.ID, "", "paused", name, "ok", "onFailure: pause")
+	d.publish(ctx, r.ID)
+	return again, nil
+}
