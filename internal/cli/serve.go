@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
@@ -24,6 +25,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
@@ -219,12 +221,11 @@ type serveWiring struct {
 //     file) over those Argo CD reports when it is configured;
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
-//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff).
-//
-// TODO(lead): the rollout executor (internal/rollout) is not wired: merges and rollout commands go to
-// app.LoggingExecutor. Pass app.WithMerges / app.WithCommands with adapters over *rollout.Executor (Submit;
-// Pause/Resume/Abort/Approve/Rollback after finding the rollout with Latest or rollout.ParseExternalID), and
-// a rollout.Reporter publishing check runs through d.GitHub.
+//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
+//   - rollouts: with Argo CD, merges and rollout commands go to the rollout executor (internal/rollout, over the
+//     store and Argo CD) through internal/app/executor, which also publishes its check-runs with the token of
+//     the installation the merges and commands came from. It runs from here on (resuming unfinished rollouts)
+//     and is drained by close. Without Argo CD, app.LoggingExecutor logs merges and answers commands.
 func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	getenv := d.Getenv
 	if getenv == nil {
@@ -236,6 +237,10 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		return serveWiring{}, usageErr(err)
 	}
 	opts := []app.Option{app.WithLogger(d.Log)}
+	var ex *rollout.Executor // with Argo CD
+	// installs learns which installation each repository belongs to from every delivery, so a rollout resumed
+	// after a restart can publish its check-runs as soon as any event of its repository arrives.
+	installs := &executor.Installations{}
 
 	var settings render.Settings
 	if d.Config.ArgoCDURL != "" {
@@ -245,18 +250,11 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
 			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})))
-		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		as, err := argo.Settings(sctx)
-		cancel()
-		if err != nil {
-			d.Log.Warn("argo cd settings unavailable: rendering with the defaults", slog.Any("error", err))
-		} else {
-			settings = render.Settings{AppLabelKey: as.AppLabelKey, TrackingMethod: as.TrackingMethod,
-				InstallationID: as.InstallationID, ControlPlaneNamespace: as.ControllerNamespace}
-			if as.KustomizeOptions != nil {
-				settings.KustomizeBuildOptions = as.KustomizeOptions.BuildOptions
-			}
-		}
+
+		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) }, installs)
+		ex = rollout.New(d.Store, argo, reporter, rollout.WithLogger(d.Log))
+		adapter := executor.New(ex, installs, d.Log)
+		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
 	} else if file := d.Config.ClustersFile; file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -282,27 +280,56 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	if err != nil {
 		return serveWiring{}, err
 	}
+	execName, closeFn := "none (merges and rollout commands are logged)", func() {}
+	if ex != nil {
+		execName = "rollout (owner " + ex.Owner() + ")"
+		// Run outlives ctx (SIGTERM): the executor is drained by close, after the webhook queue, with Stop.
+		runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			if err := ex.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+				d.Log.Error("rollout executor stopped", slog.Any("error", err))
+			}
+		}()
+		closeFn = func() {
+			// Stop lets the syncs in flight finish and releases the leases; past the bound, what is still in
+			// flight is abandoned as in a crash and reconciled with Argo CD at the next start.
+			const drain = 20 * time.Second
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+			defer cancel()
+			if err := ex.Stop(sctx); err != nil {
+				d.Log.Warn("rollout executor not drained: the next start reconciles what was in flight", slog.Any("error", err))
+			}
+			cancelRun()
+			<-ran
+		}
+	}
 	d.Log.Info("use cases wired", slog.String("cache", cache.Dir()), slog.Bool("argocd", d.Config.ArgoCDURL != ""),
-		slog.String("executor", "none (merges and rollout commands are logged)"))
+		slog.String("executor", execName))
 	return serveWiring{
-		handler: serveHandler{a},
+		handler: serveHandler{a: a, installs: installs},
 		ready: func(context.Context) error {
 			if _, err := os.Stat(cache.Dir()); err != nil {
 				return fmt.Errorf("clone cache: %w", err)
 			}
 			return nil
 		},
-		close: func() {},
+		close: closeFn,
 	}, nil
 }
 
 // serveHandler adapts the webhooks edge to the use cases: webhooks.Event → app.Event (internal/app does not
 // import the HTTP edge).
-type serveHandler struct{ a *app.App }
+type serveHandler struct {
+	a        *app.App
+	installs *executor.Installations
+}
 
 func (h serveHandler) Handles() []string { return h.a.Handles() }
 
 func (h serveHandler) Handle(ctx context.Context, ev webhooks.Event) error {
+	h.installs.Remember(ev.Repo, ev.InstallationID)
 	return h.a.Handle(ctx, app.Event{Type: ev.Type, Action: ev.Action, Payload: ev.Payload, Log: webhooks.LoggerFrom(ctx)})
 }
 

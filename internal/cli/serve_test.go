@@ -12,14 +12,27 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	gogithub "github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/config"
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/rollout"
+	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/webhooks"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -180,5 +193,148 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 		}
+	}
+}
+
+// TestServeWiresTheRolloutExecutor: with Argo CD configured, a push to the default branch is handed to the
+// rollout executor — the rollout is recorded in the store — and the executor publishes its check-run on the
+// merge commit with the token of the push's installation.
+func TestServeWiresTheRolloutExecutor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := t.TempDir()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakegithub.New(t, fakegithub.WithApp(12345, &key.PublicKey))
+	gh, err := github.NewApp(github.AppConfig{AppID: 12345, APIURL: fake.URL(), Transport: fake.Client().Transport,
+		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := argocdsim.New(argocdsim.Config{})
+	t.Cleanup(sim.Close)
+	sim.AddCluster(v1alpha1.Cluster{Name: "in-cluster", Server: "https://kubernetes.default.svc"})
+	argo := httptest.NewServer(sim.Handler())
+	t.Cleanup(argo.Close)
+	st, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "fleetwave.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	// The GitOps repository: one Application and its manifests; the push changes them.
+	repoDir := filepath.Join(dir, "Hello-World")
+	write := func(rel, content string) {
+		p := filepath.Join(repoDir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repoDir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Demo", "GIT_AUTHOR_EMAIL=demo@example.com", "GIT_COMMITTER_NAME=Demo",
+			"GIT_COMMITTER_EMAIL=demo@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+repoDir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	write("apps/demo.yaml", `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: demo, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: 'https://github.com/Codertocat/Hello-World.git', targetRevision: master, path: manifests/demo}
+  destination: {server: 'https://kubernetes.default.svc', namespace: demo}
+`)
+	write("manifests/demo/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo}\ndata: {color: blue}\n")
+	git("init", "-q", "-b", "master")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	before := git("rev-parse", "HEAD")
+	write("manifests/demo/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo}\ndata: {color: green}\n")
+	git("commit", "-q", "-am", "green")
+	after := git("rev-parse", "HEAD")
+
+	var logs syncBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	w, err := wireServe(ctx, serveDeps{Log: log, GitHub: gh, Store: st,
+		Config: &config.Serve{ArgoCDURL: argo.URL, Store: config.NewSecret("sqlite://" + filepath.Join(dir, "fleetwave.db"))},
+		Getenv: func(k string) string {
+			if k == "FLEETWAVE_CACHE_DIR" {
+				return filepath.Join(dir, "cache")
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			w.close()
+		}
+	}()
+	if !strings.Contains(logs.String(), `"executor":"rollout (owner `) {
+		t.Fatalf("executor not wired:\n%s", logs.String())
+	}
+
+	payload, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "github", "webhook-payloads", "push", "with-installation.payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var push map[string]any
+	if err := json.Unmarshal(payload, &push); err != nil {
+		t.Fatal(err)
+	}
+	push["ref"], push["before"], push["after"], push["deleted"] = "refs/heads/master", before, after, false
+	push["repository"].(map[string]any)["clone_url"] = "file://" + repoDir
+	raw, err := json.Marshal(push)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev gogithub.PushEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.handler.Handle(ctx, webhooks.Event{Type: "push", Payload: &ev, Raw: raw, InstallationID: 1,
+		Repo: "Codertocat/Hello-World", Sender: "Codertocat"}); err != nil {
+		t.Fatalf("push: %v\n%s", err, logs.String())
+	}
+	rs, err := st.ListRollouts(ctx, store.RolloutFilter{Repo: "Codertocat/Hello-World"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].MergeSHA != after || rs[0].BaseSHA != before {
+		t.Fatalf("rollouts %+v, want one for the push %s\n%s", rs, after, logs.String())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var found bool
+		for _, cr := range fake.CheckRuns("Codertocat/Hello-World") {
+			found = found || cr.Name == rollout.CheckRollout && cr.HeadSHA == after
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s check run on %s: %+v\n%s", rollout.CheckRollout, after, fake.CheckRuns("Codertocat/Hello-World"), logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { w.close(); close(done) }()
+	closed = true
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the executor did not drain")
 	}
 }

@@ -1,0 +1,28 @@
+// Package executor adapts the rollout executor (internal/rollout) to the GitHub App's ports (internal/app): the
+// serve command builds one Adapter over a *rollout.Executor and hands it to app.WithMerges and app.WithCommands,
+// and one Reporter, handed to rollout.New, that publishes the executor's check-runs through the GitHub adapter.
+//
+// # Merges (Adapter.OnMerge)
+//
+// A merge becomes a rollout.Request: the plan recomputed at the merge commit is the one executed, the digest of
+// the plan last shown on the pull request is passed along (the rollout check-run says when they differ), the
+// release policy's automated-sync mode decides whether the executor switches automated sync off during the
+// rollout, and the repository's clone URL names the sources multi-source apps take the merge commit from.
+// Submit is idempotent per repository and merge SHA, as the port requires.
+//
+// # Commands (Adapter.OnCommand)
+//
+// The app has already authorised the actor. The rollout a command acts on is named by the check-run whose
+// button was clicked (its external id, rollout.ParseExternalID) or, for a slash command, is the pull request's
+// newest rollout (Executor.Latest). A command the rollout's state refuses (rollout.ErrRefused) is answered with
+// the refusal — it is an answer, not a failure; other errors are returned for the app's generic failure reply.
+//
+// # Check-runs (Reporter) and installations
+//
+// A rollout.CheckRun names its repository but not the App installation whose token may write to it. The
+// Installations map (repository → installation id) is filled by the Adapter from every merge and command it
+// is handed — a rollout is always submitted through OnMerge, so its repository is known before its first
+// check-run — and can be fed from every webhook delivery (Installations.Observe). After a restart, rollouts
+// resumed before any delivery for their repository cannot publish until one arrives: publishing is best
+// effort and every publication carries the whole state, so the check-runs catch up with the next transition.
+package executor

@@ -1,0 +1,124 @@
+package executor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/rollout"
+)
+
+const appID = 4242
+
+// newGitHub is a GitHub App over fakegithub, which validates every request against GitHub's OpenAPI
+// description.
+func newGitHub(t *testing.T) (*fakegithub.Server, func(int64) (CheckRuns, error)) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakegithub.New(t, fakegithub.WithApp(appID, &key.PublicKey))
+	ghApp, err := github.NewApp(github.AppConfig{
+		AppID: appID, PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		APIURL: fake.URL(), Transport: fake.Client().Transport,
+		Retry: github.RetryPolicy{MaxAttempts: 1, BaseDelay: time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, func(id int64) (CheckRuns, error) { return ghApp.Client(id) }
+}
+
+func TestReporterPublishesCheckRuns(t *testing.T) {
+	fake, clients := newGitHub(t)
+	installs := &Installations{}
+	installs.Remember(repo, 7)
+	rep := NewReporter(clients, installs)
+	ctx := context.Background()
+	started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	cr := rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckWavePrefix + "canary",
+		ExternalID: "fleetwave:12:wave:canary", Status: rollout.StatusQueued, Title: "Waiting", Summary: "Waits for wave 0."}
+	id, err := rep.Publish(ctx, cr)
+	if err != nil || id == 0 {
+		t.Fatalf("create: id %d, err %v", id, err)
+	}
+	cr.ID, cr.Status, cr.StartedAt = id, rollout.StatusInProgress, started
+	cr.Title, cr.Summary, cr.Text = "Syncing 2 apps", "Batch 1 of 1.", "| app | state |\n|---|---|\n| a | synced |"
+	cr.Actions = []rollout.Action{{Label: "Pause", Description: "Stop starting syncs", Identifier: "pause"}}
+	if got, err := rep.Publish(ctx, cr); err != nil || got != id {
+		t.Fatalf("update: id %d, err %v; want %d", got, err, id)
+	}
+	cr.Status, cr.Conclusion, cr.CompletedAt = rollout.StatusCompleted, rollout.ConclusionFailure, started.Add(time.Minute)
+	cr.Title, cr.Summary, cr.Text = "1 app failed", "", "" // no summary: the title stands in, as GitHub needs one
+	if got, err := rep.Publish(ctx, cr); err != nil || got != id {
+		t.Fatalf("complete: id %d, err %v; want %d", got, err, id)
+	}
+
+	runs := fake.CheckRuns(repo)
+	if len(runs) != 1 {
+		t.Fatalf("%d check runs, want 1: %+v", len(runs), runs)
+	}
+	r := runs[0]
+	if r.Name != "fleetwave/wave: canary" || r.HeadSHA != mergeSHA || r.ExternalID != "fleetwave:12:wave:canary" ||
+		r.Status != "completed" || r.Conclusion != "failure" || r.Title != "1 app failed" || r.Summary != "1 app failed" {
+		t.Errorf("check run = %+v", r)
+	}
+	if got := strings.Join(r.History, " → "); got != "queued → in_progress → completed" {
+		t.Errorf("history %s", got)
+	}
+	if len(r.Actions) != 1 || r.Actions[0]["identifier"] != "pause" {
+		t.Errorf("actions %v", r.Actions)
+	}
+	// started_at is set when a run is created (GitHub's update takes none; go-github sends none).
+	if !r.CompletedAt.Equal(started.Add(time.Minute)) {
+		t.Errorf("completed %v, want %v", r.CompletedAt, started.Add(time.Minute))
+	}
+	checkCalls := 0
+	for _, req := range fake.Requests() {
+		if strings.HasPrefix(req.Operation, "checks/") {
+			checkCalls++
+			if req.Installation != 7 {
+				t.Errorf("%s %s with the token of installation %d, want 7", req.Method, req.Path, req.Installation)
+			}
+		}
+	}
+	if checkCalls != 3 {
+		t.Errorf("%d check-run requests, want 3 (create, 2 updates)", checkCalls)
+	}
+}
+
+func TestReporterUnknownInstallation(t *testing.T) {
+	fake, clients := newGitHub(t)
+	rep := NewReporter(clients, &Installations{})
+	_, err := rep.Publish(context.Background(), rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued})
+	if err == nil || !strings.Contains(err.Error(), "no App installation known") {
+		t.Errorf("err = %v", err)
+	}
+	if n := len(fake.Requests()); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+}
+
+func TestReporterRecreatesAVanishedCheckRun(t *testing.T) {
+	fake, clients := newGitHub(t)
+	installs := &Installations{}
+	installs.Remember(repo, 7)
+	rep := NewReporter(clients, installs)
+	id, err := rep.Publish(context.Background(), rollout.CheckRun{ID: 987654, Repo: repo, HeadSHA: mergeSHA,
+		Name: rollout.CheckRollout, ExternalID: "fleetwave:12", Status: rollout.StatusInProgress, Title: "Running", Summary: "Wave 1 of 2."})
+	if err != nil || id == 0 || id == 987654 {
+		t.Fatalf("id %d, err %v; want a new check run", id, err)
+	}
+	if runs := fake.CheckRuns(repo); len(runs) != 1 || runs[0].ID != id || runs[0].Status != "in_progress" {
+		t.Errorf("check runs %+v", runs)
+	}
+}
