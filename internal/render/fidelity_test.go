@@ -3,12 +3,8 @@ package render_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -66,7 +62,7 @@ func TestFidelity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			diffs, sameOrder, err := compareStreams(want, got)
+			diffs, sameOrder, err := fidelity.Compare(want, got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +112,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			diffs, sameOrder, err := compareStreams(want, got)
+			diffs, sameOrder, err := fidelity.Compare(want, got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,52 +170,6 @@ func renderCase(r *render.Renderer, caseDir string) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// compareStreams compares two YAML streams as sets of objects keyed by apiVersion/kind/namespace/name.
-func compareStreams(want, got []byte) (diffs []string, sameOrder bool, err error) {
-	w, err := fidelity.ParseStream(want)
-	if err != nil {
-		return nil, false, fmt.Errorf("expected: %w", err)
-	}
-	g, err := fidelity.ParseStream(got)
-	if err != nil {
-		return nil, false, fmt.Errorf("rendered: %w", err)
-	}
-	gm := map[string]any{}
-	for _, o := range g {
-		gm[o.Key] = o.Value
-	}
-	wm := map[string]bool{}
-	for _, o := range w {
-		wm[o.Key] = true
-		v, ok := gm[o.Key]
-		switch {
-		case !ok:
-			diffs = append(diffs, "missing   "+o.Key)
-		case !reflect.DeepEqual(o.Value, v):
-			a, _ := json.Marshal(o.Value)
-			b, _ := json.Marshal(v)
-			diffs = append(diffs, "different "+o.Key+"\n  want "+truncate(string(a))+"\n  got  "+truncate(string(b)))
-		}
-	}
-	for _, o := range g {
-		if !wm[o.Key] {
-			diffs = append(diffs, "extra     "+o.Key)
-		}
-	}
-	sameOrder = len(w) == len(g)
-	for i := 0; sameOrder && i < len(w); i++ {
-		sameOrder = w[i].Key == g[i].Key
-	}
-	return diffs, sameOrder, nil
-}
-
-func truncate(s string) string {
-	if len(s) > 3000 {
-		return s[:3000] + "... (" + strconv.Itoa(len(s)) + " bytes)"
-	}
-	return s
 }
 
 func firstLine(s string) string {

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"sort"
 	"strconv"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -85,4 +87,53 @@ func keyOf(m map[string]any) string {
 		}
 	}
 	return fmt.Sprintf("%s/%s/%s/%s", str(m, "apiVersion"), str(m, "kind"), str(m, "metadata", "namespace"), name)
+}
+
+// Compare compares two YAML streams as the corpus's compare tool does: objects keyed by
+// apiVersion/kind/namespace/name, values compared after parsing. It returns one sorted line per missing, extra or
+// different object, and whether the documents come in the same order.
+func Compare(want, got []byte) (diffs []string, sameOrder bool, err error) {
+	w, err := ParseStream(want)
+	if err != nil {
+		return nil, false, fmt.Errorf("expected: %w", err)
+	}
+	g, err := ParseStream(got)
+	if err != nil {
+		return nil, false, fmt.Errorf("rendered: %w", err)
+	}
+	gm := make(map[string]any, len(g))
+	for _, o := range g {
+		gm[o.Key] = o.Value
+	}
+	wm := make(map[string]bool, len(w))
+	for _, o := range w {
+		wm[o.Key] = true
+		v, ok := gm[o.Key]
+		switch {
+		case !ok:
+			diffs = append(diffs, "missing   "+o.Key)
+		case !reflect.DeepEqual(o.Value, v):
+			a, _ := json.Marshal(o.Value)
+			b, _ := json.Marshal(v)
+			diffs = append(diffs, "different "+o.Key+"\n  want "+truncate(string(a))+"\n  got  "+truncate(string(b)))
+		}
+	}
+	for _, o := range g {
+		if !wm[o.Key] {
+			diffs = append(diffs, "extra     "+o.Key)
+		}
+	}
+	sort.Strings(diffs)
+	sameOrder = len(w) == len(g)
+	for i := 0; sameOrder && i < len(w); i++ {
+		sameOrder = w[i].Key == g[i].Key
+	}
+	return diffs, sameOrder, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 3000 {
+		return s[:3000] + "... (" + strconv.Itoa(len(s)) + " bytes)"
+	}
+	return s
 }

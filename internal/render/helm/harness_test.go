@@ -1,26 +1,21 @@
 package helm_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	jsonpatch "github.com/evanphx/json-patch"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
@@ -281,118 +276,11 @@ func setTracking(u *unstructured.Unstructured, env renderEnv, appName, namespace
 	}
 }
 
-type object struct {
-	key   string
-	value any
-}
-
-// parseStream is the corpus compare tool's normalisation: documents parsed with Kubernetes YAML semantics,
-// empty ones dropped, keyed by apiVersion/kind/namespace/name ("#n" for repeats).
-func parseStream(b []byte) ([]object, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	var objs []object
-	seen := map[string]int{}
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		var v any
-		if err := json.Unmarshal(j, &v); err != nil {
-			return nil, err
-		}
-		if v == nil {
-			continue
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("document %d is not a mapping", i+1)
-		}
-		k := keyOf(m)
-		seen[k]++
-		if seen[k] > 1 {
-			k += "#" + strconv.Itoa(seen[k])
-		}
-		objs = append(objs, object{k, m})
-	}
-	return objs, nil
-}
-
-func keyOf(m map[string]any) string {
-	str := func(path ...string) string {
-		var cur any = m
-		for _, p := range path {
-			mm, ok := cur.(map[string]any)
-			if !ok {
-				return ""
-			}
-			cur = mm[p]
-		}
-		s, _ := cur.(string)
-		return s
-	}
-	name := str("metadata", "name")
-	if name == "" {
-		if g := str("metadata", "generateName"); g != "" {
-			name = g + "*"
-		}
-	}
-	return fmt.Sprintf("%s/%s/%s/%s", str("apiVersion"), str("kind"), str("metadata", "namespace"), name)
-}
-
 // compareStreams returns the differences between two YAML streams compared as keyed sets, and whether the
 // object order differs.
 func compareStreams(want, got []byte) (diffs []string, orderDiffers bool, err error) {
-	w, err := parseStream(want)
-	if err != nil {
-		return nil, false, fmt.Errorf("expected: %w", err)
-	}
-	g, err := parseStream(got)
-	if err != nil {
-		return nil, false, fmt.Errorf("rendered: %w", err)
-	}
-	gm := map[string]any{}
-	for _, o := range g {
-		gm[o.key] = o.value
-	}
-	wm := map[string]any{}
-	for _, o := range w {
-		wm[o.key] = o.value
-		gv, ok := gm[o.key]
-		switch {
-		case !ok:
-			diffs = append(diffs, "missing "+o.key)
-		case !reflect.DeepEqual(o.value, gv):
-			wj, _ := json.Marshal(o.value)
-			gj, _ := json.Marshal(gv)
-			diffs = append(diffs, fmt.Sprintf("differs %s:\n  want %s\n  got  %s", o.key, wj, gj))
-		}
-	}
-	for _, o := range g {
-		if _, ok := wm[o.key]; !ok {
-			diffs = append(diffs, "unexpected "+o.key)
-		}
-	}
-	sort.Strings(diffs)
-	if len(diffs) == 0 && len(w) == len(g) {
-		for i := range w {
-			if w[i].key != g[i].key {
-				orderDiffers = true
-				break
-			}
-		}
-	}
-	return diffs, orderDiffers, nil
+	diffs, sameOrder, err := fidelity.Compare(want, got)
+	return diffs, len(diffs) == 0 && !sameOrder, err
 }
 
 // fidelityDir finds the shared corpus: $FLEETWAVE_FIDELITY_DIR, else ../../../../shared/fidelity.

@@ -1,27 +1,23 @@
 package kustomize
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -187,67 +183,6 @@ func isNullListObj(o *unstructured.Unstructured) bool {
 	return ok && v == nil
 }
 
-type keyed struct {
-	key   string
-	value any
-}
-
-// parseStream normalises a YAML stream like the corpus's compare tool.
-func parseStream(b []byte) ([]keyed, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	var objs []keyed
-	seen := map[string]int{}
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		j, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		var v any
-		if err := json.Unmarshal(j, &v); err != nil {
-			return nil, err
-		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			continue
-		}
-		str := func(path ...string) string {
-			var cur any = m
-			for _, p := range path {
-				mm, ok := cur.(map[string]any)
-				if !ok {
-					return ""
-				}
-				cur = mm[p]
-			}
-			s, _ := cur.(string)
-			return s
-		}
-		name := str("metadata", "name")
-		if name == "" {
-			if g := str("metadata", "generateName"); g != "" {
-				name = g + "*"
-			}
-		}
-		k := fmt.Sprintf("%s/%s/%s/%s", str("apiVersion"), str("kind"), str("metadata", "namespace"), name)
-		seen[k]++
-		if seen[k] > 1 {
-			k += "#" + strconv.Itoa(seen[k])
-		}
-		objs = append(objs, keyed{k, m})
-	}
-	return objs, nil
-}
-
 // compareObjects compares rendered objects with the expected stream as the compare tool does: a set keyed by
 // apiVersion/kind/namespace/name, values compared after parsing. It returns the differences.
 func compareObjects(t *testing.T, objs []*unstructured.Unstructured, expected []byte) []string {
@@ -261,38 +196,10 @@ func compareObjects(t *testing.T, objs []*unstructured.Unstructured, expected []
 		buf.WriteString("---\n")
 		buf.Write(b)
 	}
-	got, err := parseStream(buf.Bytes())
+	diffs, _, err := fidelity.Compare(expected, buf.Bytes())
 	if err != nil {
-		t.Fatalf("parse rendered: %v", err)
+		t.Fatal(err)
 	}
-	exp, err := parseStream(expected)
-	if err != nil {
-		t.Fatalf("parse expected: %v", err)
-	}
-	gm := map[string]any{}
-	for _, o := range got {
-		gm[o.key] = o.value
-	}
-	em := map[string]any{}
-	var diffs []string
-	for _, o := range exp {
-		em[o.key] = o.value
-		g, ok := gm[o.key]
-		switch {
-		case !ok:
-			diffs = append(diffs, "missing "+o.key)
-		case !reflect.DeepEqual(o.value, g):
-			eb, _ := json.Marshal(o.value)
-			gb, _ := json.Marshal(g)
-			diffs = append(diffs, fmt.Sprintf("different %s\n  expected %s\n  got      %s", o.key, eb, gb))
-		}
-	}
-	for _, o := range got {
-		if _, ok := em[o.key]; !ok {
-			diffs = append(diffs, "extra "+o.key)
-		}
-	}
-	sort.Strings(diffs)
 	return diffs
 }
 
