@@ -19,10 +19,11 @@ import (
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 )
 
-// bigFleet writes a GitOps repository of 500 Applications on master (the generator of internal/preview's
-// bench_test.go, naming this pull request's repository), then two alternative changes on top of it, each
+// bigFleet writes a GitOps repository of 500 Applications on master (internal/preview/previewtest's fleet,
+// naming this pull request's repository), then two alternative changes on top of it, each
 // touching 50 apps:
 //   - 200 Kustomize overlays over 10 shared bases (20 per base): base 0 is edited → 20 apps;
 //   - 200 Helm apps sharing one vendored chart, one values file each: 20 values files are edited;
@@ -30,107 +31,15 @@ import (
 func bigFleet(tb testing.TB) *fixture {
 	tb.Helper()
 	dir := filepath.Join(tb.TempDir(), "Hello-World")
-	write := func(rel, content string) {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			tb.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	app := func(name, path, extra string) string {
-		return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %s
-  namespace: argocd
-  labels: {team: t%d}
-spec:
-  project: default
-  source:
-    repoURL: %s.git
-    targetRevision: main
-    path: %s
-%s  destination:
-    name: c-%02d
-    namespace: %s
-`, name, len(name)%7, repoHTMLURL, path, extra, len(name)%30, name)
-	}
-	var clusters strings.Builder
-	clusters.WriteString("clusters:\n")
-	for c := 0; c < 30; c++ {
-		fmt.Fprintf(&clusters, "  - {name: c-%02d, server: https://c-%02d.example.com, labels: {env: %s, region: r%d}}\n",
-			c, c, []string{"test", "stg", "prd"}[c%3], c%5)
-	}
 	// Declared as cluster Secrets so that the bot, which has no clusters file here, finds their labels.
-	for c := 0; c < 30; c++ {
-		write(fmt.Sprintf("clusters/c-%02d.yaml", c), fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: cluster-c-%02d
-  namespace: argocd
-  labels: {argocd.argoproj.io/secret-type: cluster, env: %s, region: r%d}
-stringData: {name: c-%02d, server: "https://c-%02d.example.com"}
-`, c, []string{"test", "stg", "prd"}[c%3], c%5, c, c))
-	}
-	for b := 0; b < 10; b++ {
-		write(fmt.Sprintf("kustomize/bases/b%d/kustomization.yaml", b), "resources: [deployment.yaml, service.yaml]\nlabels:\n  - pairs: {tier: backend}\n")
-		write(fmt.Sprintf("kustomize/bases/b%d/deployment.yaml", b), deployment(fmt.Sprintf("svc%d", b), "1.0.0"))
-		write(fmt.Sprintf("kustomize/bases/b%d/service.yaml", b), fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: svc%d}\nspec: {ports: [{port: 80}], selector: {app: svc%d}}\n", b, b))
-	}
-	for i := 0; i < 200; i++ {
-		name := fmt.Sprintf("k-%03d", i)
-		write(fmt.Sprintf("kustomize/overlays/%s/kustomization.yaml", name),
-			fmt.Sprintf("resources: [../../bases/b%d]\nnamePrefix: %s-\nnamespace: %s\nreplicas: [{name: svc%d, count: %d}]\n", i%10, name, name, i%10, 1+i%3))
-		write("apps/"+name+".yaml", app(name, "kustomize/overlays/"+name, ""))
-	}
-	write("charts/svc/Chart.yaml", "apiVersion: v2\nname: svc\nversion: 1.0.0\n")
-	write("charts/svc/values.yaml", "image: {tag: \"1.0.0\"}\nreplicas: 1\nenv: {}\n")
-	write("charts/svc/templates/deployment.yaml", `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: {{ .Release.Name }}}
-spec:
-  replicas: {{ .Values.replicas }}
-  selector: {matchLabels: {app: {{ .Release.Name }}}}
-  template:
-    metadata: {labels: {app: {{ .Release.Name }}}}
-    spec:
-      containers:
-        - name: app
-          image: "ghcr.io/example/svc:{{ .Values.image.tag }}"
-          env:
-          {{- range $k, $v := .Values.env }}
-            - {name: {{ $k }}, value: {{ $v | quote }}}
-          {{- end }}
-`)
-	write("charts/svc/templates/service.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: {{ .Release.Name }}}\nspec: {ports: [{port: 80}], selector: {app: {{ .Release.Name }}}}\n")
-	for i := 0; i < 200; i++ {
-		name := fmt.Sprintf("h-%03d", i)
-		write(fmt.Sprintf("values/%s.yaml", name), fmt.Sprintf("replicas: %d\nenv: {APP: %s}\n", 1+i%4, name))
-		write("apps/"+name+".yaml", app(name, "charts/svc", fmt.Sprintf("    helm:\n      releaseName: %s\n      valueFiles: [../../values/%s.yaml]\n", name, name)))
-	}
-	for i := 0; i < 100; i++ {
-		name := fmt.Sprintf("d-%03d", i)
-		write(fmt.Sprintf("manifests/%s/deployment.yaml", name), deployment(name, "2.0.0"))
-		write(fmt.Sprintf("manifests/%s/configmap.yaml", name), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {k: v}\n", name))
-		write("apps/"+name+".yaml", app(name, "manifests/"+name, ""))
-	}
+	previewtest.WriteFleet(tb, dir, repoHTMLURL+".git", previewtest.ClusterSecrets)
 	git(tb, dir, "init", "-q", "-b", "master")
 	git(tb, dir, "add", "-A")
 	git(tb, dir, "commit", "-q", "-m", "500 apps")
 	f := &fixture{dir: dir, base: git(tb, dir, "rev-parse", "HEAD")}
 	for v, tag := range []string{"1.1.0", "1.2.0"} {
 		git(tb, dir, "checkout", "-q", "-B", fmt.Sprintf("change-%d", v), "master")
-		write("kustomize/bases/b0/deployment.yaml", deployment("svc0", tag))
-		for i := 0; i < 20; i++ {
-			name := fmt.Sprintf("h-%03d", i*10)
-			write(fmt.Sprintf("values/%s.yaml", name), fmt.Sprintf("replicas: %d\nenv: {APP: %s, NEW: %q}\n", 1+i%4, name, tag))
-		}
-		for i := 0; i < 10; i++ {
-			name := fmt.Sprintf("d-%03d", i*10)
-			write(fmt.Sprintf("manifests/%s/deployment.yaml", name), deployment(name, tag))
-		}
+		previewtest.WriteChange(tb, dir, previewtest.Change{BaseTag: tag, NewValue: tag, DirTag: tag})
 		git(tb, dir, "add", "-A")
 		git(tb, dir, "commit", "-q", "-m", "touch 50 apps: "+tag)
 		f.heads = append(f.heads, git(tb, dir, "rev-parse", "HEAD"))
@@ -140,21 +49,6 @@ spec:
 	git(tb, dir, "update-ref", "refs/heads/other", f.heads[1]) // the second head stays reachable
 	git(tb, dir, "repack", "-a", "-d", "-q")
 	return f
-}
-
-func deployment(name, tag string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata: {labels: {app: %[1]s}}
-    spec:
-      containers:
-        - {name: app, image: "ghcr.io/example/%[1]s:%[2]s", resources: {requests: {cpu: 100m, memory: 64Mi}}}
-`, name, tag)
 }
 
 // BenchmarkWebhookToComment measures a synchronize delivery of the 500-app repository (50 apps touched) from
