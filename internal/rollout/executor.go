@@ -27,6 +27,7 @@ type Store interface {
 	UpdateRollout(ctx context.Context, r store.Rollout) (store.Rollout, error)
 	ListWaves(ctx context.Context, rolloutID int64) ([]store.Wave, error)
 	UpdateWave(ctx context.Context, w store.Wave) (store.Wave, error)
+	UpdateRolloutWaves(ctx context.Context, r store.Rollout, ws []store.Wave) (store.Rollout, []store.Wave, error)
 	ApproveWave(ctx context.Context, rolloutID int64, index int, by string) (store.Wave, bool, error)
 	ListSteps(ctx context.Context, rolloutID int64, f store.StepFilter) ([]store.AppStep, error)
 	RecordIntent(ctx context.Context, in store.Intent) (store.AppStep, error)
@@ -107,8 +108,9 @@ func WithSyncTimeouts(app, stall, clockSkew time.Duration) Option {
 // WithIntentGrace sets how long after a sync request the executor still expects its operation to show up in
 // Argo CD before concluding it never started (default 15s): a request sent just before a kill, or by a replica
 // that lost its lease, may be on its way, and Argo CD's API may show an app as it was before a request for a
-// while (its cache lags). Used when resuming a step left in intent, and when argosync concluded "skip" or
-// "fail" after the executor had announced a sync.
+// while (its cache lags). Used when resuming a step left in intent, when argosync concluded "skip" or "fail"
+// after the executor had announced a sync, and as argosync's LostAnswerGrace (a sync request whose answer was
+// lost).
 func WithIntentGrace(d time.Duration) Option { return func(o *options) { o.intentGrace = d } }
 
 // WithNamespace is the Argo CD control-plane namespace of apps whose plan entry names none (default argocd).

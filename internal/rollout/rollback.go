@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,9 +31,20 @@ func touched(s store.AppStep) bool {
 }
 
 // beginRollback marks the waves to roll back (from the named wave on, or all) and moves the rollout to
-// rolling-back. Waves first, then the rollout: a crash between leaves waves marked, which the driver completes
-// (stepForward). It returns the reply to post.
+// rolling-back, in one transaction: a crash cannot leave some waves marked and others not. It returns the reply
+// to post.
 func (e *Executor) beginRollback(ctx context.Context, id int64, target, actor, reason string) (string, error) {
+	for attempt := 0; ; attempt++ {
+		reply, err := e.tryBeginRollback(ctx, id, target, actor, reason)
+		if !errors.Is(err, store.ErrConflict) || attempt >= 20 {
+			return reply, err
+		}
+	}
+}
+
+// tryBeginRollback is one attempt of beginRollback on what the store holds now; ErrConflict when a wave or the
+// rollout changed meanwhile.
+func (e *Executor) tryBeginRollback(ctx context.Context, id int64, target, actor, reason string) (string, error) {
 	r, err := e.st.GetRollout(ctx, id)
 	if err != nil {
 		return "", err
@@ -86,6 +98,7 @@ func (e *Executor) beginRollback(ctx context.Context, id int64, target, actor, r
 	if reason != "" {
 		msg = reason
 	}
+	marked := make([]store.Wave, 0, len(scope))
 	for _, wi := range scope {
 		base := map[int64]int{}
 		for _, s := range steps {
@@ -93,25 +106,16 @@ func (e *Executor) beginRollback(ctx context.Context, id int64, target, actor, r
 				base[s.ID] = s.Attempts
 			}
 		}
-		if _, err := e.updateWave(ctx, id, wi, func(w *store.Wave) (bool, error) {
-			w.State, w.Message = store.WaveRollingBack, msg
-			w.GateState = gateState{RollbackBaseline: base}.raw()
-			return true, nil
-		}); err != nil {
-			return "", fmt.Errorf("marking wave %d of rollout %d for rollback: %w", wi, id, err)
-		}
+		w := waves[wi]
+		w.State, w.Message = store.WaveRollingBack, msg
+		w.GateState = gateState{RollbackBaseline: base}.raw()
+		marked = append(marked, w)
 	}
-	_, err = e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
-		if x.State == store.RolloutRollingBack {
-			return false, nil
+	r.State, r.Message = store.RolloutRollingBack, msg
+	if _, _, err := e.st.UpdateRolloutWaves(ctx, r, marked); err != nil {
+		if errors.Is(err, store.ErrInvalidTransition) {
+			return "", refusef("rollout #%d is no longer running: nothing to roll back", id)
 		}
-		if !x.State.CanMoveTo(store.RolloutRollingBack) {
-			return false, refusef("rollout #%d is %s: nothing to roll back", id, x.State)
-		}
-		x.State, x.Message = store.RolloutRollingBack, msg
-		return true, nil
-	})
-	if err != nil {
 		return "", err
 	}
 	e.event(ctx, id, actor, "rollback", target, "ok", msg)

@@ -193,17 +193,6 @@ func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPla
 
 // stepForward moves the rollout through its waves in order.
 func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
-	if slices.ContainsFunc(waves, func(w store.Wave) bool { return w.State == store.WaveRollingBack }) {
-		// A /rollback marked its waves but was interrupted before it moved the rollout: complete it.
-		_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
-			if x.State != store.RolloutRunning && x.State != store.RolloutAwaitingApproval {
-				return false, nil
-			}
-			x.State = store.RolloutRollingBack
-			return true, nil
-		})
-		return again, err
-	}
 	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded })
 	if wi < 0 {
 		steps, err := d.e.st.ListSteps(ctx, r.ID, store.StepFilter{})

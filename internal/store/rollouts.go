@@ -19,6 +19,11 @@ func PlanDigest(plan []byte) string {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// queryRower runs a single-row query: *sql.DB or *sql.Tx.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 const rolloutCols = "id, repo, pr_number, merge_sha, base_sha, plan, plan_digest, state, message, superseded_by, " +
 	"check_run_id, rollback_check_run_id, created_at, updated_at, version"
 
@@ -233,6 +238,11 @@ func intersectStates(a, b []RolloutState) []RolloutState {
 // It returns the stored rollout with its new version. Errors: ErrNotFound, ErrConflict (stale version),
 // ErrInvalidTransition.
 func (s *Store) UpdateRollout(ctx context.Context, r Rollout) (Rollout, error) {
+	return s.updateRollout(ctx, s.w, r)
+}
+
+// updateRollout is UpdateRollout through q: the store's writer or a transaction.
+func (s *Store) updateRollout(ctx context.Context, q queryRower, r Rollout) (Rollout, error) {
 	if !r.State.Valid() {
 		return Rollout{}, fmt.Errorf("updating rollout %d: unknown state %q", r.ID, r.State)
 	}
@@ -247,7 +257,7 @@ func (s *Store) UpdateRollout(ctx context.Context, r Rollout) (Rollout, error) {
 		sup = r.SupersededBy
 	}
 	args := append([]any{string(r.State), r.Message, sup, r.CheckRunID, r.RollbackCheckRunID, s.d.timeArg(s.now()), r.ID, r.Version}, from...)
-	got, err := scanRollout(s.w.QueryRowContext(ctx, s.d.q(`UPDATE rollouts SET
+	got, err := scanRollout(q.QueryRowContext(ctx, s.d.q(`UPDATE rollouts SET
     state = ?, message = ?, superseded_by = ?, check_run_id = ?, rollback_check_run_id = ?, updated_at = ?, version = version + 1
     WHERE id = ? AND version = ? AND state IN (`+placeholders(len(from))+`)
     RETURNING `+rolloutCols), args...))
@@ -257,8 +267,10 @@ func (s *Store) UpdateRollout(ctx context.Context, r Rollout) (Rollout, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Rollout{}, fmt.Errorf("updating rollout %d: %w", r.ID, err)
 	}
-	cur, err := s.GetRollout(ctx, r.ID)
+	cur, err := scanRollout(q.QueryRowContext(ctx, s.d.q("SELECT "+rolloutCols+" FROM rollouts WHERE id = ?"), r.ID))
 	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Rollout{}, fmt.Errorf("updating rollout %d: %w", r.ID, ErrNotFound)
 	case err != nil:
 		return Rollout{}, fmt.Errorf("updating rollout %d: %w", r.ID, err)
 	case cur.Version != r.Version:
@@ -266,6 +278,34 @@ func (s *Store) UpdateRollout(ctx context.Context, r Rollout) (Rollout, error) {
 	default:
 		return Rollout{}, fmt.Errorf("updating rollout %d: %s to %s: %w", r.ID, cur.State, r.State, ErrInvalidTransition)
 	}
+}
+
+// UpdateRolloutWaves writes waves and then the rollout as UpdateWave and UpdateRollout do, in one transaction:
+// all or nothing. A change that spans several rows (a rollback marks its waves and moves the rollout) must
+// not be left half-done by a crash. Any stale version fails the whole call with ErrConflict.
+func (s *Store) UpdateRolloutWaves(ctx context.Context, r Rollout, waves []Wave) (Rollout, []Wave, error) {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Rollout{}, nil, fmt.Errorf("updating rollout %d and its waves: %w", r.ID, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	out := make([]Wave, len(waves))
+	for i, w := range waves {
+		if w.RolloutID != r.ID {
+			return Rollout{}, nil, fmt.Errorf("updating rollout %d: wave %d belongs to rollout %d", r.ID, w.Index, w.RolloutID)
+		}
+		if out[i], err = s.updateWave(ctx, tx, w); err != nil {
+			return Rollout{}, nil, err
+		}
+	}
+	nr, err := s.updateRollout(ctx, tx, r)
+	if err != nil {
+		return Rollout{}, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Rollout{}, nil, fmt.Errorf("updating rollout %d and its waves: %w", r.ID, err)
+	}
+	return nr, out, nil
 }
 
 // appMatchChunk bounds the apps matched by one query.

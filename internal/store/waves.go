@@ -65,6 +65,11 @@ func (s *Store) GetWave(ctx context.Context, rolloutID int64, index int) (Wave, 
 // has w.Version (compare-and-set), and returns it with its new version. The approval is not written (see
 // ApproveWave), so an approval given meanwhile makes this update fail with ErrConflict instead of being lost.
 func (s *Store) UpdateWave(ctx context.Context, w Wave) (Wave, error) {
+	return s.updateWave(ctx, s.w, w)
+}
+
+// updateWave is UpdateWave through q: the store's writer or a transaction.
+func (s *Store) updateWave(ctx context.Context, q queryRower, w Wave) (Wave, error) {
 	if !w.State.Valid() {
 		return Wave{}, fmt.Errorf("updating wave %d of rollout %d: unknown state %q", w.Index, w.RolloutID, w.State)
 	}
@@ -72,7 +77,7 @@ func (s *Store) UpdateWave(ctx context.Context, w Wave) (Wave, error) {
 	if w.GateState != nil {
 		gate = string(w.GateState)
 	}
-	got, err := scanWave(s.w.QueryRowContext(ctx, s.d.q(`UPDATE waves SET
+	got, err := scanWave(q.QueryRowContext(ctx, s.d.q(`UPDATE waves SET
     state = ?, check_run_id = ?, gate_state = ?, message = ?, started_at = ?, finished_at = ?, updated_at = ?, version = version + 1
     WHERE rollout_id = ? AND idx = ? AND version = ?
     RETURNING `+waveCols),
@@ -84,7 +89,10 @@ func (s *Store) UpdateWave(ctx context.Context, w Wave) (Wave, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Wave{}, fmt.Errorf("updating wave %d of rollout %d: %w", w.Index, w.RolloutID, err)
 	}
-	cur, err := s.GetWave(ctx, w.RolloutID, w.Index)
+	cur, err := scanWave(q.QueryRowContext(ctx, s.d.q("SELECT "+waveCols+" FROM waves WHERE rollout_id = ? AND idx = ?"), w.RolloutID, w.Index))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Wave{}, fmt.Errorf("updating wave %d of rollout %d: %w", w.Index, w.RolloutID, ErrNotFound)
+	}
 	if err != nil {
 		return Wave{}, fmt.Errorf("updating wave %d of rollout %d: %w", w.Index, w.RolloutID, err)
 	}

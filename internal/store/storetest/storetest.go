@@ -185,3 +185,9 @@ func fmtErr(err error) string {
 	}
 	return fmt.Sprintf("%q", err.Error())
 }
+
+// withState is r moved to state (not written).
+func withState(r store.Rollout, state store.RolloutState) store.Rollout {
+	r.State = state
+	return r
+}
