@@ -209,22 +209,25 @@ func (r *appRun) run(ctx context.Context, revision string) {
 				}
 				continue
 			}
-			if argocd.IsTransient(err) && transientLeft > 0 && ctx.Err() == nil {
-				// Unknown whether Argo CD acted: judge by what the app shows next (an operation started after
-				// the request is ours), then sync again if nothing started.
-				transientLeft--
-				attempt--
+			if argocd.IsTransient(err) && ctx.Err() == nil {
+				// Unknown whether Argo CD acted, and what it shows now may predate the request: watch for an
+				// operation started after it (ours, judged as such) for the grace period before trusting
+				// "Synced and Healthy" or sending the request again.
 				t := newTrigger(at, opts.ClockSkew, nil)
 				r.trig = &t
-				if err := r.pause(ctx, opts.StallTimeout/3); err != nil {
+				if cur, err = r.awaitLostRequest(ctx); err != nil {
 					r.fail(cur, "syncing: %v", err)
 					return
 				}
-				if gerr := r.read(ctx); gerr != nil {
-					r.fail(cur, "reading the app after a failed sync request: %v", gerr)
-					return
+				if r.trig.startedSince(cur) || inFlight(cur) {
+					attempt--
+					continue
 				}
-				continue
+				if transientLeft > 0 {
+					transientLeft--
+					attempt--
+					continue
+				}
 			}
 			r.fail(cur, "%v", err)
 			return
@@ -281,6 +284,40 @@ func (r *appRun) awaitHealthy(ctx context.Context, cur *v1alpha1.Application, ou
 		}
 		r.finish(outcome, cur, "%s", msg)
 	}
+}
+
+// awaitLostRequest waits, for the lost-answer grace period, for an operation started after the trigger (or any
+// operation in flight), then reads the app once so the caller judges a fresh object. Only the end of ctx is an
+// error.
+func (r *appRun) awaitLostRequest(ctx context.Context) (*v1alpha1.Application, error) {
+	clock := r.s.opts.Clock
+	deadline := clock.Now().Add(r.s.opts.LostAnswerGrace)
+	started := func(a *v1alpha1.Application) bool { return a != nil && (r.trig.startedSince(a) || inFlight(a)) }
+	for {
+		if cur := r.sub.get(); started(cur) {
+			return cur, nil
+		}
+		left := deadline.Sub(clock.Now())
+		if left <= 0 {
+			break
+		}
+		t := clock.NewTimer(min(left, r.s.opts.StallTimeout))
+		select {
+		case <-r.sub.notify:
+			t.Stop()
+		case <-t.Chan():
+			if _, err := r.get(ctx, ""); err != nil && !argocd.IsTransient(err) && ctx.Err() == nil {
+				return r.sub.get(), err
+			}
+		case <-ctx.Done():
+			t.Stop()
+			return r.sub.get(), ctx.Err()
+		}
+	}
+	if err := r.read(ctx); err != nil {
+		return r.sub.get(), err
+	}
+	return r.sub.get(), nil
 }
 
 // reconciled returns an object whose status was computed after its last operation finished: cur itself when

@@ -84,6 +84,11 @@ type Options struct {
 	// ClockSkew widens the "operation started after the bot's request" check for a bot clock ahead of Argo CD's
 	// (default 2s). See doc.go.
 	ClockSkew time.Duration
+	// LostAnswerGrace is how long, after a sync request whose answer never came (a 5xx or a dropped connection
+	// after the request was sent), the app is watched for an operation the request may have started before it
+	// is judged again or re-sent (default 15s): Argo CD may have acted, and its API may still show the app as it
+	// was before the request for a while (its cache lags: Progressive Syncs' race, argo-cd #29410).
+	LostAnswerGrace time.Duration
 	// MaxSyncAttempts bounds the sync requests per app when other operations keep getting in the way
 	// (default 2).
 	MaxSyncAttempts int
@@ -114,6 +119,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ClockSkew < 0 {
 		o.ClockSkew = 0
+	}
+	if o.LostAnswerGrace <= 0 {
+		o.LostAnswerGrace = 15 * time.Second
 	}
 	if o.MaxSyncAttempts <= 0 {
 		o.MaxSyncAttempts = 2

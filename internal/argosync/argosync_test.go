@@ -399,6 +399,40 @@ func TestTransientSyncErrors(t *testing.T) {
 	}
 }
 
+// TestLostAnswerDuringStaleStatus: the sync request reaches Argo CD but its answer is lost, and the app goes on
+// showing its pre-request status (Synced and Healthy: Progressive Syncs' race). "No operation of ours yet" is
+// not "nothing to do": the orchestrator must wait for the operation the request may have started, and neither
+// call the app done before it ran nor sync it a second time.
+func TestLostAnswerDuringStaleStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reached bool
+		want    argosync.Outcome
+	}{
+		{"request arrived, answer lost", true, argosync.OutcomeSynced},
+		{"request never arrived", false, argosync.OutcomeSynced},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const stale = 10 * time.Second // inside the default LostAnswerGrace (15s)
+				e := newEnv(t, argocdsim.Config{StaleStatusFor: stale, SyncDuration: 2 * time.Second}, fleetApp{name: "web"})
+				api := &flakySync{API: e.c, n: 1, reached: tc.reached}
+				r := argosync.Run(context.Background(), api, e.list(t), newRev, argosync.Options{})[0]
+				if r.Outcome != tc.want {
+					t.Fatalf("outcome %s, want %s: %s", r.Outcome, tc.want, r.Message)
+				}
+				if n := e.sim.Counts("web").SyncsAccepted; n != 1 {
+					t.Fatalf("%d operations started, want 1", n)
+				}
+				a, _ := e.sim.App("web")
+				if got := a.Status.History.LastRevisionHistory().Revision; got != newRev {
+					t.Fatalf("app runs %s, want %s", got, newRev)
+				}
+			})
+		})
+	}
+}
+
 // noStream refuses the watch stream (e.g. RBAC): waits fall back to reading the apps.
 type noStream struct{ argosync.API }
 

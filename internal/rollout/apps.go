@@ -105,7 +105,7 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) 
 	o := d.e.o
 	opts := argosync.Options{
 		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
-		StallTimeout: o.stallTimeout, ClockSkew: o.clockSkew, Clock: o.clock, OnTrigger: d.onTrigger,
+		StallTimeout: o.stallTimeout, ClockSkew: o.clockSkew, LostAnswerGrace: o.intentGrace, Clock: o.clock, OnTrigger: d.onTrigger,
 	}
 	if rollback {
 		opts.ResolveTimeout = time.Nanosecond
