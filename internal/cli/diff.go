@@ -78,7 +78,8 @@ Argo CD's repo-server would, and prints the per-app diff. Secret values are neve
 With --argocd, each affected app that exists in Argo CD is also compared with its live state (managed
 resources, normalised as Argo CD does, honouring ignoreDifferences): the live diff shows what a sync of the head
 would change, and drift is noted where live differs from the base render. Apps missing in Argo CD get a note;
-an unreachable Argo CD is an error (exit 2).
+an unreachable Argo CD is an error (exit 2). Apps whose source is a config-management plugin, which only Argo CD
+can run, are rendered by Argo CD's repo-server at both revisions (the manifests endpoint) and diffed as well.
 
 Exit status: 0 when every app rendered; 1 with --exit-code when some app's manifests changed; 2 on bad input or
 when an app failed to render (the report still lists every other app).`,

@@ -4,7 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -74,5 +79,111 @@ func TestDiffArgoCDUnreachable(t *testing.T) {
 	code, _, stderr := runPreviewCmd(t, "plan", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL, "--argocd", url)
 	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "reading live state from argo cd at "+url) {
 		t.Fatalf("code %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// diff --argocd renders config-management-plugin apps through Argo CD's manifests endpoint at each side's
+// revision; a plugin app Argo CD does not hold yet stays "not rendered locally", saying why.
+func TestDiffArgoCDRendersPluginApps(t *testing.T) {
+	plugin := func(name string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\nspec:\n  project: default\n" +
+			"  source: {repoURL: " + previewRepoURL + ", path: manifests/" + name + ", plugin: {name: envsubst}}\n  destination: {name: prd-eu-1, namespace: " + name + "}\n"
+	}
+	repo := previewRepo(t, map[string]string{
+		"apps/cmp.yaml":             plugin("cmp"),
+		"manifests/cmp/input.txt":   "changed by the PR\n",
+		"apps/newcmp.yaml":          plugin("newcmp"),
+		"manifests/newcmp/file.txt": "x\n",
+	})
+	// cmp exists at base too: commit it on main and rebase the change on it.
+	gitRun(t, repo, "checkout", "-q", "main")
+	writeFile(t, repo, "apps/cmp.yaml", plugin("cmp"))
+	writeFile(t, repo, "manifests/cmp/input.txt", "base\n")
+	gitRun(t, repo, "add", "-A")
+	gitRun(t, repo, "commit", "-q", "-m", "cmp app")
+	gitRun(t, repo, "checkout", "-q", "change")
+	gitRun(t, repo, "rebase", "-q", "-X", "theirs", "main")
+	base, head := gitOut(t, repo, "rev-parse", "main"), gitOut(t, repo, "rev-parse", "change")
+
+	var mu sync.Mutex
+	var asked []string
+	sim := argocdsim.New(argocdsim.Config{Manifests: func(a *v1alpha1.Application, rev string) ([]string, error) {
+		mu.Lock()
+		asked = append(asked, a.Name+"@"+rev)
+		mu.Unlock()
+		return []string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + a.Name + `","namespace":"` + a.Spec.Destination.Namespace +
+			`"},"data":{"generatedAt":"` + rev + `"}}`}, nil
+	}})
+	t.Cleanup(sim.Close)
+	sim.SetRef("HEAD", base)
+	app := &v1alpha1.Application{}
+	app.Name, app.Namespace = "cmp", "argocd"
+	app.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: previewRepoURL, Path: "manifests/cmp", TargetRevision: "HEAD",
+		Plugin: &v1alpha1.ApplicationSourcePlugin{Name: "envsubst"}}
+	app.Spec.Destination = v1alpha1.ApplicationDestination{Name: "prd-eu-1", Namespace: "cmp"}
+	if err := sim.AddApp(app, argocdsim.AppOptions{LiveRevisions: []string{base}}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+
+	code, out, stderr := runPreviewCmd(t, "diff", "-o", "json", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL, "--argocd", srv.URL)
+	var doc struct {
+		Apps []struct {
+			Name, Status, Error, Warning string
+			Resources                    []struct{ Kind, Name, Diff string }
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("code %d\n%s\n%s", code, out, stderr)
+	}
+	byName := map[string]int{}
+	for i, a := range doc.Apps {
+		byName[a.Name] = i
+	}
+	cmp := doc.Apps[byName["cmp"]]
+	if cmp.Status != "changed" || !strings.Contains(cmp.Warning, "rendered by Argo CD's repo-server") || len(cmp.Resources) != 1 ||
+		!strings.Contains(cmp.Resources[0].Diff, "-  generatedAt: "+base) || !strings.Contains(cmp.Resources[0].Diff, "+  generatedAt: "+head) {
+		t.Fatalf("cmp: %+v\n%s", cmp, out)
+	}
+	if nc := doc.Apps[byName["newcmp"]]; nc.Status != "skipped" || !strings.Contains(nc.Error, "Argo CD has no app newcmp") {
+		t.Fatalf("newcmp: %+v", nc)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(asked, "cmp@"+base) || !slices.Contains(asked, "cmp@"+head) {
+		t.Fatalf("Argo CD was asked for %v; want cmp at %s and %s", asked, base[:7], head[:7])
+	}
+
+	// Without --argocd the plugin app is listed as not rendered, with the way to render it.
+	_, out, _ = runPreviewCmd(t, "diff", "-o", "json", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL)
+	if !strings.Contains(out, "config management plugins run only inside Argo CD") {
+		t.Fatalf("without --argocd:\n%s", out)
+	}
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func gitRun(t *testing.T, dir string, args ...string) { t.Helper(); gitOut(t, dir, args...) }
+
+func writeFile(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

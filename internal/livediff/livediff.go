@@ -27,6 +27,8 @@ import (
 type ArgoCD interface {
 	ListApplications(ctx context.Context, q argocd.ListQuery) (*v1alpha1.ApplicationList, error)
 	ManagedResources(ctx context.Context, name string) ([]v1alpha1.ResourceDiff, error)
+	GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error)
+	Manifests(ctx context.Context, name, revision string) (*argocd.ManifestResponse, error)
 }
 
 // Options tune a Comparer.
@@ -53,7 +55,50 @@ func New(argo ArgoCD, opts Options) *Comparer {
 	return &Comparer{argo: argo, opts: opts}
 }
 
-var _ preview.LiveComparer = (*Comparer)(nil)
+var (
+	_ preview.LiveComparer   = (*Comparer)(nil)
+	_ preview.RemoteRenderer = (*Comparer)(nil)
+)
+
+// RenderRemote renders app at revision through Argo CD's repo-server (GET .../manifests?revision=): the way to
+// see what a config-management plugin makes of a change. Argo CD renders the Application it holds, so when
+// that one's source differs from app's (the change edits the Application itself) the render carries a warning.
+func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revision string) (*preview.RemoteRender, error) {
+	name := app.Namespace + "/" + app.Name
+	held, err := c.argo.GetApplication(ctx, name, "")
+	if errors.Is(err, argocd.ErrNotFound) {
+		return nil, preview.ErrNotInArgoCD
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.argo.Manifests(ctx, name, revision)
+	if err != nil {
+		return nil, err
+	}
+	out := &preview.RemoteRender{Objects: make([]*unstructured.Unstructured, 0, len(res.Manifests))}
+	for i, m := range res.Manifests {
+		obj, err := decode(m)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %d of %s at %s from Argo CD: %w", i, name, revision, err)
+		}
+		if obj != nil {
+			out.Objects = append(out.Objects, obj)
+		}
+	}
+	if !sameSource(held.Spec.Source, app.Spec.Source) {
+		out.Warning = "Argo CD rendered it with the source of the Application it holds, which this revision changes"
+	}
+	return out, nil
+}
+
+// sameSource compares two single sources as Argo CD would use them.
+func sameSource(a, b *v1alpha1.ApplicationSource) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equals(b)
+}
 
 // CompareLive lists Argo CD's applications once, then compares each app that exists there (matched by
 // namespace and name) with its managed resources. The error is the list's: Argo CD unreachable or refusing.

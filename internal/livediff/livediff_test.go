@@ -308,3 +308,24 @@ type failing struct{ *argocd.Client }
 func (failing) ManagedResources(context.Context, string) ([]v1alpha1.ResourceDiff, error) {
 	return nil, errors.New("boom")
 }
+
+// RenderRemote returns Argo CD's render at a revision, warns when Argo CD's Application has another source than
+// the change's, and reports an app Argo CD does not hold as preview.ErrNotInArgoCD.
+func TestRenderRemote(t *testing.T) {
+	c := newSim(t, []string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"web"},"data":{"a":"b"}}`}, webApp())
+	lc := livediff.New(c, livediff.Options{})
+	rr, err := lc.RenderRemote(context.Background(), webApp(), targetRev)
+	if err != nil || len(rr.Objects) != 1 || rr.Objects[0].GetKind() != "ConfigMap" || rr.Warning != "" {
+		t.Fatalf("RenderRemote = %+v, %v", rr, err)
+	}
+	edited := webApp()
+	edited.Spec.Source.Path = "web-v2"
+	if rr, err = lc.RenderRemote(context.Background(), edited, targetRev); err != nil || !strings.Contains(rr.Warning, "source of the Application it holds") {
+		t.Fatalf("RenderRemote of an edited app = %+v, %v; want a warning", rr, err)
+	}
+	other := webApp()
+	other.Name = "other"
+	if _, err := lc.RenderRemote(context.Background(), other, targetRev); !errors.Is(err, preview.ErrNotInArgoCD) {
+		t.Fatalf("RenderRemote of an unknown app: %v; want ErrNotInArgoCD", err)
+	}
+}

@@ -48,8 +48,27 @@ type Input struct {
 	TempDir string
 	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
 	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
+	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
+	// through it.
 	Live LiveComparer
 }
+
+// RemoteRenderer renders an app at a revision through Argo CD's repo-server: the apps whose source is a
+// config-management plugin, which only Argo CD can run. internal/livediff's Comparer implements it.
+type RemoteRenderer interface {
+	RenderRemote(ctx context.Context, app *v1alpha1.Application, revision string) (*RemoteRender, error)
+}
+
+// RemoteRender is an app rendered by Argo CD.
+type RemoteRender struct {
+	Objects []*unstructured.Unstructured
+	// Warning says how the render may differ from the change (Argo CD renders with the Application spec it
+	// holds, not the one in the change).
+	Warning string
+}
+
+// ErrNotInArgoCD is returned by a RemoteRenderer for an app Argo CD does not know (yet).
+var ErrNotInArgoCD = errors.New("the app is not in Argo CD")
 
 // LiveApp is one affected app handed to a LiveComparer: its Application at head and its renders (Base nil when
 // the app is added or its base render failed).
@@ -86,6 +105,8 @@ type outcome struct {
 	reused    bool // head: the base render, the app being unaffected
 	// notRendered marks an app that was rendered on neither side: the change cannot reach it.
 	notRendered bool
+	// remoteWarning says the render was made by Argo CD (a plugin source), with its caveats.
+	remoteWarning string
 	verdict     discover.Verdict
 }
 
@@ -224,7 +245,8 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		conc = max(2, runtime.GOMAXPROCS(0))
 	}
 	settings := in.Settings.WithDefaults()
-	p := &pipeline{r: r, matcher: matcher, changes: changes, changed: source.Paths(changes),
+	remote, _ := in.Live.(RemoteRenderer)
+	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
 	p.base.settings, p.head.settings = settings, settings
 	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
@@ -286,6 +308,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 
 type pipeline struct {
 	r       Renderer
+	remote  RemoteRenderer // nil: plugin apps are reported as not rendered
 	matcher *source.RepoMatcher
 	changes []source.Change
 	changed []string
@@ -307,9 +330,31 @@ func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcom
 		Settings: s.settings,
 	})
 	if err != nil {
+		if errors.Is(err, render.ErrPluginSource) && p.remote != nil {
+			return p.renderRemote(ctx, a, s, err)
+		}
 		return &outcome{err: err}
 	}
 	return &outcome{objs: res.Objects, readFiles: res.ReadFiles, readDirs: res.ReadDirs}
+}
+
+// renderRemote renders a plugin app through Argo CD at the side's revision. Only a single-source app of this
+// repository can be: Argo CD renders the Application it holds, at one revision. Which changes affect it is
+// decided by the static rules (its source path), as no read set is known.
+func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, local error) *outcome {
+	src := a.App.Spec.Source
+	if a.App.Spec.HasMultipleSources() || src == nil || !p.matcher.Match(src.RepoURL) {
+		return &outcome{err: local}
+	}
+	rr, err := p.remote.RenderRemote(ctx, a.App, s.settings.Revision)
+	switch {
+	case errors.Is(err, ErrNotInArgoCD):
+		return &outcome{err: fmt.Errorf("%w (Argo CD has no app %s to render it with yet)", local, a.App.Name)}
+	case err != nil:
+		return &outcome{err: fmt.Errorf("rendering the plugin source through Argo CD at %s: %w", short(s.settings.Revision), err)}
+	}
+	warning := "rendered by Argo CD's repo-server at " + short(s.settings.Revision) + " (config-management plugin)"
+	return &outcome{objs: rr.Objects, remoteWarning: joinNonEmpty(warning, rr.Warning)}
 }
 
 // renderBase renders an app of the base revision (once).
@@ -480,7 +525,7 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
-	ra.Warning = joinNonEmpty(ra.Warning, strings.Join(res.Warnings, " "))
+	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(side.remoteWarning, strings.Join(res.Warnings, " ")))
 }
 
 // fillBoth describes an app present on both sides.
@@ -525,7 +570,7 @@ func (p *pipeline) fillBoth(ra *report.App, baseNS, headNS string, bo, ho *outco
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
-	ra.Warning = joinNonEmpty(ra.Warning, strings.Join(res.Warnings, " "))
+	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(ho.remoteWarning, strings.Join(res.Warnings, " ")))
 	ra.Status = report.StatusUnchanged
 	if res.Summary.Changed() || hooksChanged(res.Hooks) {
 		ra.Status = report.StatusChanged
