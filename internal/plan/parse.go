@@ -57,11 +57,11 @@ func ParsePolicy(filename string, data []byte) (*Policy, error) {
 }
 
 func (ps *parser) policy(root *yaml.Node) *Policy {
-	p := &Policy{OnFailure: OnFailurePause, AutomatedSync: AutomatedSyncForbid, Commands: map[string]CommandRule{}}
+	p := &Policy{OnFailure: OnFailurePause, AutomatedSync: AutomatedSyncForbid, OnConflict: ConflictWait, Commands: map[string]CommandRule{}}
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "onFailure", "requireCanary", "waves"}
+	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "onConflict", "onFailure", "prune", "requireCanary", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -97,6 +97,18 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 						"automatedSync: unknown mode %q", v)
 				}
 			}
+		case "onConflict":
+			if v, ok := ps.str(f.val, "onConflict"); ok {
+				switch ConflictMode(v) {
+				case ConflictWait, ConflictSupersede:
+					p.OnConflict = ConflictMode(v)
+				default:
+					ps.errAt(ps.resolve(f.val), "use wait (the default: the newer rollout queues) or supersede (the older one stops)",
+						"onConflict: unknown mode %q", v)
+				}
+			}
+		case "prune":
+			p.Prune, _ = ps.boolean(f.val, "prune")
 		case "requireCanary":
 			requireCanaryKey = f.key
 			p.RequireCanary, _ = ps.boolean(f.val, "requireCanary")

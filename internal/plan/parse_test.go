@@ -39,8 +39,8 @@ func TestParsePolicyExamples(t *testing.T) {
 			if p.Commands["rollback"].Teams[0] != "org/sre" || p.Commands["pause"].Permission != PermWrite {
 				t.Errorf("commands = %+v", p.Commands)
 			}
-			if p.OnFailure != OnFailurePause || p.AutomatedSync != AutomatedSyncForbid {
-				t.Errorf("onFailure %q automatedSync %q", p.OnFailure, p.AutomatedSync)
+			if p.OnFailure != OnFailurePause || p.AutomatedSync != AutomatedSyncForbid || p.OnConflict != ConflictWait || p.Prune {
+				t.Errorf("onFailure %q automatedSync %q onConflict %q prune %v", p.OnFailure, p.AutomatedSync, p.OnConflict, p.Prune)
 			}
 		}},
 		{file: "minimal.yaml", waves: []string{"everything"}, check: func(t *testing.T, p *Policy) {
@@ -50,7 +50,7 @@ func TestParsePolicyExamples(t *testing.T) {
 		}},
 		{file: "full.yaml", waves: []string{"canary", "staging", "production", "stragglers"}, check: func(t *testing.T, p *Policy) {
 			if p.OnFailure != OnFailureRollback || p.AutomatedSync != AutomatedSyncDisableDuringRollout ||
-				!p.RequireCanary || p.AppKindLabel != "app.kubernetes.io/name" {
+				!p.RequireCanary || p.AppKindLabel != "app.kubernetes.io/name" || p.OnConflict != ConflictSupersede || !p.Prune {
 				t.Errorf("top level = %+v", p)
 			}
 			if got := p.Waves[0].Selector.String(); got != "!deprecated,env in (canary,test),region,tier!=critical" {
@@ -194,6 +194,9 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:4:12: onFailure: unknown action "stop" (hint: use pause or rollback)`}},
 		{"bad automatedSync", head + "  - {name: a, selector: {}}\nautomatedSync: off\n", []string{
 			`p.yaml:4:16: automatedSync: unknown mode "off" (hint: use forbid (the default) or disable-during-rollout)`}},
+		{"bad onConflict", head + "  - {name: a, selector: {}}\nonConflict: queue\nprune: 1\n", []string{
+			`p.yaml:4:13: onConflict: unknown mode "queue" (hint: use wait (the default: the newer rollout queues) or supersede (the older one stops))`,
+			`p.yaml:5:8: prune must be true or false, not "1" (hint: write true or false)`}},
 		{"bool as string", head + "  - {name: a, selector: {}, production: yes}\n", []string{
 			`p.yaml:3:41: wave "a" production must be true or false, not "yes" (hint: write true or false)`}},
 		{"bad team", head + "  - {name: a, selector: {}, approval: {teams: [sre]}}\n", []string{

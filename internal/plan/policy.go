@@ -24,6 +24,17 @@ const (
 	OnFailureRollback FailureAction = "rollback" // sync every touched app back to its pre-rollout revision
 )
 
+// ConflictMode says what a new rollout does about an unfinished older one touching some of the same apps: two
+// rollouts never sync one app at once.
+type ConflictMode string
+
+const (
+	// ConflictWait (the default) queues the new rollout until the older one has finished.
+	ConflictWait ConflictMode = "wait"
+	// ConflictSupersede stops the older one (its syncs in flight finish, it ends superseded), then starts.
+	ConflictSupersede ConflictMode = "supersede"
+)
+
 // AutomatedSyncMode says what the plan check does with apps whose Argo CD automated sync is enabled.
 type AutomatedSyncMode string
 
@@ -49,6 +60,12 @@ type Policy struct {
 	OnFailure FailureAction
 	// AutomatedSync decides whether apps with automated sync fail the plan check (default forbid).
 	AutomatedSync AutomatedSyncMode
+	// OnConflict says what a merge's rollout does about an unfinished older rollout touching some of the same
+	// apps (default wait).
+	OnConflict ConflictMode
+	// Prune asks Argo CD to prune, in the rollout's syncs, the resources the change removed (default false, as
+	// Argo CD's own sync).
+	Prune bool
 	// RequireCanary turns the canary-first check on for every wave marked Production.
 	RequireCanary bool
 	// AppKindLabel, when set, names the Application label whose value is an app's kind (see AppKind).
@@ -252,6 +269,7 @@ func DefaultPolicy() *Policy {
 		APIVersion:    APIVersion,
 		OnFailure:     OnFailurePause,
 		AutomatedSync: AutomatedSyncForbid,
+		OnConflict:    ConflictWait,
 		Commands:      map[string]CommandRule{},
 		isDefault:     true,
 		Waves: []WavePolicy{

@@ -73,6 +73,7 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	a := New(f, installs, nil)
 	policy := plan.DefaultPolicy()
 	policy.AutomatedSync = plan.AutomatedSyncDisableDuringRollout
+	policy.OnConflict, policy.Prune = plan.ConflictSupersede, true
 	err := a.OnMerge(context.Background(), app.Merge{
 		InstallationID: 99, Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", Plan: pl, Policy: policy,
 		PRPlanDigest: "sha256:shown", RepoURL: "https://github.com/octo/fleet.git", Sender: "alice",
@@ -82,7 +83,7 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	}
 	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", Plan: pl,
 		PRPlanDigest: "sha256:shown", AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
-		RepoURL: "https://github.com/octo/fleet.git"}
+		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git"}
 	if got != want {
 		t.Errorf("request\n got %+v\nwant %+v", got, want)
 	}
