@@ -59,7 +59,10 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_STORE                      sqlite:///path/fleetwave.db (default sqlite://./fleetwave.db) or postgres://…
   FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
   FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
-  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, ...)`,
+  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, ...)
+  FLEETWAVE_REPLICA_NAME               this replica's name in rollout leases (default hostname-pid); give each replica
+                                       a name that survives its restarts (a StatefulSet pod name) so a restarted
+                                       replica takes its rollouts back at once instead of after the lease expires`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadServe(deps.Getenv, f.configFile, nil)
@@ -80,7 +83,7 @@ Configuration (environment, or the same keys in a YAML file given with --config 
 	fl.StringVar(&f.configFile, "config", "", "YAML file with FLEETWAVE_* keys (the environment wins); default $FLEETWAVE_CONFIG")
 	fl.IntVar(&f.workers, "workers", 4, "webhook deliveries handled concurrently")
 	fl.IntVar(&f.queueSize, "queue", 256, "deliveries waiting for a worker before new ones get 503 (GitHub can redeliver)")
-	fl.DurationVar(&f.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long to finish queued deliveries")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 25*time.Second, "on SIGTERM, how long to finish queued deliveries, then (again) how long the rollout executor lets syncs in flight finish")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }
@@ -107,7 +110,7 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	}
 	defer st.Close()
 
-	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv})
+	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv, DrainTimeout: f.drainTimeout})
 	if err != nil {
 		return err
 	}
@@ -202,8 +205,11 @@ type serveDeps struct {
 	GitHub *github.App // GitHub.Client(installationID) per event; GitHub.GitCredentials for clones
 	Store  *store.Store
 	// Getenv reads the settings of the use cases that are not (yet) keys of config.Serve:
-	// FLEETWAVE_CACHE_DIR (the clone cache) and FLEETWAVE_RENDER_SETTINGS (a render settings file).
+	// FLEETWAVE_CACHE_DIR (the clone cache), FLEETWAVE_RENDER_SETTINGS (a render settings file) and
+	// FLEETWAVE_REPLICA_NAME (the rollout lease owner).
 	Getenv func(string) string
+	// DrainTimeout bounds the rollout executor's drain at shutdown (--drain-timeout; default 20s).
+	DrainTimeout time.Duration
 }
 
 // serveWiring is what the seam returns.
@@ -252,7 +258,11 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})))
 
 		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) }, installs)
-		ex = rollout.New(d.Store, argo, reporter, rollout.WithLogger(d.Log))
+		exOpts := []rollout.Option{rollout.WithLogger(d.Log)}
+		if name := strings.TrimSpace(getenv("FLEETWAVE_REPLICA_NAME")); name != "" {
+			exOpts = append(exOpts, rollout.WithOwner(name))
+		}
+		ex = rollout.New(d.Store, argo, reporter, exOpts...)
 		adapter := executor.New(ex, installs, d.Log)
 		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
 	} else if file := d.Config.ClustersFile; file != "" {
@@ -295,7 +305,10 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		closeFn = func() {
 			// Stop lets the syncs in flight finish and releases the leases; past the bound, what is still in
 			// flight is abandoned as in a crash and reconciled with Argo CD at the next start.
-			const drain = 20 * time.Second
+			drain := d.DrainTimeout
+			if drain <= 0 {
+				drain = 20 * time.Second
+			}
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 			defer cancel()
 			if err := ex.Stop(sctx); err != nil {

@@ -268,8 +268,11 @@ spec:
 	w, err := wireServe(ctx, serveDeps{Log: log, GitHub: gh, Store: st,
 		Config: &config.Serve{ArgoCDURL: argo.URL, Store: config.NewSecret("sqlite://" + filepath.Join(dir, "fleetwave.db"))},
 		Getenv: func(k string) string {
-			if k == "FLEETWAVE_CACHE_DIR" {
+			switch k {
+			case "FLEETWAVE_CACHE_DIR":
 				return filepath.Join(dir, "cache")
+			case "FLEETWAVE_REPLICA_NAME":
+				return "fleetwave-0"
 			}
 			return ""
 		}})
@@ -282,7 +285,7 @@ spec:
 			w.close()
 		}
 	}()
-	if !strings.Contains(logs.String(), `"executor":"rollout (owner `) {
+	if !strings.Contains(logs.String(), `"executor":"rollout (owner fleetwave-0)"`) {
 		t.Fatalf("executor not wired:\n%s", logs.String())
 	}
 
