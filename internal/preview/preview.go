@@ -107,7 +107,7 @@ type outcome struct {
 	notRendered bool
 	// remoteWarning says the render was made by Argo CD (a plugin source), with its caveats.
 	remoteWarning string
-	verdict     discover.Verdict
+	verdict       discover.Verdict
 }
 
 // external reports a render that could not run locally because a source is outside the checkout, or is a
