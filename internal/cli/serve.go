@@ -244,9 +244,10 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	}
 	opts := []app.Option{app.WithLogger(d.Log)}
 	var ex *rollout.Executor // with Argo CD
-	// installs learns which installation each repository belongs to from every delivery, so a rollout resumed
-	// after a restart can publish its check-runs as soon as any event of its repository arrives.
+	// installs learns which installation each repository belongs to from every delivery; for a repository no
+	// delivery named yet (a rollout resumed after a restart) it asks GitHub (GET /repos/{o}/{r}/installation).
 	installs := &executor.Installations{}
+	installs.SetFinder(d.GitHub.RepoInstallation)
 
 	var settings render.Settings
 	if d.Config.ArgoCDURL != "" {

@@ -50,6 +50,7 @@ type App struct {
 
 	mu            sync.Mutex
 	installations map[int64]*installation
+	appClient     *gh.Client // authenticated as the App (JWT), created on first use
 }
 
 type installation struct {
@@ -190,4 +191,30 @@ func (a *App) TokenExpiry(installationID int64) time.Time {
 		return time.Time{}
 	}
 	return exp
+}
+
+// RepoInstallation finds the App's installation on repo ("owner/name"): GET /repos/{owner}/{repo}/installation,
+// authenticated as the App (JWT). The error wraps ErrNotFound when the App is not installed there. The bot uses
+// it for work that outlives the webhook that brought it (a rollout resumed after a restart publishes its
+// check-runs before any new event from the repository arrives).
+func (a *App) RepoInstallation(ctx context.Context, repo string) (int64, error) {
+	owner, name, err := splitRepo(repo)
+	if err != nil {
+		return 0, err
+	}
+	a.mu.Lock()
+	if a.appClient == nil {
+		apps := ghinstallation.NewAppsTransportFromPrivateKey(a.transport, a.appID, a.key)
+		c := gh.NewClient(&http.Client{Transport: apps})
+		c.BaseURL = a.apiURL
+		c.UserAgent = a.userAgent
+		a.appClient = c
+	}
+	c := a.appClient
+	a.mu.Unlock()
+	in, resp, err := c.Apps.FindRepositoryInstallation(ctx, owner, name)
+	if err != nil {
+		return 0, apiErr("finding the App installation of "+repo, resp, err)
+	}
+	return in.GetID(), nil
 }

@@ -33,9 +33,9 @@ func NewReporter(clients func(installationID int64) (CheckRuns, error), installs
 // Publish creates the check-run (cr.ID == 0) or updates it, and returns its id. A check-run that no longer
 // exists on GitHub is created again (a new id, which the executor stores).
 func (r *Reporter) Publish(ctx context.Context, cr rollout.CheckRun) (int64, error) {
-	inst, ok := r.installs.Lookup(cr.Repo)
-	if !ok {
-		return 0, fmt.Errorf("publishing check run %q on %s: no App installation known for the repository yet", cr.Name, cr.Repo)
+	inst, err := r.installs.Resolve(ctx, cr.Repo)
+	if err != nil {
+		return 0, fmt.Errorf("publishing check run %q on %s: %w", cr.Name, cr.Repo, err)
 	}
 	client, err := r.github(inst)
 	if err != nil {

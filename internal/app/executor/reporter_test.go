@@ -6,6 +6,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +20,19 @@ const appID = 4242
 
 // newGitHub is a GitHub App over fakegithub, which validates every request against GitHub's OpenAPI
 // description.
-func newGitHub(t *testing.T) (*fakegithub.Server, func(int64) (CheckRuns, error)) {
+func newGitHub(t *testing.T, opts ...fakegithub.Option) (*fakegithub.Server, func(int64) (CheckRuns, error)) {
+	t.Helper()
+	fake, ghApp := newGitHubApp(t, opts...)
+	return fake, func(id int64) (CheckRuns, error) { return ghApp.Client(id) }
+}
+
+func newGitHubApp(t *testing.T, opts ...fakegithub.Option) (*fakegithub.Server, *github.App) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := fakegithub.New(t, fakegithub.WithApp(appID, &key.PublicKey))
+	fake := fakegithub.New(t, append([]fakegithub.Option{fakegithub.WithApp(appID, &key.PublicKey)}, opts...)...)
 	ghApp, err := github.NewApp(github.AppConfig{
 		AppID: appID, PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		APIURL: fake.URL(), Transport: fake.Client().Transport,
@@ -34,7 +41,7 @@ func newGitHub(t *testing.T) (*fakegithub.Server, func(int64) (CheckRuns, error)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fake, func(id int64) (CheckRuns, error) { return ghApp.Client(id) }
+	return fake, ghApp
 }
 
 func TestReporterPublishesCheckRuns(t *testing.T) {
@@ -105,6 +112,40 @@ func TestReporterUnknownInstallation(t *testing.T) {
 	}
 	if n := len(fake.Requests()); n != 0 {
 		t.Errorf("%d requests sent", n)
+	}
+}
+
+// After a restart no event has named the repository yet: the Reporter asks GitHub which installation covers it
+// (with the App's JWT), once, and publishes with that installation's token.
+func TestReporterFindsTheInstallation(t *testing.T) {
+	fake, ghApp := newGitHubApp(t, fakegithub.WithInstallation(repo, 31))
+	installs := &Installations{}
+	installs.SetFinder(ghApp.RepoInstallation)
+	rep := NewReporter(func(id int64) (CheckRuns, error) { return ghApp.Client(id) }, installs)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := rep.Publish(ctx, rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookups := 0
+	for _, req := range fake.Requests() {
+		switch {
+		case req.Operation == "apps/get-repo-installation":
+			lookups++
+		case strings.HasPrefix(req.Operation, "checks/") && req.Installation != 31:
+			t.Errorf("%s with the token of installation %d, want 31", req.Operation, req.Installation)
+		}
+	}
+	if lookups != 1 {
+		t.Errorf("%d installation lookups, want 1 (then remembered)", lookups)
+	}
+	if id, ok := installs.Lookup(repo); !ok || id != 31 {
+		t.Errorf("remembered %d, %v", id, ok)
+	}
+	_, err := rep.Publish(ctx, rollout.CheckRun{Repo: "octo/not-installed", HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued})
+	if !errors.Is(err, github.ErrNotFound) {
+		t.Errorf("publishing on a repository without the App: %v; want ErrNotFound", err)
 	}
 }
 

@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "regenerate testdata/extra-operations.js
 // extraOperationIDs are the operations the bot calls beyond bot-subset.json.
 var extraOperationIDs = []string{
 	"teams/get-membership-for-user-in-org", // GET /orgs/{org}/teams/{team_slug}/memberships/{username}
+	"apps/get-repo-installation",           // GET /repos/{owner}/{repo}/installation
 }
 
 // fullDescription is GitHub's complete REST description (octokit/openapi 23.0.2), outside the repository.

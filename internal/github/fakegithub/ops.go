@@ -17,6 +17,8 @@ func (s *Server) dispatch(c call) answer {
 	switch c.route.Operation.OperationID {
 	case "apps/create-installation-access-token":
 		return s.createToken(c)
+	case "apps/get-repo-installation":
+		return s.getRepoInstallation(c)
 	case "issues/list-comments":
 		return s.listComments(c)
 	case "issues/create-comment":
@@ -73,6 +75,20 @@ func (s *Server) createToken(c call) answer {
 	v["expires_at"] = ts(tok.Expires)
 	v["repository_selection"] = "all"
 	return jsonAnswer(http.StatusCreated, v)
+}
+
+func (s *Server) getRepoInstallation(c call) answer {
+	repo := c.params["owner"] + "/" + c.params["repo"]
+	id, ok := s.o.installs[strings.ToLower(repo)]
+	if !ok {
+		return notFound(c)
+	}
+	v := s.spec.example("installation")
+	v["id"] = id
+	v["app_id"] = s.o.appID
+	v["app_slug"] = s.o.appSlug
+	v["repository_selection"] = "selected"
+	return jsonAnswer(http.StatusOK, v)
 }
 
 // --- users -----------------------------------------------------------------------------------------------

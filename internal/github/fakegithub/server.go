@@ -87,6 +87,7 @@ type options struct {
 	now          func() time.Time
 	prefix       string
 	allowInvalid bool
+	installs     map[string]int64 // lower-case "owner/repo" → installation id
 }
 
 // Option configures a Server.
@@ -96,6 +97,17 @@ type Option func(*options)
 // Without it any well-formed JWT is accepted.
 func WithApp(id int64, key *rsa.PublicKey) Option {
 	return func(o *options) { o.appID, o.appKey = id, key }
+}
+
+// WithInstallation says the App is installed on repo ("owner/name") as installation id: GET
+// /repos/{owner}/{repo}/installation answers it (404 for repositories without one).
+func WithInstallation(repo string, id int64) Option {
+	return func(o *options) {
+		if o.installs == nil {
+			o.installs = map[string]int64{}
+		}
+		o.installs[strings.ToLower(repo)] = id
+	}
 }
 
 // WithAppSlug names the App; its bot user is "<slug>[bot]" (default "fleetwave").
@@ -378,7 +390,7 @@ func (s *Server) validateResponse(in *openapi3filter.RequestValidationInput, a a
 func (s *Server) authenticate(r *http.Request, opID string) (int64, error) {
 	auth := r.Header.Get("Authorization")
 	scheme, cred, _ := strings.Cut(auth, " ")
-	if opID == "apps/create-installation-access-token" {
+	if opID == "apps/create-installation-access-token" || opID == "apps/get-repo-installation" {
 		if !strings.EqualFold(scheme, "Bearer") {
 			return 0, errors.New("an App JWT (Bearer) is required")
 		}
