@@ -140,9 +140,20 @@ func (d *driver) run(ctx context.Context) {
 		} else {
 			backoff = time.Second
 		}
-		if res.done || d.e.draining.Load() {
-			// Finished, or draining with everything in flight finished (steps return only then): publish the
-			// last state and hand the rollout over.
+		if res.done {
+			// Finished: publish the end, then let the rollout go. The lease is kept while GitHub has not taken the
+			// final check-runs (or the process dies first): a finished rollout with a lease is claimed again
+			// (Store.ListUnreleased) until they are published, for at most a day.
+			if d.flush(ctx) || d.gaveUpPublishing(ctx) {
+				d.releaseLease(ctx)
+			} else {
+				log.Warn("final check-runs not published yet: retried at the next claim")
+			}
+			return
+		}
+		if d.e.draining.Load() {
+			// Draining with everything in flight finished (steps return only then): publish the last state and
+			// hand the rollout over.
 			d.flush(ctx)
 			d.releaseLease(ctx)
 			return
@@ -158,6 +169,16 @@ func (d *driver) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// publishRetryLimit is how long after a rollout finished its final check-runs are still retried.
+const publishRetryLimit = 24 * time.Hour
+
+// gaveUpPublishing: the rollout finished more than publishRetryLimit ago (GitHub keeps refusing its check-runs,
+// e.g. the App was uninstalled), or the store cannot tell.
+func (d *driver) gaveUpPublishing(ctx context.Context) bool {
+	r, err := d.e.st.GetRollout(ctx, d.id)
+	return err != nil || d.e.o.clock.Now().Sub(r.UpdatedAt) > publishRetryLimit
 }
 
 func (d *driver) releaseLease(ctx context.Context) {

@@ -24,6 +24,7 @@ type Store interface {
 	GetRollout(ctx context.Context, id int64) (store.Rollout, error)
 	ListRollouts(ctx context.Context, f store.RolloutFilter) ([]store.Rollout, error)
 	ListClaimable(ctx context.Context) ([]store.Rollout, error)
+	ListUnreleased(ctx context.Context, owner string) ([]store.Rollout, error)
 	UpdateRollout(ctx context.Context, r store.Rollout) (store.Rollout, error)
 	ListWaves(ctx context.Context, rolloutID int64) ([]store.Wave, error)
 	UpdateWave(ctx context.Context, w store.Wave) (store.Wave, error)
@@ -247,7 +248,9 @@ func (e *Executor) Stop(ctx context.Context) error {
 }
 
 // claim starts a driver for every unfinished rollout whose lease this replica gets, oldest first: at start every
-// unfinished rollout (this replica's own leases from before a restart are still live), then those nobody holds.
+// unfinished rollout (this replica's own leases from before a restart are still live), then those nobody holds;
+// and for every finished one whose lease was not released (the driver publishes its final check-runs, then
+// releases it).
 func (e *Executor) claim(ctx context.Context, all bool) error {
 	var rs []store.Rollout
 	var err error
@@ -260,6 +263,12 @@ func (e *Executor) claim(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
+	// Finished rollouts whose lease was never released: their replica died before publishing the end.
+	unreleased, err := e.st.ListUnreleased(ctx, e.o.owner)
+	if err != nil {
+		return err
+	}
+	rs = append(rs, unreleased...)
 	for _, r := range rs {
 		e.mu.Lock()
 		_, driving := e.drivers[r.ID]

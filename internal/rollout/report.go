@@ -156,11 +156,12 @@ func (d *driver) publisher(ctx context.Context) {
 	}
 }
 
-// flush publishes now (the final state, before the driver lets the rollout go).
-func (d *driver) flush(ctx context.Context) {
+// flush publishes now (the final state, before the driver lets the rollout go) and reports whether every
+// check-run is up to date on GitHub.
+func (d *driver) flush(ctx context.Context) bool {
 	d.pubMu.Lock()
 	defer d.pubMu.Unlock()
-	d.e.publishAll(ctx, d.id, d.published)
+	return d.e.publishAll(ctx, d.id, d.published)
 }
 
 // publishFinished publishes a rollout nobody drives (recorded finished, e.g. a plan that breaks the policy).
@@ -168,16 +169,21 @@ func (e *Executor) publishFinished(ctx context.Context, r store.Rollout) {
 	e.publishAll(ctx, r.ID, map[string]string{})
 }
 
-// publishAll builds every check-run of a rollout and publishes those that changed since last time.
-func (e *Executor) publishAll(ctx context.Context, id int64, published map[string]string) {
-	if _, none := e.rep.(nopReporter); none || ctx.Err() != nil {
-		return
+// publishAll builds every check-run of a rollout and publishes those that changed since last time. It reports
+// whether all of them are published.
+func (e *Executor) publishAll(ctx context.Context, id int64, published map[string]string) bool {
+	if _, none := e.rep.(nopReporter); none {
+		return true
+	}
+	if ctx.Err() != nil {
+		return false
 	}
 	v, err := e.view(ctx, id)
 	if err != nil {
 		e.o.log.Warn("reading a rollout to publish it", "rollout", id, "err", err)
-		return
+		return false
 	}
+	ok := true
 	crs := []CheckRun{rolloutCheckRun(v)}
 	for i := range v.waves {
 		crs = append(crs, waveCheckRun(v, i))
@@ -193,6 +199,7 @@ func (e *Executor) publishAll(ctx context.Context, id int64, published map[strin
 		newID, err := e.rep.Publish(ctx, cr)
 		if err != nil {
 			e.o.log.Warn("publishing a check-run", "rollout", id, "check", cr.Name, "err", err)
+			ok = false
 			continue
 		}
 		published[cr.ExternalID] = digest
@@ -200,6 +207,7 @@ func (e *Executor) publishAll(ctx context.Context, id int64, published map[strin
 			e.saveCheckRunID(ctx, v, cr, newID)
 		}
 	}
+	return ok
 }
 
 func checkDigest(cr CheckRun) string {

@@ -115,3 +115,28 @@ func (s *Store) ListClaimable(ctx context.Context) ([]Rollout, error) {
 	}
 	return out, nil
 }
+
+// ListUnreleased lists the finished rollouts that still have a lease held by owner (from before a restart) or
+// expired, oldest first. A replica releases a rollout's lease only after publishing its final state, so these
+// are rollouts whose replica died between finishing them and reporting it: whoever takes the lease publishes
+// and releases it.
+func (s *Store) ListUnreleased(ctx context.Context, owner string) ([]Rollout, error) {
+	unfinished := unfinishedRolloutStates()
+	args := make([]any, 0, len(unfinished)+2)
+	for _, st := range unfinished {
+		args = append(args, string(st))
+	}
+	args = append(args, owner, s.leaseNowArg())
+	rows, err := s.r.QueryContext(ctx, s.d.q("SELECT "+prefixed("r", rolloutCols)+` FROM rollouts r
+    JOIN leases l ON l.rollout_id = r.id
+    WHERE r.state NOT IN (`+placeholders(len(unfinished))+`) AND (l.owner = ? OR l.expires_at <= {now})
+    ORDER BY r.id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("listing finished rollouts with a lease: %w", err)
+	}
+	out, err := scanRollouts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("listing finished rollouts with a lease: %w", err)
+	}
+	return out, nil
+}

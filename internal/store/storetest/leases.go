@@ -33,6 +33,49 @@ func acquire(t *testing.T, e *env, s *store.Store, id int64, owner string, ttl t
 }
 
 var leaseTests = []test{
+	{"finished rollouts keep their lease until released", func(t *testing.T, e *env) {
+		r, _ := mustCreate(t, e, sample("org/fleet", "m1"))
+		other, _ := mustCreate(t, e, sample("org/fleet", "m2"))
+		unreleased := func(owner string) []int64 {
+			t.Helper()
+			rs, err := e.s.ListUnreleased(e.ctx, owner)
+			if err != nil {
+				t.Fatalf("ListUnreleased: %v", err)
+			}
+			var ids []int64
+			for _, x := range rs {
+				ids = append(ids, x.ID)
+			}
+			return ids
+		}
+		acquire(t, e, e.s, r.ID, "a", 30*time.Second, true)
+		acquire(t, e, e.s, other.ID, "b", 30*time.Second, true)
+		if ids := unreleased("a"); len(ids) != 0 {
+			t.Fatalf("ListUnreleased with nothing finished = %v", ids)
+		}
+		for _, x := range []store.Rollout{r, other} {
+			if _, err := e.s.UpdateRollout(e.ctx, withState(x, store.RolloutSucceeded)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ids := unreleased("a"); len(ids) != 1 || ids[0] != r.ID {
+			t.Fatalf("ListUnreleased(a) = %v; want its own [%d], not b's live one", ids, r.ID)
+		}
+		if ids := claimable(t, e, e.s); len(ids) != 0 {
+			t.Fatalf("finished rollouts are never claimable: %v", ids)
+		}
+		e.clock.Advance(31 * time.Second)
+		if ids := unreleased("c"); len(ids) != 2 {
+			t.Fatalf("ListUnreleased(c) after both leases expired = %v; want both", ids)
+		}
+		acquire(t, e, e.s, other.ID, "c", 30*time.Second, true)
+		if err := e.s.ReleaseLease(e.ctx, other.ID, "c"); err != nil {
+			t.Fatal(err)
+		}
+		if ids := unreleased("c"); len(ids) != 1 || ids[0] != r.ID {
+			t.Fatalf("ListUnreleased after a release = %v; want [%d]", ids, r.ID)
+		}
+	}},
 	{"contend, expire, take over", func(t *testing.T, e *env) {
 		r, _ := mustCreate(t, e, sample("org/fleet", "m1"))
 		b := e.open() // the second replica
