@@ -44,7 +44,8 @@ func (c *Client) ListApplications(ctx context.Context, q ListQuery) (*v1alpha1.A
 
 // GetApplication reads one application. name may be qualified "namespace/name". With refresh "normal" or "hard"
 // the server asks the controller to reconcile the app and answers only after that reconcile was written
-// (server/application/application.go Get), so the answer is newer than the call.
+// (server/application/application.go Get), so the answer is newer than the call. A missing app is
+// ErrPermissionDenied, as for an app the token may not read (FindApplication tells them apart).
 func (c *Client) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
 	ns, n, err := splitName(name)
 	if err != nil {
@@ -56,6 +57,28 @@ func (c *Client) GetApplication(ctx context.Context, name string, refresh v1alph
 	var out v1alpha1.Application
 	if err := c.call(ctx, request{method: "GET", path: apiPath("applications", n), query: v}, &out); err != nil {
 		return nil, fmt.Errorf("getting application %q: %w", name, err)
+	}
+	return &out, nil
+}
+
+// FindApplication reads an application of a project. Argo CD answers a missing app with PermissionDenied unless
+// the request names a project (it does not tell a caller whether an app it may not see exists:
+// server/application/application.go getAppEnforceRBAC); with the project, a missing app — or one of another
+// project — is ErrNotFound. An empty project means "default".
+func (c *Client) FindApplication(ctx context.Context, name, project string) (*v1alpha1.Application, error) {
+	ns, n, err := splitName(name)
+	if err != nil {
+		return nil, err
+	}
+	if project == "" {
+		project = "default"
+	}
+	v := url.Values{}
+	setNonEmpty(v, "appNamespace", ns)
+	v.Set("project", project)
+	var out v1alpha1.Application
+	if err := c.call(ctx, request{method: "GET", path: apiPath("applications", n), query: v}, &out); err != nil {
+		return nil, fmt.Errorf("getting application %q of project %q: %w", name, project, err)
 	}
 	return &out, nil
 }

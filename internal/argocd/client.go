@@ -206,7 +206,9 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, out any
 	}
 	c.setHeaders(req)
 	req.Header.Set("Accept", "application/json")
-	if payload != nil {
+	if r.method != http.MethodGet {
+		// argocd-server refuses any other method without a JSON content type, body or not: 415 "Invalid content
+		// type" (server/server.go enforceContentTypes, --api-content-types). DELETE .../operation has no body.
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)

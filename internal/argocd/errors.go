@@ -169,3 +169,10 @@ func oneLine(s string, n int) string {
 	}
 	return s
 }
+
+// IsMissingApp reports whether a read of an app (GET without a project) says it is not there: NotFound, or the
+// PermissionDenied with which Argo CD answers for an app that does not exist as well as for one the token may
+// not read (server/application/application.go getAppEnforceRBAC). Either way the bot cannot work on the app.
+func IsMissingApp(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrPermissionDenied)
+}

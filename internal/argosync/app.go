@@ -409,12 +409,12 @@ func (r *appRun) waitUntil(ctx context.Context, what string, cond func(*v1alpha1
 		case <-r.sub.notify:
 			t.Stop()
 			if r.sub.takeResync() {
-				if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && errors.Is(err, argocd.ErrNotFound) {
+				if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && argocd.IsMissingApp(err) {
 					return cur, fmt.Errorf("the app disappeared while waiting for %s", what)
 				}
 			}
 		case <-t.Chan():
-			if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && errors.Is(err, argocd.ErrNotFound) {
+			if _, err := r.get(ctx, ""); err != nil && ctx.Err() == nil && argocd.IsMissingApp(err) {
 				return cur, fmt.Errorf("the app disappeared while waiting for %s", what)
 			}
 			stall = min(2*stall, maxStall)

@@ -27,7 +27,7 @@ import (
 type ArgoCD interface {
 	ListApplications(ctx context.Context, q argocd.ListQuery) (*v1alpha1.ApplicationList, error)
 	ManagedResources(ctx context.Context, name string) ([]v1alpha1.ResourceDiff, error)
-	GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error)
+	FindApplication(ctx context.Context, name, project string) (*v1alpha1.Application, error)
 	Manifests(ctx context.Context, name, revision string) (*argocd.ManifestResponse, error)
 }
 
@@ -65,8 +65,8 @@ var (
 // that one's source differs from app's (the change edits the Application itself) the render carries a warning.
 func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revision string) (*preview.RemoteRender, error) {
 	name := app.Namespace + "/" + app.Name
-	held, err := c.argo.GetApplication(ctx, name, "")
-	if errors.Is(err, argocd.ErrNotFound) {
+	held, err := c.argo.FindApplication(ctx, name, app.Spec.Project)
+	if errors.Is(err, argocd.ErrNotFound) { // not there, or in another project than the change says
 		return nil, preview.ErrNotInArgoCD
 	}
 	if err != nil {

@@ -379,8 +379,8 @@ func (d *driver) reconcileInFlight(ctx context.Context, r store.Rollout, sp *sto
 func (d *driver) reconcileStep(ctx context.Context, r store.Rollout, sp *storedPlan, s store.AppStep) {
 	app, err := d.getApp(ctx, s.App, "")
 	if err != nil {
-		if errors.Is(err, argocd.ErrNotFound) {
-			d.outcome(ctx, s, store.StepFailed, opEvidence{}, "", "the app no longer exists in Argo CD")
+		if argocd.IsMissingApp(err) {
+			d.outcome(ctx, s, store.StepFailed, opEvidence{}, "", "the app no longer exists in Argo CD (or the bot may no longer read it)")
 		}
 		return
 	}

@@ -71,6 +71,12 @@ func (s *Server) serve(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 		writeError(w, codes.Unavailable, "simulated outage")
 		return
 	}
+	if r.Method != http.MethodGet && !strings.EqualFold(r.Header.Get("Content-Type"), "application/json") {
+		// server/server.go enforceContentTypes (--api-content-types, default application/json): every other method
+		// needs the JSON content type, with or without a body.
+		http.Error(w, "Invalid content type", http.StatusUnsupportedMediaType)
+		return
+	}
 	if !s.authorized(r) {
 		writeError(w, codes.Unauthenticated, "no session information")
 		return
@@ -119,7 +125,9 @@ func (s *Server) countsLocked(app string) *Counts {
 }
 
 // lookupLocked finds the app named by the request, checking ?appNamespace and ?project like the real server
-// (a mismatch is reported as not found).
+// (server/application/application.go getAppEnforceRBAC): a missing app is PermissionDenied unless the request
+// names a project — Argo CD does not tell a caller whether an app it may not see exists — and NotFound (also for
+// an app of another project) when it does.
 func (s *Server) lookupLocked(r *http.Request, name string) (*appState, *apiError) {
 	st, ok := s.apps[name]
 	q := r.URL.Query()
@@ -127,9 +135,17 @@ func (s *Server) lookupLocked(r *http.Request, name string) (*appState, *apiErro
 		if ns := q.Get("appNamespace"); ns != "" && ns != st.app.Namespace {
 			ok = false
 		}
-		if p := q.Get("project"); p != "" && p != st.app.Spec.Project {
-			ok = false
+	}
+	project := q.Get("project")
+	if !ok && project == "" {
+		return nil, &apiError{codes.PermissionDenied, "permission denied"}
+	}
+	if ok && project != "" {
+		effective := st.app.Spec.Project
+		if effective == "" {
+			effective = "default"
 		}
+		ok = effective == project
 	}
 	if !ok {
 		return nil, &apiError{codes.NotFound, fmt.Sprintf("applications.argoproj.io %q not found", name)}

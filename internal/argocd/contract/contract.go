@@ -203,8 +203,19 @@ func getAndRefresh(t *testing.T, s *suite) {
 	if _, ok := argocd.ResourceVersion(a.ResourceVersion); !ok {
 		t.Errorf("resourceVersion %q is not an integer (the orchestrator orders events by it)", a.ResourceVersion)
 	}
-	if _, err := s.c.GetApplication(ctx, "fleetwave-contract-no-such-app", ""); !errors.Is(err, argocd.ErrNotFound) {
-		t.Fatalf("get of a missing app: %v, want NotFound", err)
+	// A missing app is PermissionDenied (Argo CD does not tell whether an app the caller may not see exists);
+	// named with a project, NotFound — also for an existing app of another project.
+	if _, err := s.c.GetApplication(ctx, "fleetwave-contract-no-such-app", ""); !errors.Is(err, argocd.ErrPermissionDenied) {
+		t.Fatalf("get of a missing app: %v, want PermissionDenied", err)
+	}
+	if _, err := s.c.FindApplication(ctx, "fleetwave-contract-no-such-app", ""); !errors.Is(err, argocd.ErrNotFound) {
+		t.Fatalf("get of a missing app in project default: %v, want NotFound", err)
+	}
+	if _, err := s.c.FindApplication(ctx, s.ManualApp, "fleetwave-contract-no-such-project"); !errors.Is(err, argocd.ErrNotFound) {
+		t.Fatalf("get of %s in another project: %v, want NotFound", s.ManualApp, err)
+	}
+	if a, err := s.c.FindApplication(ctx, s.ManualApp, ""); err != nil || a.Name != s.ManualApp {
+		t.Fatalf("get of %s in project default: %v %s", s.ManualApp, err, describe(a))
 	}
 	before := time.Now().Truncate(time.Second).Add(-s.ClockSkew)
 	r, err := s.c.GetApplication(ctx, s.ManualApp, v1alpha1.RefreshTypeNormal)
