@@ -28,8 +28,9 @@ test: ## fast tests, with the race detector
 	$(GO) test -race -count=1 ./...
 
 .PHONY: test-all
-test-all: test ## fast tests plus the slow suites with real servers
+test-all: test ## fast tests, the slow suites, and the end-to-end suite against a real Argo CD (make e2e)
 	FLEETWAVE_SLOW_TESTS=1 $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) e2e
 
 .PHONY: fidelity
 fidelity: build ## render the fidelity corpus (../shared/fidelity) and compare with Argo CD's own output
