@@ -23,6 +23,7 @@ trap cleanup EXIT
 # the package directory, as go test does.
 mkdir -p .cache/e2e
 "$GO" test -c -o .cache/e2e/e2e.test ./test/e2e/
+"$GO" build -o .cache/e2e/fleetwave ./cmd/bot # the App, run as its own process by the flow test
 bash hack/e2e/up.sh
 cd test/e2e
-ip netns exec "$NS" env FLEETWAVE_E2E_ENV="$ENV_FILE" "$ROOT/.cache/e2e/e2e.test" -test.count=1 -test.v -test.timeout 30m "$@"
+ip netns exec "$NS" env FLEETWAVE_E2E_ENV="$ENV_FILE" FLEETWAVE_E2E_BOT="$ROOT/.cache/e2e/fleetwave" "$ROOT/.cache/e2e/e2e.test" -test.count=1 -test.v -test.timeout 30m "$@"

@@ -47,26 +47,14 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 	work := t.TempDir()
 	checkout := filepath.Join(work, "fleet")
 	bare := filepath.Join(work, "fleet.git")
-	run := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@fleetwave.invalid",
-			"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@fleetwave.invalid", "GIT_CONFIG_NOSYSTEM=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
 	if out, err := exec.Command("cp", "-r", root, checkout).CombinedOutput(); err != nil {
 		t.Fatalf("copying the example fleet: %v\n%s", err, out)
 	}
-	run(checkout, "init", "-q", "-b", "main")
-	run(checkout, "add", "-A")
-	run(checkout, "commit", "-q", "-m", "example fleet")
-	sha := run(checkout, "rev-parse", "HEAD")
-	run(work, "clone", "-q", "--bare", checkout, bare)
+	gitIn(t, checkout, "init", "-q", "-b", "main")
+	gitIn(t, checkout, "add", "-A")
+	gitIn(t, checkout, "commit", "-q", "-m", "example fleet")
+	sha := gitIn(t, checkout, "rev-parse", "HEAD")
+	gitIn(t, work, "clone", "-q", "--bare", checkout, bare)
 	fileURL := "file://" + bare
 
 	// The render settings of the in-cluster destination, as Argo CD's controller passes them to the repo-server.
