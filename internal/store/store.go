@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
@@ -56,6 +57,9 @@ type Store struct {
 	clock Clock
 	// leaseClockFromDB: leases are measured with the database's now() (PostgreSQL without WithClock).
 	leaseClockFromDB bool
+	// stmts caches the writer's prepared statements of the hot path by query text (SQLite: parsing a statement
+	// costs as much as running it; pgx caches its own).
+	stmts sync.Map
 }
 
 // Open opens the store named by dsn and applies pending schema migrations:
@@ -152,8 +156,31 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// writeRow runs a single-row write on the writer, through a statement prepared once per query text for SQLite.
+func (s *Store) writeRow(ctx context.Context, query string, args ...any) *sql.Row {
+	if s.d.backend != backendSQLite {
+		return s.w.QueryRowContext(ctx, query, args...)
+	}
+	if st, ok := s.stmts.Load(query); ok {
+		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+	}
+	st, err := s.w.PrepareContext(ctx, query)
+	if err != nil {
+		return s.w.QueryRowContext(ctx, query, args...) // reports the error
+	}
+	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		st = prev.(*sql.Stmt)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
 // Close closes the database. Outstanding calls fail.
 func (s *Store) Close() error {
+	s.stmts.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
 	err := s.w.Close()
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
