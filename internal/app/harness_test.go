@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"flag"
 	"fmt"
@@ -315,36 +314,7 @@ func edit(t testing.TB, rel string, fn func(string) string) func(string) {
 // as recorded. Numbers keep their recorded text.
 func payload(t testing.TB, rel string, set map[string]any) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(payloadDir, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	for path, v := range set {
-		keys := strings.Split(path, ".")
-		m := doc
-		for _, k := range keys[:len(keys)-1] {
-			next, ok := m[k].(map[string]any)
-			if !ok {
-				t.Fatalf("%s: no object at %q of %s", rel, k, path)
-			}
-			m = next
-		}
-		if _, ok := m[keys[len(keys)-1]]; !ok {
-			t.Fatalf("%s: no field %s", rel, path)
-		}
-		m[keys[len(keys)-1]] = v
-	}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return fakegithub.Payload(t, filepath.Join(payloadDir, rel), set)
 }
 
 // prPayload is a recorded pull_request payload pointed at the fixture: repository.clone_url, and the head and

@@ -88,24 +88,14 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 		case "onFailure":
 			p.OnFailure = ps.onFailure(f.val, "onFailure")
 		case "automatedSync":
-			if v, ok := ps.str(f.val, "automatedSync"); ok {
-				switch AutomatedSyncMode(v) {
-				case AutomatedSyncForbid, AutomatedSyncDisableDuringRollout:
-					p.AutomatedSync = AutomatedSyncMode(v)
-				default:
-					ps.errAt(ps.resolve(f.val), "use forbid (the default) or disable-during-rollout",
-						"automatedSync: unknown mode %q", v)
-				}
+			if v, ok := ps.mode(f.val, "automatedSync", "use forbid (the default) or disable-during-rollout",
+				string(AutomatedSyncForbid), string(AutomatedSyncDisableDuringRollout)); ok {
+				p.AutomatedSync = AutomatedSyncMode(v)
 			}
 		case "onConflict":
-			if v, ok := ps.str(f.val, "onConflict"); ok {
-				switch ConflictMode(v) {
-				case ConflictWait, ConflictSupersede:
-					p.OnConflict = ConflictMode(v)
-				default:
-					ps.errAt(ps.resolve(f.val), "use wait (the default: the newer rollout queues) or supersede (the older one stops)",
-						"onConflict: unknown mode %q", v)
-				}
+			if v, ok := ps.mode(f.val, "onConflict", "use wait (the default: the newer rollout queues) or supersede (the older one stops)",
+				string(ConflictWait), string(ConflictSupersede)); ok {
+				p.OnConflict = ConflictMode(v)
 			}
 		case "prune":
 			p.Prune, _ = ps.boolean(f.val, "prune")
@@ -149,6 +139,19 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	}
 	ps.crossCheck(p, requireCanaryKey)
 	return p
+}
+
+// mode reads a string that must be one of allowed; anything else is an error with hint.
+func (ps *parser) mode(n *yaml.Node, what, hint string, allowed ...string) (string, bool) {
+	v, ok := ps.str(n, what)
+	if !ok {
+		return "", false
+	}
+	if !slices.Contains(allowed, v) {
+		ps.errAt(ps.resolve(n), hint, "%s: unknown mode %q", what, v)
+		return "", false
+	}
+	return v, true
 }
 
 func (ps *parser) onFailure(n *yaml.Node, what string) FailureAction {

@@ -354,36 +354,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (string, bo
 // withFields is a recorded webhook payload with the given fields (dotted paths) replaced.
 func withFields(t *testing.T, rel string, set map[string]any) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "..", "shared", "github", "webhook-payloads", rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc map[string]any
-	if err := dec.Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
-	for path, v := range set {
-		keys := strings.Split(path, ".")
-		m := doc
-		for _, k := range keys[:len(keys)-1] {
-			next, ok := m[k].(map[string]any)
-			if !ok {
-				t.Fatalf("%s: no object at %q of %s", rel, k, path)
-			}
-			m = next
-		}
-		if _, ok := m[keys[len(keys)-1]]; !ok {
-			t.Fatalf("%s: no field %s", rel, path)
-		}
-		m[keys[len(keys)-1]] = v
-	}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return fakegithub.Payload(t, filepath.Join(repoRoot(t), "..", "shared", "github", "webhook-payloads", rel), set)
 }
 
 // botProc is `fleetwave serve` in its own process.
