@@ -143,11 +143,14 @@ func (d *driver) run(ctx context.Context) {
 		if res.done {
 			// Finished: publish the end, then let the rollout go. The lease is kept while GitHub has not taken the
 			// final check-runs (or the process dies first): a finished rollout with a lease is claimed again
-			// (Store.ListUnreleased) until they are published, for at most a day.
-			if d.flush(ctx) || d.gaveUpPublishing(ctx) {
+			// (Store.ListUnreleased), after a wait that doubles up to 30 min, until they are published, for at
+			// most a day.
+			published := d.flush(ctx)
+			d.e.publishDeferred(d.id, published)
+			if published || d.gaveUpPublishing(ctx) {
 				d.releaseLease(ctx)
 			} else {
-				log.Warn("final check-runs not published yet: retried at the next claim")
+				log.Warn("final check-runs not published yet: retried later")
 			}
 			return
 		}

@@ -139,9 +139,12 @@ type Executor struct {
 
 	mu      sync.Mutex
 	drivers map[int64]*driver
-	running bool
-	wg      sync.WaitGroup
-	done    chan struct{} // closed when Run returns
+	// republish holds, per finished rollout whose final check-runs GitHub refused, when to try again and the
+	// wait after that (doubling from the claim interval up to maxRepublishWait).
+	republish map[int64]republishAt
+	running   bool
+	wg        sync.WaitGroup
+	done      chan struct{} // closed when Run returns
 }
 
 // New builds an executor over a store, Argo CD and a reporter (check-runs). Run starts it.
@@ -178,8 +181,8 @@ func New(st Store, argo ArgoCD, rep Reporter, opts ...Option) *Executor {
 		sem:     make(chan struct{}, o.concurrency),
 		kick:    make(chan struct{}, 1),
 		drainCh: make(chan struct{}),
-		drivers: map[int64]*driver{},
-		done:    make(chan struct{}),
+		drivers: map[int64]*driver{}, republish: map[int64]republishAt{},
+		done: make(chan struct{}),
 	}
 }
 
@@ -263,12 +266,20 @@ func (e *Executor) claim(ctx context.Context, all bool) error {
 	if err != nil {
 		return err
 	}
-	// Finished rollouts whose lease was never released: their replica died before publishing the end.
+	// Finished rollouts whose lease was never released: their replica died before publishing the end, or GitHub
+	// refused it (retried with a growing wait).
 	unreleased, err := e.st.ListUnreleased(ctx, e.o.owner)
 	if err != nil {
 		return err
 	}
-	rs = append(rs, unreleased...)
+	now := e.o.clock.Now()
+	e.mu.Lock()
+	for _, r := range unreleased {
+		if at, ok := e.republish[r.ID]; !ok || !now.Before(at.next) {
+			rs = append(rs, r)
+		}
+	}
+	e.mu.Unlock()
 	for _, r := range rs {
 		e.mu.Lock()
 		_, driving := e.drivers[r.ID]
@@ -285,6 +296,28 @@ func (e *Executor) claim(ctx context.Context, all bool) error {
 		}
 	}
 	return nil
+}
+
+// maxRepublishWait bounds the wait between attempts to publish a finished rollout's check-runs.
+const maxRepublishWait = 30 * time.Minute
+
+type republishAt struct {
+	next time.Time
+	wait time.Duration
+}
+
+// publishDeferred notes that a finished rollout's final check-runs were refused (ok false) or published.
+func (e *Executor) publishDeferred(id int64, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ok {
+		delete(e.republish, id)
+		return
+	}
+	at := e.republish[id]
+	at.wait = min(max(2*at.wait, e.o.claimInterval), maxRepublishWait)
+	at.next = e.o.clock.Now().Add(at.wait)
+	e.republish[id] = at
 }
 
 func (e *Executor) startDriver(ctx context.Context, id int64) {

@@ -18,22 +18,33 @@ import (
 func TestFinalCheckRunsArePublishedEventually(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var down atomic.Bool
+		var refused atomic.Int64
 		down.Store(true)
 		e := start(t, envConfig{noRun: true, opts: []rollout.Option{rollout.WithPollIntervals(time.Second, 5*time.Second, time.Second)}})
-		e.rep.Fail = func(rollout.CheckRun) bool { return down.Load() }
+		e.rep.Fail = func(cr rollout.CheckRun) bool {
+			if down.Load() && cr.Name == rollout.CheckRollout {
+				refused.Add(1)
+			}
+			return down.Load()
+		}
 		e.run(e.ex)
 		r := e.submit(basePolicy("", "", ""), newRev)
 		e.wait(r.ID, store.RolloutSucceeded)
-		time.Sleep(time.Minute)
+		refusedAtEnd := refused.Load()
+		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		if _, ok := e.rep.Latest(rollout.CheckRollout); ok {
 			t.Fatal("a check-run was published while GitHub refused them")
+		}
+		// Retried with a doubling wait (5 s, 10 s, … up to 30 min): a handful of attempts in 10 minutes, not 120.
+		if n := refused.Load() - refusedAtEnd; n < 3 || n > 10 {
+			t.Errorf("the final rollout check-run was retried %d times in 10 minutes; want a few, backing off", n)
 		}
 		if _, err := e.st.GetLease(context.Background(), r.ID); err != nil {
 			t.Fatalf("lease of a finished rollout whose end is not published: %v; want it kept", err)
 		}
 		down.Store(false)
-		time.Sleep(10 * time.Second)
+		time.Sleep(15 * time.Minute)
 		synctest.Wait()
 		cr, ok := e.rep.Latest(rollout.CheckRollout)
 		if !ok || cr.Status != rollout.StatusCompleted || cr.Conclusion != rollout.ConclusionSuccess {
