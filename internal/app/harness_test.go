@@ -4,12 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -45,14 +41,6 @@ const (
 	repoHTMLURL  = "https://github.com/Codertocat/Hello-World"
 	prNumber     = 2
 )
-
-var testKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
 
 // The renderer caches charts: one for all tests, as the bot has one per process.
 var sharedRenderer = sync.OnceValue(func() *render.Renderer { return render.New(render.Options{}) })
@@ -123,8 +111,8 @@ func (r *recordedMerges) OnCommand(_ context.Context, req app.CommandRequest) (s
 
 func newHarness(t testing.TB, renderer preview.Renderer, opts ...app.Option) *harness {
 	t.Helper()
-	fake := fakegithub.New(t, fakegithub.WithApp(appID, &testKey().PublicKey))
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testKey())})
+	key, keyPEM := fakegithub.AppKey()
+	fake := fakegithub.New(t, fakegithub.WithApp(appID, &key.PublicKey))
 	ghApp, err := github.NewApp(github.AppConfig{
 		AppID: appID, PrivateKey: keyPEM, APIURL: fake.URL(), Transport: fake.Client().Transport,
 		Retry:         github.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond},

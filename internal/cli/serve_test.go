@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -58,12 +54,9 @@ const serveTestSecret = "serve-test-webhook-secret"
 func serveEnv(t *testing.T) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, keyPEM := fakegithub.AppKey()
 	keyFile := filepath.Join(dir, "app.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return map[string]string{
@@ -203,13 +196,10 @@ func TestServeWiresTheRolloutExecutor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir := t.TempDir()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keyPEM := fakegithub.AppKey()
 	fake := fakegithub.New(t, fakegithub.WithApp(12345, &key.PublicKey))
 	gh, err := github.NewApp(github.AppConfig{AppID: 12345, APIURL: fake.URL(), Transport: fake.Client().Transport,
-		PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})})
+		PrivateKey: keyPEM})
 	if err != nil {
 		t.Fatal(err)
 	}

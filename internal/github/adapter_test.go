@@ -2,11 +2,8 @@ package github
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,17 +22,9 @@ const (
 	headSHA   = "0123456789abcdef0123456789abcdef01234567"
 )
 
-var testKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
+func testKey() *rsa.PrivateKey { k, _ := fakegithub.AppKey(); return k }
 
-func testKeyPEM() []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testKey())})
-}
+func testKeyPEM() []byte { _, p := fakegithub.AppKey(); return p }
 
 // sleeps records the waits of the retry policy instead of sleeping.
 type sleeps struct {

@@ -5,12 +5,9 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -143,16 +140,13 @@ spec:
 	head := gitIn(t, wt, "rev-parse", "HEAD")
 	gitIn(t, wt, "push", "-q", "origin", "change", fmt.Sprintf("HEAD:refs/pull/%d/head", flowPR))
 
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keyPEM := fakegithub.AppKey()
 	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
 	fake.AddPullRequest(flowRepo, fakegithub.PullRequest{Number: flowPR, HeadSHA: head, BaseSHA: base, BaseRef: "master",
 		HeadRef: "change", Author: "Codertocat"})
 	fake.SetPermission(flowRepo, "Codertocat", "admin")
 	keyFile := filepath.Join(work, "app.pem")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 

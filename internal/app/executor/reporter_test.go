@@ -2,10 +2,6 @@ package executor
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"strings"
 	"testing"
@@ -28,13 +24,10 @@ func newGitHub(t *testing.T, opts ...fakegithub.Option) (*fakegithub.Server, fun
 
 func newGitHubApp(t *testing.T, opts ...fakegithub.Option) (*fakegithub.Server, *github.App) {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, keyPEM := fakegithub.AppKey()
 	fake := fakegithub.New(t, append([]fakegithub.Option{fakegithub.WithApp(appID, &key.PublicKey)}, opts...)...)
 	ghApp, err := github.NewApp(github.AppConfig{
-		AppID: appID, PrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		AppID: appID, PrivateKey: keyPEM,
 		APIURL: fake.URL(), Transport: fake.Client().Transport,
 		Retry: github.RetryPolicy{MaxAttempts: 1, BaseDelay: time.Millisecond},
 	})
