@@ -215,8 +215,9 @@ func (r *appRun) run(ctx context.Context, revision string) {
 				// "Synced and Healthy" or sending the request again.
 				t := newTrigger(at, opts.ClockSkew, nil)
 				r.trig = &t
-				if cur, err = r.awaitLostRequest(ctx); err != nil {
-					r.fail(cur, "syncing: %v", err)
+				var werr error
+				if cur, werr = r.awaitLostRequest(ctx); werr != nil {
+					r.fail(cur, "syncing: %v", werr)
 					return
 				}
 				if r.trig.startedSince(cur) || inFlight(cur) {
