@@ -394,6 +394,9 @@ func TestTransientSyncErrors(t *testing.T) {
 				if n := e.sim.Counts("web").SyncsAccepted; n != tc.accepted {
 					t.Fatalf("%d operations started, want %d", n, tc.accepted)
 				}
+				if tc.outcome == argosync.OutcomeFailed && !strings.Contains(r.Message, "upstream connect error") {
+					t.Fatalf("the failure does not say why: %q", r.Message)
+				}
 			})
 		})
 	}
