@@ -153,6 +153,19 @@ func (s *Server) lookupLocked(r *http.Request, name string) (*appState, *apiErro
 	return st, nil
 }
 
+// appLocked is the common start of an app-scoped request, s.mu held: the request is counted for the app (count
+// bumps its counter), then the app is looked up; when it is not found the error is written and ok is false.
+func (s *Server) appLocked(w http.ResponseWriter, r *http.Request, name string, count func(*Counts)) (*appState, *Counts, bool) {
+	c := s.countsLocked(name)
+	count(c)
+	st, aerr := s.lookupLocked(r, name)
+	if aerr != nil {
+		aerr.write(w)
+		return nil, c, false
+	}
+	return st, c, true
+}
+
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sel, err := labels.Parse(q.Get("selector"))
@@ -254,10 +267,8 @@ func (s *Server) handlePatch(out http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.countsLocked(name).Patches++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.Patches++ })
+	if !ok {
 		return
 	}
 	cur, err := json.Marshal(st.app)
@@ -332,11 +343,8 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.countsLocked(name)
-	c.Syncs++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, c, ok := s.appLocked(w, r, name, func(c *Counts) { c.Syncs++ })
+	if !ok {
 		return
 	}
 	a := st.app
@@ -430,11 +438,8 @@ func (s *Server) handleRollback(out http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.countsLocked(name)
-	c.Rollbacks++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.Rollbacks++ })
+	if !ok {
 		return
 	}
 	a := st.app
@@ -481,10 +486,8 @@ func (s *Server) handleTerminate(out http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.countsLocked(name).Terminates++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.Terminates++ })
+	if !ok {
 		return
 	}
 	if st.app.Operation == nil || st.app.Status.OperationState == nil {
@@ -501,10 +504,8 @@ func (s *Server) handleManagedResources(out http.ResponseWriter, r *http.Request
 	name := r.PathValue("name")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.countsLocked(name).OtherReads++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.OtherReads++ })
+	if !ok {
 		return
 	}
 	items, err := s.managedResourcesLocked(st)
@@ -521,10 +522,8 @@ func (s *Server) handleManifests(out http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.countsLocked(name).OtherReads++
-	st, aerr := s.lookupLocked(r, name)
-	if aerr != nil {
-		aerr.write(w)
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.OtherReads++ })
+	if !ok {
 		return
 	}
 	rev := r.URL.Query().Get("revision")
@@ -553,9 +552,7 @@ func (s *Server) handleSyncWindows(out http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.countsLocked(name).OtherReads++
-	if _, aerr := s.lookupLocked(r, name); aerr != nil {
-		aerr.write(w)
+	if _, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.OtherReads++ }); !ok {
 		return
 	}
 	ans := map[string]any{"canSync": !s.blocked[name]}
