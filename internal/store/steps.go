@@ -167,7 +167,11 @@ func (s *Store) moveStep(ctx context.Context, id, version int64, m stepMove) (Ap
 		q += " AND EXISTS (SELECT 1 FROM leases l WHERE l.rollout_id = app_steps.rollout_id AND l.owner = ? AND l.expires_at > {now})"
 		args = append(args, m.owner, s.leaseNowArg())
 	}
-	got, err := scanStep(s.writeRow(ctx, s.d.q(q+" RETURNING "+stepCols), args...))
+	var got AppStep
+	err := s.writeRow(ctx, s.d.q(q+" RETURNING "+stepCols), args, func(row *sql.Row) (err error) {
+		got, err = scanStep(row)
+		return err
+	})
 	if err == nil {
 		return got, nil
 	}

@@ -60,6 +60,8 @@ type Store struct {
 	// stmts caches the writer's prepared statements of the hot path by query text (SQLite: parsing a statement
 	// costs as much as running it; pgx caches its own).
 	stmts sync.Map
+	// group batches the step moves of concurrent callers into one transaction (SQLite only; see group.go).
+	group *groupCommitter
 }
 
 // Open opens the store named by dsn and applies pending schema migrations:
@@ -124,6 +126,7 @@ func (s *Store) openSQLite(ctx context.Context, path string, busy time.Duration)
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4)
 	s.d, s.w, s.r = dialect{backend: backendSQLite}, w, r
+	s.group = newGroupCommitter(w, s.prepared)
 	return nil
 }
 
@@ -156,27 +159,36 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// writeRow runs a single-row write on the writer, through a statement prepared once per query text for SQLite.
-func (s *Store) writeRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if s.d.backend != backendSQLite {
-		return s.w.QueryRowContext(ctx, query, args...)
+// writeRow runs a single-row write (e.g. UPDATE ... RETURNING) on the writer and scans its row. On SQLite it
+// joins the group commit, through a statement prepared once per query text.
+func (s *Store) writeRow(ctx context.Context, query string, args []any, scan func(*sql.Row) error) error {
+	if s.group == nil {
+		return scan(s.w.QueryRowContext(ctx, query, args...))
 	}
+	return s.group.write(ctx, query, args, scan)
+}
+
+// prepared returns the writer's statement for query, prepared once.
+func (s *Store) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := s.stmts.Load(query); ok {
-		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+		return st.(*sql.Stmt), nil
 	}
 	st, err := s.w.PrepareContext(ctx, query)
 	if err != nil {
-		return s.w.QueryRowContext(ctx, query, args...) // reports the error
+		return nil, err
 	}
 	if prev, loaded := s.stmts.LoadOrStore(query, st); loaded {
 		st.Close()
 		st = prev.(*sql.Stmt)
 	}
-	return st.QueryRowContext(ctx, args...)
+	return st, nil
 }
 
 // Close closes the database. Outstanding calls fail.
 func (s *Store) Close() error {
+	if s.group != nil {
+		s.group.close()
+	}
 	s.stmts.Range(func(_, st any) bool {
 		st.(*sql.Stmt).Close()
 		return true

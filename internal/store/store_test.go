@@ -186,3 +186,50 @@ func BenchmarkIntentOutcome(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkIntentOutcomeParallel is BenchmarkIntentOutcome with the apps of a wave working at once (100
+// goroutines per CPU), as the executor drives them: on SQLite their writes share the single writer.
+func BenchmarkIntentOutcomeParallel(b *testing.B) {
+	backends(b, func(b *testing.B, dsn string) {
+		ctx := context.Background()
+		s, err := store.Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		n := store.NewRollout{Repo: "org/fleet", MergeSHA: "m", Plan: []byte("{}"), Waves: []store.NewWave{{Name: "all"}}}
+		for i := 0; i < b.N; i++ {
+			n.Waves[0].Steps = append(n.Waves[0].Steps, store.NewStep{App: store.AppKey{Namespace: "argocd", Name: fmt.Sprintf("app-%d", i)}})
+		}
+		r, _, err := s.CreateRollout(ctx, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := s.AcquireLease(ctx, r.ID, "bench", time.Hour); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+		steps, err := s.ListSteps(ctx, r.ID, store.StepFilter{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var next atomic.Int64
+		b.SetParallelism(100)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				step := steps[next.Add(1)-1]
+				st, err := s.RecordIntent(ctx, store.Intent{StepID: step.ID, Version: step.Version, Owner: "bench", PreviousRevision: "p"})
+				if err == nil {
+					st, err = s.MarkTriggered(ctx, st.ID, st.Version)
+				}
+				if err == nil {
+					_, err = s.RecordOutcome(ctx, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepSynced, Health: "Healthy"})
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
