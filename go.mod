@@ -55,6 +55,7 @@ require (
 	github.com/getkin/kin-openapi v0.133.0
 	github.com/go-logr/logr v1.4.3
 	github.com/gobwas/glob v0.2.3
+	github.com/goccy/go-json v0.12.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-github/v60 v60.0.0
 	github.com/google/go-jsonnet v0.21.0

@@ -131,7 +131,10 @@ func newHTTPClient(opts Options) (*http.Client, error) {
 	}
 	tr.TLSClientConfig = tlsConf
 	tr.ResponseHeaderTimeout = 0 // the stream's headers may come late; unary calls are bounded by their context
-	tr.MaxIdleConnsPerHost = 64  // rollouts run dozens of calls at once against one server
+	// A rollout runs as many calls at once against one server as its concurrency (hundreds for a large wave),
+	// in bursts: at the start of a wave and as its operations finish. Connections beyond the idle limit would be
+	// closed after each burst and dialled again for the next (over HTTP/1.1; HTTP/2 multiplexes one).
+	tr.MaxIdleConnsPerHost = 512
 	return &http.Client{Transport: tr}, nil
 }
 
@@ -231,12 +234,17 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, out any
 	if out == nil {
 		return nil, false
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err(), false
 		}
 		// A body cut short is a connection error.
-		return fmt.Errorf("decoding answer: %w", err), errors.Is(err, io.ErrUnexpectedEOF) || actx.Err() != nil
+		return fmt.Errorf("reading answer: %w", err), true
+	}
+	if err := decodeJSON(answer, out); err != nil {
+		// A body cut short (the server closed the connection cleanly mid-answer) is a connection error too.
+		return fmt.Errorf("decoding answer: %w", err), truncatedJSON(err)
 	}
 	return nil, false
 }

@@ -455,3 +455,39 @@ func TestTLSOptions(t *testing.T) {
 		t.Fatal("a CA file without certificates was accepted")
 	}
 }
+
+// TestAnswerCutShortIsRetried: an answer whose JSON ends early (the connection closed mid-body) is a
+// connection error, retried; malformed JSON of full length is not.
+func TestAnswerCutShortIsRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		retried bool
+	}{
+		{"cut short", `{"metadata":{"name":"a","resourceVer`, true},
+		{"malformed", `{"metadata":{"name":"a"}}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					_, _ = io.WriteString(w, tc.body)
+					return
+				}
+				_, _ = io.WriteString(w, `{"metadata":{"name":"a","resourceVersion":"7"}}`)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv)
+			app, err := c.GetApplication(context.Background(), "a", "")
+			if tc.retried {
+				if err != nil || app.ResourceVersion != "7" || calls.Load() != 2 {
+					t.Fatalf("got %v, %v after %d calls; want the retried answer", app, err, calls.Load())
+				}
+				return
+			}
+			if err == nil || calls.Load() != 1 {
+				t.Fatalf("got %v after %d calls; want a decoding error, not retried", err, calls.Load())
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +31,12 @@ type WatchQuery struct {
 // WatchHandler receives a stream's events. Both functions run on the stream's goroutine, in order; a slow
 // handler slows the stream (and the server drops events for slow subscribers), so hand work off.
 type WatchHandler struct {
-	// OnEvent is called for every ADDED, MODIFIED and DELETED event.
+	// OnEvent is called for every ADDED, MODIFIED and DELETED event, decoded.
 	OnEvent func(v1alpha1.ApplicationWatchEvent)
+	// OnRawEvent is called for every event too, its application decoded only if asked (Event.Application): for
+	// consumers that keep only the newest version of each app. A message whose application cannot be decoded
+	// ends the connection (as with OnEvent) only when OnEvent is set.
+	OnRawEvent func(*Event)
 	// OnConnect is called when a connection is established (its answer's headers arrived), with reconnect
 	// false the first time. Events that happened while the stream was down are not replayed: re-read what you
 	// are waiting for. Argo CD sends the headers with its first message, so after a resumed reconnect (no
@@ -128,26 +131,32 @@ func (c *Client) watchOnce(ctx context.Context, q WatchQuery, rv *string, h Watc
 			}
 			return delivered, true, fmt.Errorf("reading application stream: %w", err)
 		}
-		var chunk struct {
-			Result *v1alpha1.ApplicationWatchEvent `json:"result"`
-			Error  *streamError                    `json:"error"`
-		}
-		if err := json.Unmarshal(msg, &chunk); err != nil {
+		ev, serr, err := parseEvent(msg)
+		if err != nil {
 			return delivered, true, fmt.Errorf("decoding application stream message: %w", err)
 		}
-		if chunk.Error != nil {
-			return delivered, true, chunk.Error.apiError()
+		if serr != nil {
+			return delivered, true, serr.apiError()
 		}
-		if chunk.Result == nil {
+		if ev == nil {
 			continue
 		}
-		if newer(chunk.Result.Application.ResourceVersion, *rv) {
-			*rv = chunk.Result.Application.ResourceVersion
+		if h.OnEvent != nil {
+			app, err := ev.Application()
+			if err != nil {
+				return delivered, true, fmt.Errorf("decoding application stream message: %w", err)
+			}
+			if h.OnRawEvent != nil {
+				h.OnRawEvent(ev)
+			}
+			h.OnEvent(v1alpha1.ApplicationWatchEvent{Type: ev.Type, Application: *app})
+		} else if h.OnRawEvent != nil {
+			h.OnRawEvent(ev)
+		}
+		if newer(ev.ResourceVersion, *rv) {
+			*rv = ev.ResourceVersion
 		}
 		delivered = true
-		if h.OnEvent != nil {
-			h.OnEvent(*chunk.Result)
-		}
 	}
 }
 

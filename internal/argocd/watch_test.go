@@ -240,3 +240,70 @@ func TestNewerResourceVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchRawEventsDecodeOnDemand: OnRawEvent gets every event with its metadata read and its application
+// left undecoded until asked; an application that cannot be decoded reaches it (and fails when decoded) without
+// ending the stream, which OnEvent's decoding does.
+func TestWatchRawEventsDecodeOnDemand(t *testing.T) {
+	bad := `{"result":{"type":"MODIFIED","application":{"metadata":{"name":"a","resourceVersion":"11"},"status":{"health":7}}}}`
+	for _, tc := range []struct {
+		name    string
+		onEvent bool
+		want    []string
+	}{
+		{"raw only", false, []string{"ADDED a 10 undecoded", "MODIFIED a 11 undecoded", "MODIFIED b 12 undecoded"}},
+		{"raw and decoded", true, []string{"ADDED a 10 decoded", "stream ended", "MODIFIED c 13 decoded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := &streamServer{conns: []func(http.ResponseWriter, *http.Request){
+				writeLines(event("ADDED", "a", "10")+"\n", bad+"\n", event("MODIFIED", "b", "12")+"\n"),
+				writeLines(event("MODIFIED", "c", "13") + "\n"),
+			}}
+			srv := httptest.NewServer(ss)
+			defer srv.Close()
+			c := newTestClient(t, srv, func(o *Options) { o.StreamFormat = StreamNDJSON })
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var got []string
+			var evs []*Event
+			h := WatchHandler{
+				OnRawEvent: func(ev *Event) {
+					state := "undecoded"
+					if ev.raw == nil {
+						state = "decoded"
+					}
+					got = append(got, fmt.Sprintf("%s %s %s %s", ev.Type, ev.Name, ev.ResourceVersion, state))
+					evs = append(evs, ev)
+				},
+				OnConnect: func(reconnect bool) {
+					if reconnect {
+						got = append(got, "stream ended")
+					}
+				},
+			}
+			if tc.onEvent {
+				h.OnEvent = func(v1alpha1.ApplicationWatchEvent) {}
+			}
+			orig := h.OnRawEvent
+			h.OnRawEvent = func(ev *Event) {
+				orig(ev)
+				if ev.Name == "b" || ev.Name == "c" {
+					cancel()
+				}
+			}
+			_ = c.Watch(ctx, WatchQuery{}, h)
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Fatalf("events: %q, want %q", got, tc.want)
+			}
+			if tc.onEvent {
+				return
+			}
+			if a, err := evs[0].Application(); err != nil || a.Name != "a" || a.ResourceVersion != "10" {
+				t.Errorf("first event decodes to %+v, %v", a, err)
+			}
+			if _, err := evs[1].Application(); err == nil {
+				t.Error("the malformed application decoded without an error")
+			}
+		})
+	}
+}

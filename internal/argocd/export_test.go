@@ -1,0 +1,4 @@
+package argocd
+
+// DecodeJSON exposes decodeJSON to the external tests.
+var DecodeJSON = decodeJSON
