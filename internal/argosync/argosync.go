@@ -150,8 +150,8 @@ func NewSession(ctx context.Context, api API, opts Options) *Session {
 	go func() {
 		defer close(s.done)
 		err := api.Watch(wctx, argocd.WatchQuery{Selector: opts.Selector}, argocd.WatchHandler{
-			OnEvent:   s.w.onEvent,
-			OnConnect: s.w.onConnect,
+			OnRawEvent: s.w.onEvent,
+			OnConnect:  s.w.onConnect,
 		})
 		if err != nil && !errors.Is(err, context.Canceled) {
 			// The stream is refused for good (e.g. RBAC): waits fall back to reading the apps.

@@ -182,8 +182,13 @@ func newer(a, b *v1alpha1.Application) bool {
 	if a == nil {
 		return false
 	}
-	na, okA := argocd.ResourceVersion(a.ResourceVersion)
-	nb, okB := argocd.ResourceVersion(b.ResourceVersion)
+	return newerVersion(a.ResourceVersion, b.ResourceVersion)
+}
+
+// newerVersion: resourceVersion a is above b (Argo CD compares them as integers); true when either is not one.
+func newerVersion(a, b string) bool {
+	na, okA := argocd.ResourceVersion(a)
+	nb, okB := argocd.ResourceVersion(b)
 	if okA && okB {
 		return na > nb
 	}

@@ -5,10 +5,15 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
 )
 
 // watcher fans one application stream out to the apps being waited on. It keeps, per subscribed app, the newest
-// object seen (by resourceVersion) from the stream or from the app's own reads.
+// object seen (by resourceVersion) from the stream or from the app's own reads. A stream event is decoded only
+// when its app is looked at (subscription.get) and is still the newest then: of the versions an operation
+// writes in a burst (started, running, finished, reconciled, refreshed), a waiter decodes only those it looks
+// at, and none older than an answer of its own requests.
 type watcher struct {
 	mu        sync.Mutex
 	subs      map[string]map[*subscription]struct{}
@@ -27,8 +32,10 @@ type subscription struct {
 	name   string
 	notify chan struct{} // capacity 1: "something changed"
 	latest *v1alpha1.Application
-	resync bool // the stream reconnected: events may have been missed
-	gone   bool // DELETED
+	// pending is the newest stream event, newer than latest, not decoded yet.
+	pending *argocd.Event
+	resync  bool // the stream reconnected: events may have been missed
+	gone    bool // DELETED
 }
 
 func (w *watcher) subscribe(name string, initial *v1alpha1.Application) *subscription {
@@ -51,10 +58,26 @@ func (s *subscription) close() {
 	}
 }
 
-// get returns the newest object known.
+// get returns the newest object known, decoding the newest stream event if it is newer than the rest (outside
+// the lock: the stream goes on meanwhile). An event that cannot be decoded is dropped: the next event, or the
+// read after a silence, brings the app.
 func (s *subscription) get() *v1alpha1.Application {
 	s.w.mu.Lock()
+	p := s.pending
+	if p == nil {
+		defer s.w.mu.Unlock()
+		return s.latest
+	}
+	s.w.mu.Unlock()
+	app, err := p.Application()
+	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
+	if s.pending == p {
+		s.pending = nil
+	}
+	if err == nil && newer(app, s.latest) {
+		s.latest = app
+	}
 	return s.latest
 }
 
@@ -64,6 +87,9 @@ func (s *subscription) offer(app *v1alpha1.Application) {
 	defer s.w.mu.Unlock()
 	if newer(app, s.latest) {
 		s.latest = app
+	}
+	if s.pending != nil && !newerVersion(s.pending.ResourceVersion, s.latest.ResourceVersion) {
+		s.pending = nil
 	}
 }
 
@@ -89,18 +115,21 @@ func (s *subscription) wake() {
 	}
 }
 
-func (w *watcher) onEvent(ev v1alpha1.ApplicationWatchEvent) {
+func (w *watcher) onEvent(ev *argocd.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for s := range w.subs[ev.Application.Name] {
+	for s := range w.subs[ev.Name] {
 		if ev.Type == watch.Deleted {
 			s.gone = true
 			s.wake()
 			continue
 		}
-		if newer(&ev.Application, s.latest) {
-			app := ev.Application
-			s.latest = &app
+		isNewer := s.latest == nil || newerVersion(ev.ResourceVersion, s.latest.ResourceVersion)
+		if s.pending != nil {
+			isNewer = newerVersion(ev.ResourceVersion, s.pending.ResourceVersion)
+		}
+		if isNewer {
+			s.pending = ev
 			s.wake()
 		}
 	}

@@ -98,9 +98,10 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 	return app, nil
 }
 
-// newSession opens an argosync session (one shared application stream) for a batch. Rollbacks sync to a
-// revision the app's targetRevision no longer resolves to: they skip argosync's wait for the revision to
-// resolve (a pinned sync; Argo CD then shows the app OutOfSync until Git is reverted).
+// newSession opens an argosync session (one shared application stream) for a batch; its stream connects in the
+// background (Session.WaitConnected). Rollbacks sync to a revision the app's targetRevision no longer resolves
+// to: they skip argosync's wait for the revision to resolve (a pinned sync; Argo CD then shows the app
+// OutOfSync until Git is reverted).
 func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) *argosync.Session {
 	o := d.e.o
 	opts := argosync.Options{
@@ -110,15 +111,21 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) 
 	if rollback {
 		opts.ResolveTimeout = time.Nanosecond
 	}
-	s := argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
+	return argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
+}
+
+// forwardSession is the driver's session for forward syncs (openForward), its stream connected.
+func (d *driver) forwardSession(ctx context.Context, sp *storedPlan) *argosync.Session {
+	s := d.openForward(ctx, sp)
 	s.WaitConnected(ctx, 10*time.Second)
 	return s
 }
 
-// forwardSession is the driver's session for forward syncs, opened at its first batch and kept across batches
-// and waves (one stream for the whole rollout); closed when the driver stops.
-// Only the step goroutine calls it.
-func (d *driver) forwardSession(ctx context.Context, sp *storedPlan) *argosync.Session {
+// openForward opens the driver's session for forward syncs, if it is not open yet, without waiting for its
+// stream: it is opened as soon as the rollout may start, so the stream's initial snapshot of the apps arrives
+// while the rollout's first wave is being set up. It is kept across batches and waves (one stream for the
+// whole rollout) and closed when the driver stops. Only the step goroutine calls it.
+func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Session {
 	d.mu.Lock()
 	fwd := d.fwd
 	d.mu.Unlock()
@@ -153,10 +160,14 @@ func (d *driver) closeSessions() {
 	}
 }
 
-// readApp returns an app's state before working on it: from the stream's cache, else one GET (in the app's own
-// goroutine). nil when it cannot be read: SyncApp then reads it itself and reports why it cannot.
-func (d *driver) readApp(ctx context.Context, k store.AppKey) *v1alpha1.Application {
+// readApp returns an app's state before working on it: from the stream's cache — waiting, until snap ends, for
+// the stream's initial snapshot to bring it (nil snap: no wait) — else one GET (in the app's own goroutine). nil
+// when it cannot be read: SyncApp then reads it itself and reports why it cannot.
+func (d *driver) readApp(ctx, snap context.Context, k store.AppKey) *v1alpha1.Application {
 	if c := d.appCache(); c != nil {
+		if snap != nil {
+			c.await(snap, []store.AppKey{k})
+		}
 		if app := c.get(k); app != nil {
 			return app
 		}
@@ -194,9 +205,9 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 }
 
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
-// afterwards.
-func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, s.App)
+// afterwards. snap bounds the wait for the app's state from the stream's initial snapshot (readApp).
+func (d *driver) syncApp(ctx, snap context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+	app := d.readApp(ctx, snap, s.App)
 	if ctx.Err() != nil {
 		return s.State
 	}
@@ -207,7 +218,7 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 
 // rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
 func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, s.App)
+	app := d.readApp(ctx, nil, s.App)
 	if ctx.Err() != nil {
 		return s.State
 	}

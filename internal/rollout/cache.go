@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -16,13 +17,13 @@ import (
 type appCache struct {
 	mu      sync.Mutex
 	want    map[store.AppKey]bool
-	apps    map[store.AppKey]*v1alpha1.Application
+	apps    map[store.AppKey]*argocd.Event // decoded when read (get)
 	ns      string
 	changed chan struct{} // closed and replaced at every change
 }
 
 func newAppCache(ns string, keys []store.AppKey) *appCache {
-	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*v1alpha1.Application{}, ns: ns,
+	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*argocd.Event{}, ns: ns,
 		changed: make(chan struct{})}
 	for _, k := range keys {
 		c.want[k] = true
@@ -30,30 +31,25 @@ func newAppCache(ns string, keys []store.AppKey) *appCache {
 	return c
 }
 
-func (c *appCache) key(a *v1alpha1.Application) store.AppKey {
-	ns := a.Namespace
+func (c *appCache) observe(ev *argocd.Event) {
+	ns := ev.Namespace
 	if ns == "" {
 		ns = c.ns
 	}
-	return store.AppKey{Namespace: ns, Name: a.Name}
-}
-
-func (c *appCache) observe(ev v1alpha1.ApplicationWatchEvent) {
-	k := c.key(&ev.Application)
+	k := store.AppKey{Namespace: ns, Name: ev.Name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.want[k] {
 		return
 	}
-	if ev.Type == "DELETED" {
+	if ev.Type == watch.Deleted {
 		delete(c.apps, k)
 		return
 	}
-	if cur := c.apps[k]; cur != nil && !newerVersion(&ev.Application, cur) {
+	if cur := c.apps[k]; cur != nil && !newerVersion(ev.ResourceVersion, cur.ResourceVersion) {
 		return
 	}
-	a := ev.Application
-	c.apps[k] = &a
+	c.apps[k] = ev
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
@@ -89,16 +85,25 @@ func (c *appCache) reset() {
 	clear(c.apps)
 }
 
+// get returns a copy of the newest state of the app seen (nil: none, or it cannot be decoded).
 func (c *appCache) get(k store.AppKey) *v1alpha1.Application {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.apps[k]
+	ev := c.apps[k]
+	c.mu.Unlock()
+	if ev == nil {
+		return nil
+	}
+	app, err := ev.Application()
+	if err != nil {
+		return nil
+	}
+	return app.DeepCopy()
 }
 
-// newerVersion: a's resourceVersion is above b's (Argo CD compares them as integers).
-func newerVersion(a, b *v1alpha1.Application) bool {
-	av, aok := argocd.ResourceVersion(a.ResourceVersion)
-	bv, bok := argocd.ResourceVersion(b.ResourceVersion)
+// newerVersion: resourceVersion a is above b (Argo CD compares them as integers).
+func newerVersion(a, b string) bool {
+	av, aok := argocd.ResourceVersion(a)
+	bv, bok := argocd.ResourceVersion(b)
 	return !aok || !bok || av > bv
 }
 
@@ -109,10 +114,10 @@ func (t trackingAPI) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.Wa
 		return t.ArgoCD.Watch(ctx, q, h)
 	}
 	inner := h
-	inner.OnEvent = func(ev v1alpha1.ApplicationWatchEvent) {
+	inner.OnRawEvent = func(ev *argocd.Event) {
 		c.observe(ev)
-		if h.OnEvent != nil {
-			h.OnEvent(ev)
+		if h.OnRawEvent != nil {
+			h.OnRawEvent(ev)
 		}
 	}
 	inner.OnConnect = func(reconnect bool) {

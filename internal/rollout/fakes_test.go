@@ -11,6 +11,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/rollout"
@@ -55,13 +56,25 @@ func (d *degrading) ListApplications(ctx context.Context, q argocd.ListQuery) (*
 
 func (d *degrading) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
 	var mu sync.Mutex // the handler sees one event at a time, as from the stream
-	inner := h
-	inner.OnEvent = func(ev v1alpha1.ApplicationWatchEvent) {
-		d.rewrite(&ev.Application)
+	deliver := func(t watch.EventType, a *v1alpha1.Application) {
 		mu.Lock()
 		defer mu.Unlock()
-		h.OnEvent(ev)
+		if h.OnRawEvent != nil {
+			h.OnRawEvent(argocd.NewEvent(t, a))
+		}
+		if h.OnEvent != nil {
+			h.OnEvent(v1alpha1.ApplicationWatchEvent{Type: t, Application: *a})
+		}
 	}
+	inner := argocd.WatchHandler{OnConnect: h.OnConnect, OnRawEvent: func(ev *argocd.Event) {
+		app, err := ev.Application()
+		if err != nil {
+			return
+		}
+		a := app.DeepCopy()
+		d.rewrite(a)
+		deliver(ev.Type, a)
+	}}
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
@@ -83,9 +96,7 @@ func (d *degrading) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.Wat
 			return
 		}
 		d.rewrite(a)
-		mu.Lock()
-		defer mu.Unlock()
-		h.OnEvent(v1alpha1.ApplicationWatchEvent{Type: "MODIFIED", Application: *a})
+		deliver(watch.Modified, a)
 	}()
 	return d.ArgoCD.Watch(ctx, q, inner)
 }

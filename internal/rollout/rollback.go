@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -206,6 +207,7 @@ func (d *driver) stepRollback(ctx context.Context, r store.Rollout, sp *storedPl
 	d.publish(ctx, r.ID)
 	if len(todo) > 0 {
 		sess := d.newSession(ctx, sp, true)
+		sess.WaitConnected(ctx, 10*time.Second)
 		var wg sync.WaitGroup
 		for _, s := range todo {
 			if !d.mayStart(ctx, store.RolloutRollingBack) || d.e.acquire(ctx) != nil {
