@@ -17,6 +17,11 @@ import (
 // so Argo CD itself remembers what to restore whichever rollout (or replica, or restart) restores it.
 const AnnotationAutomatedSync = "fleetwave.io/automated-sync"
 
+// LabelAutomatedSyncOff marks, in the same patch, the apps carrying AnnotationAutomatedSync, so the end of a
+// rollout finds the apps to restore with one list filtered by Argo CD (a label selector), not a list of every
+// app the Argo CD instance has. The annotation stays the record of what to restore.
+const LabelAutomatedSyncOff = "fleetwave.io/automated-sync-off"
+
 // prepareAutomated switches automated sync off, before anything else of the rollout, for the plan's apps that
 // have it when the policy allows it (automatedSync: disable-during-rollout). Otherwise Argo CD would sync them
 // to the merge by itself, bypassing the waves, and would refuse the bot's syncs to a pinned revision.
@@ -58,8 +63,9 @@ func (d *driver) disableAutomated(ctx context.Context, r store.Rollout, app *v1a
 	}
 	d.e.event(ctx, r.ID, "", "automated-sync-off", app.Name, "intent", why+": "+string(orig))
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{AnnotationAutomatedSync: string(orig)}},
-		"spec":     map[string]any{"syncPolicy": map[string]any{"automated": nil}},
+		"metadata": map[string]any{"annotations": map[string]string{AnnotationAutomatedSync: string(orig)},
+			"labels": map[string]string{LabelAutomatedSyncOff: "true"}},
+		"spec": map[string]any{"syncPolicy": map[string]any{"automated": nil}},
 	})
 	if err != nil {
 		return fmt.Errorf("switching automated sync off for app %s: %w", app.Name, err)
@@ -90,7 +96,7 @@ func (d *driver) restoreAutomated(ctx context.Context, r store.Rollout, steps []
 	if len(keys) == 0 {
 		return nil
 	}
-	l, err := d.e.argo.ListApplications(ctx, argocd.ListQuery{})
+	l, err := d.e.argo.ListApplications(ctx, argocd.ListQuery{Selector: LabelAutomatedSyncOff})
 	if err != nil {
 		return fmt.Errorf("listing apps to restore their automated sync: %w", err)
 	}
@@ -134,8 +140,9 @@ func (d *driver) restoreAutomated(ctx context.Context, r store.Rollout, steps []
 		}
 		d.e.event(ctx, r.ID, "", "automated-sync-restore", a.Name, "intent", orig)
 		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"annotations": map[string]any{AnnotationAutomatedSync: nil}},
-			"spec":     map[string]any{"syncPolicy": map[string]any{"automated": automated}},
+			"metadata": map[string]any{"annotations": map[string]any{AnnotationAutomatedSync: nil},
+				"labels": map[string]any{LabelAutomatedSyncOff: nil}},
+			"spec": map[string]any{"syncPolicy": map[string]any{"automated": automated}},
 		})
 		if err != nil {
 			return fmt.Errorf("restoring automated sync of app %s: %w", a.Name, err)

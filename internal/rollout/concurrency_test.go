@@ -134,6 +134,9 @@ func TestAutomatedSyncSwitchedOffAndRestored(t *testing.T) {
 		if _, ok := a.Annotations[rollout.AnnotationAutomatedSync]; ok {
 			t.Error("annotation left behind")
 		}
+		if _, ok := a.Labels[rollout.LabelAutomatedSyncOff]; ok {
+			t.Error("label left behind")
+		}
 		var seq []string
 		for _, ev := range e.events(r.ID) {
 			if strings.HasPrefix(ev.Action, "automated-sync") {
@@ -160,8 +163,8 @@ func TestAutomatedSyncStaysOffAfterRollback(t *testing.T) {
 		if a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled() {
 			t.Error("automated sync switched back on after a rollback: Argo CD would sync the merge again")
 		}
-		if a.Annotations[rollout.AnnotationAutomatedSync] == "" {
-			t.Error("the original automated sync setting is not kept")
+		if a.Annotations[rollout.AnnotationAutomatedSync] == "" || a.Labels[rollout.LabelAutomatedSyncOff] != "true" {
+			t.Error("the original automated sync setting is not kept, or not labelled")
 		}
 		e.expectLive(oldRev, "web-test-1")
 	})

@@ -49,7 +49,8 @@
 // Options.OnTrigger, just before the sync request; the step is marked triggered when Argo CD accepts it; the
 // outcome is recorded after. Automated sync is switched off the same way: an intent event, then one PATCH that
 // removes spec.syncPolicy.automated and keeps the original in the AnnotationAutomatedSync annotation — so Argo CD
-// itself remembers what to restore; it is restored only when the rollout succeeds (after a failure, an abort
+// itself remembers what to restore — and sets LabelAutomatedSyncOff, so the apps to restore are found with one
+// selector-filtered list; it is restored only when the rollout succeeds (after a failure, an abort
 // or a rollback Argo CD would sync the merge back by itself).
 //
 // # Resuming
