@@ -317,7 +317,24 @@ func (s *Server) objectsLocked(a *v1alpha1.Application, revs []string) []manifes
 	if len(revs) == 0 {
 		return nil
 	}
-	docs, err := s.cfg.Manifests(a, revs[0])
+	st := s.apps[a.Name]
+	if st == nil || st.app != a {
+		return s.renderObjectsLocked(a, revs[0])
+	}
+	if st.objectsGen != a.Generation || st.objects == nil {
+		st.objects, st.objectsGen = map[string][]manifestObject{}, a.Generation
+	}
+	objs, ok := st.objects[revs[0]]
+	if !ok {
+		objs = s.renderObjectsLocked(a, revs[0])
+		st.objects[revs[0]] = objs
+	}
+	return objs
+}
+
+// renderObjectsLocked renders the app at rev (Config.Manifests) and names its objects.
+func (s *Server) renderObjectsLocked(a *v1alpha1.Application, rev string) []manifestObject {
+	docs, err := s.cfg.Manifests(a, rev)
 	if err != nil {
 		return nil
 	}

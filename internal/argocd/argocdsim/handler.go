@@ -217,9 +217,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if refresh == "" {
-		v := s.viewLocked(st)
+		b, err := s.viewJSONLocked(st)
 		s.mu.Unlock()
-		writeJSON(w, v)
+		writeRawJSON(w, b, err)
 		return
 	}
 	// Refresh: annotate, let the controller reconcile, answer once that reconcile is written
@@ -246,9 +246,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	v := s.viewLocked(st)
+	b, err := s.viewJSONLocked(st)
 	s.mu.Unlock()
-	writeJSON(w, v)
+	writeRawJSON(w, b, err)
 }
 
 type patchRequest struct {
@@ -314,7 +314,8 @@ func (s *Server) handlePatch(out http.ResponseWriter, r *http.Request) {
 		s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
 	}
 	s.commitLocked(st)
-	writeJSON(w, st.app)
+	b, err := committedJSON(st)
+	writeRawJSON(w, b, err)
 }
 
 type syncRequest struct {
@@ -379,7 +380,8 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 	s.staleLocked(st, a.DeepCopy())
 	s.startOperationLocked(st, op)
 	c.SyncsAccepted++
-	writeJSON(w, st.app)
+	b, err := committedJSON(st)
+	writeRawJSON(w, b, err)
 }
 
 // resolveSyncRevisionsLocked follows server/application/application.go resolveSourceRevisions.
@@ -477,7 +479,8 @@ func (s *Server) handleRollback(out http.ResponseWriter, r *http.Request) {
 	}
 	s.staleLocked(st, a.DeepCopy())
 	s.startOperationLocked(st, op)
-	writeJSON(w, st.app)
+	b, err := committedJSON(st)
+	writeRawJSON(w, b, err)
 }
 
 func (s *Server) handleTerminate(out http.ResponseWriter, r *http.Request) {
@@ -655,6 +658,11 @@ func httpStatusFromCode(c codes.Code) int {
 
 func writeJSON(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
+	writeRawJSON(w, b, err)
+}
+
+// writeRawJSON answers b, the JSON encoding made by the caller (err: it failed).
+func writeRawJSON(w http.ResponseWriter, b []byte, err error) {
 	if err != nil {
 		writeError(w, codes.Internal, err.Error())
 		return

@@ -1,6 +1,7 @@
 package argocdsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -155,13 +156,16 @@ type Server struct {
 type appState struct {
 	app      *v1alpha1.Application
 	lastJSON []byte // the app without resourceVersion, as last committed (no-op writes do not bump it)
-	applied  []string
-	health   health.HealthStatusCode // live health, published at the next reconcile
-	final    health.HealthStatusCode // health after the Progressing phase
-	behavior Behavior
-	opGen    int64 // invalidates timers of an earlier operation
-	autoRev  string
-	waiters  []chan struct{} // refresh requests waiting for the next reconcile
+	// objects memoizes objectsLocked per revision and generation (Config.Manifests is a function of both).
+	objects    map[string][]manifestObject
+	objectsGen int64
+	applied    []string
+	health     health.HealthStatusCode // live health, published at the next reconcile
+	final      health.HealthStatusCode // health after the Progressing phase
+	behavior   Behavior
+	opGen      int64 // invalidates timers of an earlier operation
+	autoRev    string
+	waiters    []chan struct{} // refresh requests waiting for the next reconcile
 
 	stale      *v1alpha1.Application
 	staleUntil time.Time
@@ -435,14 +439,54 @@ func (s *Server) commitLocked(st *appState) {
 	st.lastJSON = b
 	s.rv++
 	st.app.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	s.broadcastLocked(watch.Modified, st)
+	s.broadcastLocked(watch.Modified, st, withResourceVersion(b, st.app.ResourceVersion))
+}
+
+// withResourceVersion returns app, the JSON of an Application without metadata.resourceVersion, with it set to
+// rv, in the place encoding/json puts it (after metadata.uid, which every simulated app has): the encoding a
+// commit already made is reused for the stream instead of encoding the object again. nil when app has no uid.
+func withResourceVersion(app []byte, rv string) []byte {
+	const uid = `"uid":"`
+	i := bytes.Index(app, []byte(uid))
+	if i < 0 {
+		return nil
+	}
+	i += len(uid)
+	j := bytes.IndexByte(app[i:], '"')
+	if j < 0 {
+		return nil
+	}
+	i += j + 1
+	field := `,"resourceVersion":` + strconv.Quote(rv)
+	out := make([]byte, 0, len(app)+len(field))
+	return append(append(append(out, app[:i]...), field...), app[i:]...)
 }
 
 // publishLocked sends the app's current view again (the end of a stale window).
 func (s *Server) publishLocked(st *appState) {
 	s.rv++
 	st.app.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	s.broadcastLocked(watch.Modified, st)
+	s.broadcastLocked(watch.Modified, st, nil)
+}
+
+// viewJSONLocked is the JSON of viewLocked: outside a stale window, the encoding of the last commit (every
+// change of st.app is committed), not a new one.
+func (s *Server) viewJSONLocked(st *appState) ([]byte, error) {
+	if st.stale != nil && s.now().Before(st.staleUntil) {
+		return json.Marshal(s.viewLocked(st))
+	}
+	return committedJSON(st)
+}
+
+// committedJSON is the JSON of st.app as last committed (with its resourceVersion), reusing the commit's
+// encoding.
+func committedJSON(st *appState) ([]byte, error) {
+	if st.lastJSON != nil {
+		if b := withResourceVersion(st.lastJSON, st.app.ResourceVersion); b != nil {
+			return b, nil
+		}
+	}
+	return json.Marshal(st.app)
 }
 
 // viewLocked is the app as the API shows it: a copy, stale during a stale window.

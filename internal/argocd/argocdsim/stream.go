@@ -20,19 +20,48 @@ const subscriberBuffer = 8192
 
 type subscriber struct {
 	match    func(*v1alpha1.Application) bool
-	ch       chan v1alpha1.ApplicationWatchEvent
+	ch       chan streamEvent
 	overflow chan struct{} // closed when the subscriber fell too far behind
 }
 
-// broadcastLocked sends the app's current view to every matching stream. A stream that cannot keep up is
-// closed (the client reconnects and re-reads) rather than silently missing the event.
-func (s *Server) broadcastLocked(t watch.EventType, st *appState) {
+// streamEvent is one message of the stream, encoded once for every subscriber.
+type streamEvent struct {
+	key string // namespace/name
+	msg []byte // {"result":{"type":...,"application":...}}
+}
+
+// eventLocked encodes the app's current view as a stream message. appJSON, when not nil, is the app's JSON
+// (with its resourceVersion) a commit already made, used when the view is the app itself (no stale window).
+func (s *Server) eventLocked(t watch.EventType, st *appState, appJSON []byte) (streamEvent, *v1alpha1.Application, error) {
+	view := st.app
+	if appJSON == nil || (st.stale != nil && s.now().Before(st.staleUntil)) {
+		view = s.viewLocked(st)
+		var err error
+		if appJSON, err = json.Marshal(view); err != nil {
+			return streamEvent{}, nil, err
+		}
+	}
+	msg := make([]byte, 0, len(appJSON)+64)
+	msg = append(msg, `{"result":{"type":`...)
+	msg = strconv.AppendQuote(msg, string(t))
+	msg = append(msg, `,"application":`...)
+	msg = append(msg, appJSON...)
+	msg = append(msg, "}}"...)
+	return streamEvent{key: view.Namespace + "/" + view.Name, msg: msg}, view, nil
+}
+
+// broadcastLocked sends the app's current view to every matching stream (appJSON: see eventLocked). A stream
+// that cannot keep up is closed (the client reconnects and re-reads) rather than silently missing the event.
+func (s *Server) broadcastLocked(t watch.EventType, st *appState, appJSON []byte) {
 	if len(s.subs) == 0 {
 		return
 	}
-	ev := v1alpha1.ApplicationWatchEvent{Type: t, Application: *s.viewLocked(st)}
+	ev, view, err := s.eventLocked(t, st, appJSON)
+	if err != nil {
+		panic(fmt.Sprintf("argocdsim: marshaling application: %v", err))
+	}
 	for sub := range s.subs {
-		if !sub.match(&ev.Application) {
+		if !sub.match(view) {
 			continue
 		}
 		select {
@@ -81,14 +110,20 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codes.Internal, "unexpected type of web server")
 		return
 	}
-	sub := &subscriber{match: match, ch: make(chan v1alpha1.ApplicationWatchEvent, subscriberBuffer), overflow: make(chan struct{})}
+	sub := &subscriber{match: match, ch: make(chan streamEvent, subscriberBuffer), overflow: make(chan struct{})}
 	s.mu.Lock()
 	s.totals.Streams++
-	var initial []v1alpha1.ApplicationWatchEvent
+	var initial []streamEvent
 	if q.Get("resourceVersion") == "" || name != "" {
 		for _, n := range s.sortedNamesLocked() {
-			if v := s.viewLocked(s.apps[n]); match(v) {
-				initial = append(initial, v1alpha1.ApplicationWatchEvent{Type: watch.Added, Application: *v})
+			st := s.apps[n]
+			var committed []byte
+			if st.lastJSON != nil {
+				committed = withResourceVersion(st.lastJSON, st.app.ResourceVersion)
+			}
+			ev, view, err := s.eventLocked(watch.Added, st, committed)
+			if err == nil && match(view) {
+				initial = append(initial, ev)
 			}
 		}
 	}
@@ -111,22 +146,24 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 
 	last := map[string][]byte{}
-	send := func(ev v1alpha1.ApplicationWatchEvent) bool {
-		b, err := json.Marshal(map[string]any{"result": ev})
-		if err != nil {
-			return false
-		}
-		key := ev.Application.Namespace + "/" + ev.Application.Name
-		if bytes.Equal(last[key], b) {
+	// send writes a message; it is flushed once no other is queued (a burst of events goes out in one write,
+	// each message still framed on its own).
+	send := func(ev streamEvent) bool {
+		if bytes.Equal(last[ev.key], ev.msg) {
 			return true
 		}
-		last[key] = b
+		last[ev.key] = ev.msg
+		var err error
 		if sse {
-			_, err = fmt.Fprintf(w, "data: %s \n\n", b)
+			_, err = fmt.Fprintf(w, "data: %s \n\n", ev.msg)
 		} else {
-			_, err = w.Write(append(b, '\n'))
+			if _, err = w.Write(ev.msg); err == nil {
+				_, err = w.Write([]byte{'\n'}) // not appended to msg: subscribers share it
+			}
 		}
-		flusher.Flush()
+		if len(sub.ch) == 0 {
+			flusher.Flush()
+		}
 		return err == nil
 	}
 	for _, ev := range initial {
