@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -84,6 +85,17 @@ func botMain() int {
 	ex := rollout.New(st, client, nil, rollout.WithOwner(cfg.Owner), rollout.WithConcurrency(cfg.Concurrency),
 		rollout.WithPollIntervals(cfg.Control, cfg.Claim, cfg.Poll), rollout.WithIntentGrace(cfg.Grace),
 		rollout.WithLeaseTTL(cfg.LeaseTTL), rollout.WithSyncTimeouts(5*time.Minute, cfg.Stall, 2*time.Second))
+	path, ok := strings.CutPrefix(cfg.Store, "sqlite://")
+	if !ok {
+		fmt.Fprintln(os.Stderr, "bot: the wait for the end reads SQLite only, not", cfg.Store)
+		return 2
+	}
+	states, err := sql.Open("sqlite", path+"?_query_only=1")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bot:", err)
+		return 1
+	}
+	defer states.Close()
 	startRSS := procStatus("VmRSS:")
 	began := time.Now()
 	runCtx, cancel := context.WithCancel(ctx)
@@ -92,13 +104,15 @@ func botMain() int {
 	go func() { runDone <- ex.Run(runCtx) }()
 	fmt.Println("bot: running")
 	for {
-		time.Sleep(20 * time.Millisecond)
-		rs, err := st.ListRollouts(ctx, store.RolloutFilter{Unfinished: true})
+		// Polled often, so the wall time is exact to a few ms, and cheaply (the states only, not the rollouts
+		// with their plans), so the measurement takes no CPU worth counting from the bot it measures.
+		time.Sleep(5 * time.Millisecond)
+		n, err := unfinishedRollouts(ctx, states)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bot:", err)
 			continue
 		}
-		if len(rs) == 0 {
+		if n == 0 {
 			break
 		}
 	}
@@ -115,6 +129,26 @@ func botMain() int {
 	b, _ := json.Marshal(rep)
 	fmt.Printf("bot: done %s\n", b)
 	return 0
+}
+
+// unfinishedRollouts counts the rollouts not finished in the SQLite store db, reading their states only.
+func unfinishedRollouts(ctx context.Context, db *sql.DB) (int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT state FROM rollouts")
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var state string
+		if err := rows.Scan(&state); err != nil {
+			return 0, err
+		}
+		if !store.RolloutState(state).Terminal() {
+			n++
+		}
+	}
+	return n, rows.Err()
 }
 
 // procStatus reads a "kB" line of /proc/self/status, in bytes.
