@@ -327,3 +327,11 @@ func ResourceVersion(rv string) (n int64, ok bool) {
 	n, err := strconv.ParseInt(rv, 10, 64)
 	return n, err == nil
 }
+
+// NewerResourceVersion: resourceVersion a is above b, compared as integers as Argo CD does; true when either is
+// not an integer (an unknown version is taken as news, never dropped).
+func NewerResourceVersion(a, b string) bool {
+	na, okA := ResourceVersion(a)
+	nb, okB := ResourceVersion(b)
+	return !okA || !okB || na > nb
+}

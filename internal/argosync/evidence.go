@@ -182,17 +182,7 @@ func newer(a, b *v1alpha1.Application) bool {
 	if a == nil {
 		return false
 	}
-	return newerVersion(a.ResourceVersion, b.ResourceVersion)
-}
-
-// newerVersion: resourceVersion a is above b (Argo CD compares them as integers); true when either is not one.
-func newerVersion(a, b string) bool {
-	na, okA := argocd.ResourceVersion(a)
-	nb, okB := argocd.ResourceVersion(b)
-	if okA && okB {
-		return na > nb
-	}
-	return true
+	return argocd.NewerResourceVersion(a.ResourceVersion, b.ResourceVersion)
 }
 
 // sameOperation reports whether two objects show the same operation run (same start and finish).

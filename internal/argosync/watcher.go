@@ -88,7 +88,7 @@ func (s *subscription) offer(app *v1alpha1.Application) {
 	if newer(app, s.latest) {
 		s.latest = app
 	}
-	if s.pending != nil && !newerVersion(s.pending.ResourceVersion, s.latest.ResourceVersion) {
+	if s.pending != nil && !argocd.NewerResourceVersion(s.pending.ResourceVersion, s.latest.ResourceVersion) {
 		s.pending = nil
 	}
 }
@@ -124,9 +124,9 @@ func (w *watcher) onEvent(ev *argocd.Event) {
 			s.wake()
 			continue
 		}
-		isNewer := s.latest == nil || newerVersion(ev.ResourceVersion, s.latest.ResourceVersion)
+		isNewer := s.latest == nil || argocd.NewerResourceVersion(ev.ResourceVersion, s.latest.ResourceVersion)
 		if s.pending != nil {
-			isNewer = newerVersion(ev.ResourceVersion, s.pending.ResourceVersion)
+			isNewer = argocd.NewerResourceVersion(ev.ResourceVersion, s.pending.ResourceVersion)
 		}
 		if isNewer {
 			s.pending = ev

@@ -46,7 +46,7 @@ func (c *appCache) observe(ev *argocd.Event) {
 		delete(c.apps, k)
 		return
 	}
-	if cur := c.apps[k]; cur != nil && !newerVersion(ev.ResourceVersion, cur.ResourceVersion) {
+	if cur := c.apps[k]; cur != nil && !argocd.NewerResourceVersion(ev.ResourceVersion, cur.ResourceVersion) {
 		return
 	}
 	c.apps[k] = ev
@@ -98,13 +98,6 @@ func (c *appCache) get(k store.AppKey) *v1alpha1.Application {
 		return nil
 	}
 	return app.DeepCopy()
-}
-
-// newerVersion: resourceVersion a is above b (Argo CD compares them as integers).
-func newerVersion(a, b string) bool {
-	av, aok := argocd.ResourceVersion(a)
-	bv, bok := argocd.ResourceVersion(b)
-	return !aok || !bok || av > bv
 }
 
 // Watch feeds the driver's cache from the stream argosync opens (one stream serves both).
