@@ -166,7 +166,7 @@ func (d *driver) closeSessions() {
 func (d *driver) readApp(ctx, snap context.Context, k store.AppKey) *v1alpha1.Application {
 	if c := d.appCache(); c != nil {
 		if snap != nil {
-			c.await(snap, []store.AppKey{k})
+			c.await(snap, k)
 		}
 		if app := c.get(k); app != nil {
 			return app

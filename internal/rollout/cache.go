@@ -54,21 +54,15 @@ func (c *appCache) observe(ev *argocd.Event) {
 	c.changed = make(chan struct{})
 }
 
-// await waits until the cache holds every app of keys (the stream's initial snapshot has arrived), at most
-// until ctx ends; it reports whether it does.
-func (c *appCache) await(ctx context.Context, keys []store.AppKey) bool {
+// await waits until the cache holds the app k (the stream's initial snapshot brought it), at most until ctx
+// ends; it reports whether it does.
+func (c *appCache) await(ctx context.Context, k store.AppKey) bool {
 	for {
 		c.mu.Lock()
-		missing := false
-		for _, k := range keys {
-			if c.apps[k] == nil {
-				missing = true
-				break
-			}
-		}
+		present := c.apps[k] != nil
 		ch := c.changed
 		c.mu.Unlock()
-		if !missing {
+		if present {
 			return true
 		}
 		select {
