@@ -217,7 +217,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if refresh == "" {
-		b, err := s.viewJSONLocked(st)
+		_, b, err := s.viewJSONLocked(st)
 		s.mu.Unlock()
 		writeRawJSON(w, b, err)
 		return
@@ -246,7 +246,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	b, err := s.viewJSONLocked(st)
+	_, b, err := s.viewJSONLocked(st)
 	s.mu.Unlock()
 	writeRawJSON(w, b, err)
 }

@@ -439,7 +439,7 @@ func (s *Server) commitLocked(st *appState) {
 	st.lastJSON = b
 	s.rv++
 	st.app.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	s.broadcastLocked(watch.Modified, st, withResourceVersion(b, st.app.ResourceVersion))
+	s.broadcastLocked(watch.Modified, st)
 }
 
 // withResourceVersion returns app, the JSON of an Application without metadata.resourceVersion, with it set to
@@ -466,16 +466,25 @@ func withResourceVersion(app []byte, rv string) []byte {
 func (s *Server) publishLocked(st *appState) {
 	s.rv++
 	st.app.ResourceVersion = strconv.FormatInt(s.rv, 10)
-	s.broadcastLocked(watch.Modified, st, nil)
+	s.broadcastLocked(watch.Modified, st)
 }
 
-// viewJSONLocked is the JSON of viewLocked: outside a stale window, the encoding of the last commit (every
-// change of st.app is committed), not a new one.
-func (s *Server) viewJSONLocked(st *appState) ([]byte, error) {
-	if st.stale != nil && s.now().Before(st.staleUntil) {
-		return json.Marshal(s.viewLocked(st))
+// inStaleWindowLocked: the API still shows the app as it was before a sync request (st.stale,
+// Config.StaleStatusFor).
+func (s *Server) inStaleWindowLocked(st *appState) bool {
+	return st.stale != nil && s.now().Before(st.staleUntil)
+}
+
+// viewJSONLocked is viewLocked with its JSON: outside a stale window, the app itself and the encoding of its
+// last commit (every change of st.app is committed), not a new one.
+func (s *Server) viewJSONLocked(st *appState) (*v1alpha1.Application, []byte, error) {
+	if s.inStaleWindowLocked(st) {
+		v := s.viewLocked(st)
+		b, err := json.Marshal(v)
+		return v, b, err
 	}
-	return committedJSON(st)
+	b, err := committedJSON(st)
+	return st.app, b, err
 }
 
 // committedJSON is the JSON of st.app as last committed (with its resourceVersion), reusing the commit's
@@ -491,7 +500,7 @@ func committedJSON(st *appState) ([]byte, error) {
 
 // viewLocked is the app as the API shows it: a copy, stale during a stale window.
 func (s *Server) viewLocked(st *appState) *v1alpha1.Application {
-	if st.stale != nil && s.now().Before(st.staleUntil) {
+	if s.inStaleWindowLocked(st) {
 		v := st.stale.DeepCopy()
 		v.ResourceVersion = st.app.ResourceVersion
 		return v

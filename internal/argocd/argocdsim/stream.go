@@ -2,7 +2,6 @@ package argocdsim
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -30,16 +29,12 @@ type streamEvent struct {
 	msg []byte // {"result":{"type":...,"application":...}}
 }
 
-// eventLocked encodes the app's current view as a stream message. appJSON, when not nil, is the app's JSON
-// (with its resourceVersion) a commit already made, used when the view is the app itself (no stale window).
-func (s *Server) eventLocked(t watch.EventType, st *appState, appJSON []byte) (streamEvent, *v1alpha1.Application, error) {
-	view := st.app
-	if appJSON == nil || (st.stale != nil && s.now().Before(st.staleUntil)) {
-		view = s.viewLocked(st)
-		var err error
-		if appJSON, err = json.Marshal(view); err != nil {
-			return streamEvent{}, nil, err
-		}
+// eventLocked encodes the app's current view as a stream message (viewJSONLocked: outside a stale window, from
+// its last commit's encoding).
+func (s *Server) eventLocked(t watch.EventType, st *appState) (streamEvent, *v1alpha1.Application, error) {
+	view, appJSON, err := s.viewJSONLocked(st)
+	if err != nil {
+		return streamEvent{}, nil, err
 	}
 	msg := make([]byte, 0, len(appJSON)+64)
 	msg = append(msg, `{"result":{"type":`...)
@@ -50,13 +45,13 @@ func (s *Server) eventLocked(t watch.EventType, st *appState, appJSON []byte) (s
 	return streamEvent{key: view.Namespace + "/" + view.Name, msg: msg}, view, nil
 }
 
-// broadcastLocked sends the app's current view to every matching stream (appJSON: see eventLocked). A stream
-// that cannot keep up is closed (the client reconnects and re-reads) rather than silently missing the event.
-func (s *Server) broadcastLocked(t watch.EventType, st *appState, appJSON []byte) {
+// broadcastLocked sends the app's current view to every matching stream. A stream that cannot keep up is
+// closed (the client reconnects and re-reads) rather than silently missing the event.
+func (s *Server) broadcastLocked(t watch.EventType, st *appState) {
 	if len(s.subs) == 0 {
 		return
 	}
-	ev, view, err := s.eventLocked(t, st, appJSON)
+	ev, view, err := s.eventLocked(t, st)
 	if err != nil {
 		panic(fmt.Sprintf("argocdsim: marshaling application: %v", err))
 	}
@@ -116,12 +111,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	var initial []streamEvent
 	if q.Get("resourceVersion") == "" || name != "" {
 		for _, n := range s.sortedNamesLocked() {
-			st := s.apps[n]
-			var committed []byte
-			if st.lastJSON != nil {
-				committed = withResourceVersion(st.lastJSON, st.app.ResourceVersion)
-			}
-			ev, view, err := s.eventLocked(watch.Added, st, committed)
+			ev, view, err := s.eventLocked(watch.Added, s.apps[n])
 			if err == nil && match(view) {
 				initial = append(initial, ev)
 			}
