@@ -32,7 +32,7 @@ type groupCommitter struct {
 // maxGroup bounds the writes of one transaction.
 const maxGroup = 256
 
-// groupWrite is one caller's statement: run returns its result through scan, inside the batch's transaction.
+// groupWrite is one caller's statement; scan reads its row inside the batch's transaction.
 type groupWrite struct {
 	query string
 	args  []any

@@ -10,11 +10,12 @@ import (
 	"time"
 )
 
-// groupFixture opens a SQLite store with a leased rollout of n pending steps.
-func groupFixture(t *testing.T, n int) (*Store, []AppStep) {
+// StepsFixture opens the store at dsn with a rollout of n pending steps leased to owner (this package's tests
+// and its benchmarks).
+func StepsFixture(t testing.TB, dsn, owner string, n int) (*Store, []AppStep) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "fw.db"))
+	s, err := Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func groupFixture(t *testing.T, n int) (*Store, []AppStep) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.AcquireLease(ctx, r.ID, "bot", time.Hour); err != nil || !ok {
+	if ok, err := s.AcquireLease(ctx, r.ID, owner, time.Hour); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	steps, err := s.ListSteps(ctx, r.ID, StepFilter{})
@@ -35,6 +36,11 @@ func groupFixture(t *testing.T, n int) (*Store, []AppStep) {
 		t.Fatal(err)
 	}
 	return s, steps
+}
+
+// groupFixture is StepsFixture on a new SQLite file, leased to "bot".
+func groupFixture(t *testing.T, n int) (*Store, []AppStep) {
+	return StepsFixture(t, "sqlite://"+filepath.Join(t.TempDir(), "fw.db"), "bot", n)
 }
 
 // TestGroupCommitKeepsEachWriteItsOwn: writes batched in one transaction succeed or fail each on its own (a

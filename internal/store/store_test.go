@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/store/storetest"
@@ -151,7 +150,7 @@ func BenchmarkMarkDeliveryParallel(b *testing.B) {
 func BenchmarkIntentOutcome(b *testing.B) {
 	backends(b, func(b *testing.B, dsn string) {
 		ctx := context.Background()
-		s, steps := stepsFixture(b, dsn)
+		s, steps := store.StepsFixture(b, dsn, "bench", b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			st, err := s.RecordIntent(ctx, store.Intent{StepID: steps[i].ID, Version: steps[i].Version, Owner: "bench", PreviousRevision: "p"})
@@ -173,7 +172,7 @@ func BenchmarkIntentOutcome(b *testing.B) {
 func BenchmarkIntentOutcomeParallel(b *testing.B) {
 	backends(b, func(b *testing.B, dsn string) {
 		ctx := context.Background()
-		s, steps := stepsFixture(b, dsn)
+		s, steps := store.StepsFixture(b, dsn, "bench", b.N)
 		var next atomic.Int64
 		b.SetParallelism(100)
 		b.ResetTimer()
@@ -194,31 +193,4 @@ func BenchmarkIntentOutcomeParallel(b *testing.B) {
 			}
 		})
 	})
-}
-
-// stepsFixture opens the store at dsn with a rollout of b.N pending steps leased to "bench".
-func stepsFixture(b *testing.B, dsn string) (*store.Store, []store.AppStep) {
-	b.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	n := store.NewRollout{Repo: "org/fleet", MergeSHA: "m", Plan: []byte("{}"), Waves: []store.NewWave{{Name: "all"}}}
-	for i := 0; i < b.N; i++ {
-		n.Waves[0].Steps = append(n.Waves[0].Steps, store.NewStep{App: store.AppKey{Namespace: "argocd", Name: fmt.Sprintf("app-%d", i)}})
-	}
-	r, _, err := s.CreateRollout(ctx, n)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if ok, err := s.AcquireLease(ctx, r.ID, "bench", time.Hour); err != nil || !ok {
-		b.Fatal(ok, err)
-	}
-	steps, err := s.ListSteps(ctx, r.ID, store.StepFilter{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s, steps
 }
