@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
@@ -67,9 +68,9 @@ func TestPullRequestFlow(t *testing.T) {
 		t.Errorf("conclusions diff=%s plan=%s, want success and success", diffRun.Conclusion, planRun.Conclusion)
 	}
 	norm := normalizer(f)
-	golden(t, "opened-comment.md", norm(comments[0].Body))
-	golden(t, "opened-check-diff.txt", norm(describeRun(diffRun)))
-	golden(t, "opened-check-plan.txt", norm(describeRun(planRun)))
+	golden.Assert(t, "opened-comment.md", norm(comments[0].Body))
+	golden.Assert(t, "opened-check-diff.txt", norm(describeRun(diffRun)))
+	golden.Assert(t, "opened-check-plan.txt", norm(describeRun(planRun)))
 
 	// A redelivery (same GUID) is acknowledged and not handled: no request reaches GitHub.
 	before := len(h.fake.Requests())
@@ -354,7 +355,7 @@ func TestRenderFailureFailsTheDiffCheck(t *testing.T) {
 			t.Errorf("annotation message %q does not name the missing file", a["message"])
 		}
 	}
-	golden(t, "render-failure-check-diff.txt", normalizer(f)(describeRun(diffRun)))
+	golden.Assert(t, "render-failure-check-diff.txt", normalizer(f)(describeRun(diffRun)))
 }
 
 // TestPolicyViolationFailsThePlanCheck: a change to payments, whose Application turns on automated sync,
@@ -386,7 +387,7 @@ func TestPolicyViolationFailsThePlanCheck(t *testing.T) {
 	if d := runs[app.CheckDiff][0]; d.Conclusion != "success" {
 		t.Errorf("fleetwave/diff concluded %s, want success", d.Conclusion)
 	}
-	golden(t, "violation-check-plan.txt", normalizer(f)(describeRun(planRun)))
+	golden.Assert(t, "violation-check-plan.txt", normalizer(f)(describeRun(planRun)))
 }
 
 // TestInvalidPolicyFailsThePlanCheckAtItsLine: a pull request that breaks .fleetwave.yaml still gets its diff;
@@ -565,44 +566,6 @@ func normalizer(f *fixture) func(string) string {
 		s = strings.ReplaceAll(s, f.dir, "<repo>")
 		return digest.ReplaceAllString(s, "<digest>")
 	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (run with -update to accept):\n%s", name, firstDiff(string(want), got))
-	}
-}
-
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, wl, gl)
-		}
-	}
-	return "(same lines, different bytes)"
 }
 
 // TestCheckRunButtonIsAuthorisedThenHandedOver: a button on a wave's check run (check_run requested_action)

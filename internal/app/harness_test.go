@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -29,8 +28,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const (
 	appID         = 4242

@@ -3,7 +3,6 @@ package diff
 import (
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand"
 	"os"
@@ -15,9 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/fleetwave/fleetwave/internal/golden"
+)
 
 func objs(t *testing.T, docs ...string) []*unstructured.Unstructured {
 	t.Helper()
@@ -260,7 +259,7 @@ func TestNormalizeIsStableAndMasked(t *testing.T) {
 		t.Fatalf("order-dependent:\n%s\n---\n%s", a, b)
 	}
 	assertNoSecrets(t, "Normalize", a)
-	golden(t, "normalize.golden.yaml", a)
+	golden.Assert(t, "normalize.golden.yaml", a)
 }
 
 func TestUnifiedGolden(t *testing.T) {
@@ -272,7 +271,7 @@ func TestUnifiedGolden(t *testing.T) {
 	for _, r := range append(res.Resources, res.Hooks...) {
 		b.WriteString(r.Diff)
 	}
-	golden(t, "compare.golden.diff", b.String())
+	golden.Assert(t, "compare.golden.diff", b.String())
 }
 
 // TestUnifiedMatchesGNUDiff checks the hunk layout against diff(1) on random line edits.
@@ -346,25 +345,5 @@ func TestUnifiedEdges(t *testing.T) {
 	want = "--- base\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n"
 	if got := Unified("a\n", "", "base", "/dev/null", 3); got != want {
 		t.Fatalf("removed:\n%q\nwant\n%q", got, want)
-	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if string(want) != got {
-		t.Fatalf("%s differs (run with -update to accept):\n--- want\n%s\n--- got\n%s", name, want, got)
 	}
 }

@@ -3,13 +3,12 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	"github.com/fleetwave/fleetwave/internal/golden"
+)
 
 type cluster struct {
 	name   string
@@ -108,27 +107,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name+".txt", text.Bytes())
-			golden(t, tt.name+".md", md.Bytes())
-			golden(t, tt.name+".json", append(js, '\n'))
+			golden.Assert(t, "golden/"+tt.name+".txt", text.String())
+			golden.Assert(t, "golden/"+tt.name+".md", md.String())
+			golden.Assert(t, "golden/"+tt.name+".json", string(js)+"\n")
 		})
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, got)
 	}
 }

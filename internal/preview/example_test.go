@@ -5,21 +5,18 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // gitIn runs git in dir with a fixed identity and date, so commit ids are stable.
 func gitIn(t testing.TB, dir string, args ...string) string {
@@ -112,7 +109,7 @@ func TestExampleFleetGolden(t *testing.T) {
 			t.Errorf("%s summary = %+v\nwant %+v", name, rep.Summary, want)
 		}
 		for ext, text := range outputs(t, rep) {
-			golden(t, "example-"+name+"."+ext, text)
+			golden.Assert(t, "example-"+name+"."+ext, text)
 		}
 	}
 }
@@ -318,34 +315,4 @@ func TestBrokenPolicyIsAnInputError(t *testing.T) {
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), ".fleetwave.yaml") {
 		t.Fatalf("err = %v", err)
 	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (run with -update to accept); first difference near:\n%s", name, firstDiff(string(want), got))
-	}
-}
-
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := 0; i < len(al) && i < len(bl); i++ {
-		if al[i] != bl[i] {
-			return "line " + strconv.Itoa(i+1) + ":\n- " + al[i] + "\n+ " + bl[i]
-		}
-	}
-	return "lengths differ: " + strconv.Itoa(len(al)) + " vs " + strconv.Itoa(len(bl)) + " lines"
 }

@@ -3,18 +3,14 @@ package report
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // fakePlan is a Plan made of values.
 type fakePlan struct {
@@ -90,9 +86,9 @@ func TestGoldenOutputs(t *testing.T) {
 		if err := tc.r.WriteJSON(&js); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, tc.name+".txt", text.String())
-		golden(t, tc.name+".json", js.String())
-		golden(t, tc.name+".md", tc.r.Markdown())
+		golden.Assert(t, tc.name+".txt", text.String())
+		golden.Assert(t, tc.name+".json", js.String())
+		golden.Assert(t, tc.name+".md", tc.r.Markdown())
 	}
 }
 
@@ -194,25 +190,5 @@ func TestFenceOutlastsBackticksInDiffs(t *testing.T) {
 	}
 	if f := fence("plain"); f != "```" {
 		t.Fatalf("fence = %q", f)
-	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden (run with -update): %v", err)
-	}
-	if string(want) != got {
-		t.Fatalf("%s differs (run with -update to accept):\n--- want\n%s\n--- got\n%s", name, want, got)
 	}
 }

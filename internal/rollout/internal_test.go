@@ -2,11 +2,8 @@ package rollout
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +13,10 @@ import (
 	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const (
 	revA = "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a"
@@ -284,7 +280,7 @@ func TestCheckRunGolden(t *testing.T) {
 	}
 	writeCheckRun(&b, cr)
 	writeCheckRun(&b, rolloutCheckRun(rb))
-	golden(t, "checkruns.golden.md", b.String())
+	golden.Assert(t, "checkruns.golden.md", b.String())
 }
 
 func writeCheckRun(b *strings.Builder, cr CheckRun) {
@@ -294,27 +290,6 @@ func writeCheckRun(b *strings.Builder, cr CheckRun) {
 		fmt.Fprintf(b, " [%s: %s (%s)]", a.Label, a.Description, a.Identifier)
 	}
 	fmt.Fprintf(b, "\n\n## summary\n\n%s\n## text\n\n%s\n", cr.Summary, cr.Text)
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the output (run with -update to accept):\n%s", path, got)
-	}
 }
 
 func TestActionsFitGitHubLimits(t *testing.T) {
