@@ -251,12 +251,8 @@ func TestRerunRecomputes(t *testing.T) {
 		return strings.Replace(s, "s3cr3t-demo-value", "s3cr3t-demo-value-rotated", 1)
 	}))
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
 	repo := repositoryOf(t, f)
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	var diffID int64
 	for _, cr := range h.fake.CheckRuns(repoFullName) {
 		if cr.Name == app.CheckDiff {
@@ -333,11 +329,7 @@ func TestRenderFailureFailsTheDiffCheck(t *testing.T) {
 		return strings.Replace(s, "resources:", "resources:\n  - missing.yaml", 1)
 	}))
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	runs := h.runsOn(f.head())
 	diffRun := runs[app.CheckDiff][0]
 	if diffRun.Conclusion != "failure" {
@@ -366,11 +358,7 @@ func TestPolicyViolationFailsThePlanCheck(t *testing.T) {
 		edit(t, "apps/payments.yaml", func(s string) string { return s + "  syncPolicy:\n    automated:\n      prune: true\n" }),
 		edit(t, "manifests/payments/deployment.yaml", func(s string) string { return strings.Replace(s, "replicas: 2", "replicas: 3", 1) }))
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	runs := h.runsOn(f.head())
 	planRun := runs[app.CheckPlan][0]
 	if planRun.Conclusion != "failure" {
@@ -397,11 +385,7 @@ func TestInvalidPolicyFailsThePlanCheckAtItsLine(t *testing.T) {
 		edit(t, ".fleetwave.yaml", func(s string) string { return strings.Replace(s, "    soak: 10m\n", "    soak: 10 minutes\n", 1) }),
 		edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	runs := h.runsOn(f.head())
 	planRun := runs[app.CheckPlan][0]
 	if planRun.Conclusion != "failure" {
@@ -490,11 +474,7 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 	git(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
 	merge := git(t, f.dir, "rev-parse", "HEAD")
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	closed := payload(t, "pull_request/closed.payload.json", map[string]any{
 		"repository.clone_url":          f.cloneURL(),
 		"pull_request.head.sha":         f.head(),
@@ -686,11 +666,7 @@ func TestLongPreviewIsSplit(t *testing.T) {
 		return strings.Replace(s, "featureFlags:\n", "featureFlags:\n"+flags.String(), 1)
 	}))
 	h := newHarness(t, nil)
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	comments := h.fake.Comments(repoFullName, prNumber)
 	if len(comments) < 2 {
 		t.Fatalf("%d comment(s), want the preview split into several", len(comments))
@@ -722,11 +698,7 @@ func (failingLive) CompareLive(context.Context, []preview.LiveApp) ([]*report.Li
 func TestArgoCDDownStillPreviews(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/deployment.yaml", func(s string) string { return strings.Replace(s, "replicas: 2", "replicas: 3", 1) }))
 	h := newHarness(t, nil, app.WithLive(failingLive{}))
-	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
-		t.Fatalf("opened answered %d", code)
-	}
-	h.wait()
+	h.open(f)
 	d := h.runsOn(f.head())[app.CheckDiff][0]
 	if d.Conclusion != "success" || !strings.Contains(d.Summary, "live state not compared: argo cd https://argocd.example: connection refused") {
 		t.Errorf("diff check %s, summary:\n%s\nwant success with a note on the live state", d.Conclusion, d.Summary)

@@ -318,6 +318,17 @@ func (h *harness) openPR(f *fixture, head string) {
 		BaseRef: "master", HeadRef: "changes", Author: "Codertocat"})
 }
 
+// open opens the pull request at the fixture's head: registers it on the fake GitHub, delivers the recorded
+// "opened" webhook and waits until the App has handled it.
+func (h *harness) open(f *fixture) {
+	h.t.Helper()
+	h.openPR(f, f.head())
+	if code := h.send("pull_request", "", prPayload(h.t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
+		h.t.Fatalf("opened answered %d", code)
+	}
+	h.wait()
+}
+
 // runsOn returns the fake's check runs on head, by name.
 func (h *harness) runsOn(head string) map[string][]fakegithub.CheckRun {
 	out := map[string][]fakegithub.CheckRun{}
