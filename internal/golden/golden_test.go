@@ -26,7 +26,7 @@ type recorder struct {
 	errors []string
 }
 
-func (r *recorder) Helper()                         {}
+func (r *recorder) Helper()                        {}
 func (r *recorder) Errorf(format string, a ...any) { r.errors = append(r.errors, format) }
 func (r *recorder) Fatalf(format string, a ...any) { r.errors = append(r.errors, format); panic(r) }
 
