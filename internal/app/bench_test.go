@@ -18,6 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 )
@@ -33,21 +34,21 @@ func bigFleet(tb testing.TB) *fixture {
 	dir := filepath.Join(tb.TempDir(), "Hello-World")
 	// Declared as cluster Secrets so that the bot, which has no clusters file here, finds their labels.
 	previewtest.WriteFleet(tb, dir, repoHTMLURL+".git", previewtest.ClusterSecrets)
-	git(tb, dir, "init", "-q", "-b", "master")
-	git(tb, dir, "add", "-A")
-	git(tb, dir, "commit", "-q", "-m", "500 apps")
-	f := &fixture{dir: dir, base: git(tb, dir, "rev-parse", "HEAD")}
+	gittest.Run(tb, dir, "init", "-q", "-b", "master")
+	gittest.Run(tb, dir, "add", "-A")
+	gittest.Run(tb, dir, "commit", "-q", "-m", "500 apps")
+	f := &fixture{dir: dir, base: gittest.Run(tb, dir, "rev-parse", "HEAD")}
 	for v, tag := range []string{"1.1.0", "1.2.0"} {
-		git(tb, dir, "checkout", "-q", "-B", fmt.Sprintf("change-%d", v), "master")
+		gittest.Run(tb, dir, "checkout", "-q", "-B", fmt.Sprintf("change-%d", v), "master")
 		previewtest.WriteChange(tb, dir, previewtest.Change{BaseTag: tag, NewValue: tag, DirTag: tag})
-		git(tb, dir, "add", "-A")
-		git(tb, dir, "commit", "-q", "-m", "touch 50 apps: "+tag)
-		f.heads = append(f.heads, git(tb, dir, "rev-parse", "HEAD"))
+		gittest.Run(tb, dir, "add", "-A")
+		gittest.Run(tb, dir, "commit", "-q", "-m", "touch 50 apps: "+tag)
+		f.heads = append(f.heads, gittest.Run(tb, dir, "rev-parse", "HEAD"))
 	}
-	git(tb, dir, "checkout", "-q", "master")
-	git(tb, dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), f.heads[0])
-	git(tb, dir, "update-ref", "refs/heads/other", f.heads[1]) // the second head stays reachable
-	git(tb, dir, "repack", "-a", "-d", "-q")
+	gittest.Run(tb, dir, "checkout", "-q", "master")
+	gittest.Run(tb, dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), f.heads[0])
+	gittest.Run(tb, dir, "update-ref", "refs/heads/other", f.heads[1]) // the second head stays reachable
+	gittest.Run(tb, dir, "repack", "-a", "-d", "-q")
 	return f
 }
 
@@ -112,7 +113,7 @@ func BenchmarkWebhookToCommentArgoCD(b *testing.B) {
 func benchWebhook(b *testing.B, f *fixture, h *harness) {
 	send := func(i int) time.Duration {
 		head := f.heads[i%2]
-		git(b, f.dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), head)
+		gittest.Run(b, f.dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), head)
 		h.openPR(f, head)
 		body := prPayload(b, "pull_request/synchronize.payload.json", f, head)
 		edits := commentEdits(h)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -471,8 +472,8 @@ func TestPlanCommandRecomputes(t *testing.T) {
 func TestMergeHandsThePlanOver(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
 	// The merge commit, on master.
-	git(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
-	merge := git(t, f.dir, "rev-parse", "HEAD")
+	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
+	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
 	h := newHarness(t, nil)
 	h.open(f)
 	closed := payload(t, "pull_request/closed.payload.json", map[string]any{
@@ -501,7 +502,7 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 // lineAt is the 1-based line of the first line containing substr in path at the fixture's head.
 func lineAt(t *testing.T, f *fixture, path, substr string) int {
 	t.Helper()
-	data := git(t, f.dir, "show", f.head()+":"+path)
+	data := gittest.Run(t, f.dir, "show", f.head()+":"+path)
 	for i, l := range strings.Split(data, "\n") {
 		if strings.Contains(l, substr) {
 			return i + 1

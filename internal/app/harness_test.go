@@ -12,9 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/webhooks"
@@ -201,21 +200,6 @@ func (h *harness) wait() {
 	}
 }
 
-// git runs git in dir with a fixed identity and date (so commit ids are stable) and returns its output.
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Demo", "GIT_AUTHOR_EMAIL=demo@example.com",
-		"GIT_COMMITTER_NAME=Demo", "GIT_COMMITTER_EMAIL=demo@example.com",
-		"GIT_AUTHOR_DATE=2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2025-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // fixture is a git repository standing in for GitHub's copy of the pull request's repository.
 type fixture struct {
 	dir   string
@@ -257,19 +241,19 @@ func newFixture(t testing.TB, changes ...func(dir string)) *fixture {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "Hello-World")
 	copyTree(t, "../../examples/fleet", dir)
-	git(t, dir, "init", "-q", "-b", "master")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "Example fleet")
-	f := &fixture{dir: dir, base: git(t, dir, "rev-parse", "HEAD")}
-	git(t, dir, "checkout", "-q", "-b", "changes")
+	gittest.Run(t, dir, "init", "-q", "-b", "master")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "Example fleet")
+	f := &fixture{dir: dir, base: gittest.Run(t, dir, "rev-parse", "HEAD")}
+	gittest.Run(t, dir, "checkout", "-q", "-b", "changes")
 	for i, change := range changes {
 		change(dir)
-		git(t, dir, "add", "-A")
-		git(t, dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("change %d", i+1))
-		f.heads = append(f.heads, git(t, dir, "rev-parse", "HEAD"))
+		gittest.Run(t, dir, "add", "-A")
+		gittest.Run(t, dir, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("change %d", i+1))
+		f.heads = append(f.heads, gittest.Run(t, dir, "rev-parse", "HEAD"))
 	}
-	git(t, dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), f.head())
-	git(t, dir, "checkout", "-q", "master")
+	gittest.Run(t, dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), f.head())
+	gittest.Run(t, dir, "checkout", "-q", "master")
 	return f
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 )
 
 // diff --argocd against the simulator: web is live with a hand-edited ConfigMap and another Secret value.
@@ -103,7 +103,7 @@ func TestDiffArgoCDRendersPluginApps(t *testing.T) {
 	gitRun(t, repo, "commit", "-q", "-m", "cmp app")
 	gitRun(t, repo, "checkout", "-q", "change")
 	gitRun(t, repo, "rebase", "-q", "-X", "theirs", "main")
-	base, head := gitOut(t, repo, "rev-parse", "main"), gitOut(t, repo, "rev-parse", "change")
+	base, head := gittest.Run(t, repo, "rev-parse", "main"), gittest.Run(t, repo, "rev-parse", "change")
 
 	var mu sync.Mutex
 	var asked []string
@@ -162,20 +162,7 @@ func TestDiffArgoCDRendersPluginApps(t *testing.T) {
 	}
 }
 
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func gitRun(t *testing.T, dir string, args ...string) { t.Helper(); gitOut(t, dir, args...) }
+func gitRun(t *testing.T, dir string, args ...string) { t.Helper(); gittest.Run(t, dir, args...) }
 
 func writeFile(t *testing.T, dir, rel, content string) {
 	t.Helper()

@@ -17,22 +17,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 )
-
-// git runs git in dir with a fixed identity and date, and returns its trimmed output.
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T",
-		"GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE=2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2025-01-01T00:00:00Z",
-		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // origin builds a repository like a GitHub one: main with one commit, a pull request head under
 // refs/pull/1/head only (as for a fork), and a commit reachable from no ref at all.
@@ -42,25 +28,25 @@ func origin(t *testing.T) (dir, base, head, dangling string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "base")
-	base = git(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "base")
+	base = gittest.Run(t, dir, "rev-parse", "HEAD")
 	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "commit", "-q", "-am", "head")
-	head = git(t, dir, "rev-parse", "HEAD")
-	git(t, dir, "update-ref", "refs/pull/1/head", head)
+	gittest.Run(t, dir, "commit", "-q", "-am", "head")
+	head = gittest.Run(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "update-ref", "refs/pull/1/head", head)
 	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, dir, "commit", "-q", "-am", "dangling")
-	dangling = git(t, dir, "rev-parse", "HEAD")
-	git(t, dir, "reset", "-q", "--hard", base)
+	gittest.Run(t, dir, "commit", "-q", "-am", "dangling")
+	dangling = gittest.Run(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "reset", "-q", "--hard", base)
 	return dir, base, head, dangling
 }
 
@@ -76,10 +62,10 @@ func TestFetchByRefThenFromCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, dir, "rev-parse", "refs/fleetwave/pull/1/head"); got != head {
+	if got := gittest.Run(t, dir, "rev-parse", "refs/fleetwave/pull/1/head"); got != head {
 		t.Errorf("refs/fleetwave/pull/1/head = %s, want %s", got, head)
 	}
-	if got := git(t, dir, "config", "core.hooksPath"); got != "/dev/null" {
+	if got := gittest.Run(t, dir, "config", "core.hooksPath"); got != "/dev/null" {
 		t.Errorf("core.hooksPath = %q", got)
 	}
 	data, err := c.ReadFile(ctx, dir, head, "a.yaml")
@@ -102,7 +88,7 @@ func TestFetchByRefThenFromCache(t *testing.T) {
 
 func TestFetchByCommitWhenNoRefHasIt(t *testing.T) {
 	src, base, _, dangling := origin(t)
-	git(t, src, "config", "uploadpack.allowAnySHA1InWant", "true") // as GitHub serves any reachable commit
+	gittest.Run(t, src, "config", "uploadpack.allowAnySHA1InWant", "true") // as GitHub serves any reachable commit
 	c, err := gitcache.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +97,7 @@ func TestFetchByCommitWhenNoRefHasIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, dir, "rev-parse", "refs/fleetwave/commits/"+dangling); got != dangling {
+	if got := gittest.Run(t, dir, "rev-parse", "refs/fleetwave/commits/"+dangling); got != dangling {
 		t.Errorf("kept ref = %s", got)
 	}
 }
@@ -193,7 +179,7 @@ func TestConcurrentFetchesOfOneRepository(t *testing.T) {
 func TestHTTPSFetchSendsTheTokenOnlyAsAHeader(t *testing.T) {
 	src, base, head, _ := origin(t)
 	parent := filepath.Dir(src)
-	git(t, src, "config", "http.receivepack", "false")
+	gittest.Run(t, src, "config", "http.receivepack", "false")
 	backend, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +229,7 @@ func TestHTTPSFetchSendsTheTokenOnlyAsAHeader(t *testing.T) {
 		t.Error("the server saw no request")
 	}
 	mu.Unlock()
-	if got := git(t, dir, "config", "remote.origin.url"); got != cloneURL {
+	if got := gittest.Run(t, dir, "config", "remote.origin.url"); got != cloneURL {
 		t.Errorf("remote.origin.url = %q, want %q", got, cloneURL)
 	}
 	b64 := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))

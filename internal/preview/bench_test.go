@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
@@ -24,15 +25,15 @@ func syntheticFleet(tb testing.TB) string {
 	dir := filepath.Join(tb.TempDir(), "fleet")
 	const repo = "https://github.com/example/big-fleet.git"
 	previewtest.WriteFleet(tb, dir, repo, previewtest.ClustersFile)
-	gitIn(tb, dir, "init", "-q", "-b", "main")
-	gitIn(tb, dir, "remote", "add", "origin", repo)
-	gitIn(tb, dir, "add", "-A")
-	gitIn(tb, dir, "commit", "-q", "-m", "500 apps")
-	gitIn(tb, dir, "checkout", "-q", "-b", "change")
+	gittest.Run(tb, dir, "init", "-q", "-b", "main")
+	gittest.Run(tb, dir, "remote", "add", "origin", repo)
+	gittest.Run(tb, dir, "add", "-A")
+	gittest.Run(tb, dir, "commit", "-q", "-m", "500 apps")
+	gittest.Run(tb, dir, "checkout", "-q", "-b", "change")
 	previewtest.WriteChange(tb, dir, previewtest.Change{BaseTag: "1.1.0", NewValue: "yes", DirTag: "2.1.0"})
-	gitIn(tb, dir, "add", "-A")
-	gitIn(tb, dir, "commit", "-q", "-m", "touch 50 apps")
-	gitIn(tb, dir, "repack", "-a", "-d", "-q") // as in a clone: objects packed
+	gittest.Run(tb, dir, "add", "-A")
+	gittest.Run(tb, dir, "commit", "-q", "-m", "touch 50 apps")
+	gittest.Run(tb, dir, "repack", "-a", "-d", "-q") // as in a clone: objects packed
 	return dir
 }
 

@@ -6,32 +6,17 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
 )
-
-// gitIn runs git in dir with a fixed identity and date, so commit ids are stable.
-func gitIn(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Demo", "GIT_AUTHOR_EMAIL=demo@example.com",
-		"GIT_COMMITTER_NAME=Demo", "GIT_COMMITTER_EMAIL=demo@example.com",
-		"GIT_AUTHOR_DATE=2025-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2025-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // exampleRepo turns examples/fleet into a git repository with two branches, as hack/demo.sh does: main (the
 // fleet, origin https://github.com/example/fleet.git) and change (examples/fleet-change copied over it).
@@ -45,16 +30,16 @@ func exampleRepo(t testing.TB) string {
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join(examples, "fleet"))); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, dir, "init", "-q", "-b", "main")
-	gitIn(t, dir, "remote", "add", "origin", "https://github.com/example/fleet.git")
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "Example fleet")
-	gitIn(t, dir, "checkout", "-q", "-b", "change")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "remote", "add", "origin", "https://github.com/example/fleet.git")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "Example fleet")
+	gittest.Run(t, dir, "checkout", "-q", "-b", "change")
 	if err := fsWalkCopy(os.DirFS(filepath.Join(examples, "fleet-change")), dir); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "Roll out web 1.5.0, API readiness probe, rotate payments DB password, add team-c")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "Roll out web 1.5.0, API readiness probe, rotate payments DB password, add team-c")
 	return dir
 }
 
@@ -232,7 +217,7 @@ func TestExampleOutputsNeverHoldSecretValues(t *testing.T) {
 
 func TestBadInputIsReportedAppByApp(t *testing.T) {
 	dir := exampleRepo(t)
-	gitIn(t, dir, "checkout", "-q", "-b", "broken", "change")
+	gittest.Run(t, dir, "checkout", "-q", "-b", "broken", "change")
 	files := map[string]string{
 		// Broken YAML in an Application file.
 		"apps/broken.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: [broken\n",
@@ -265,8 +250,8 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "broken")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "broken")
 	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "broken"})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +294,7 @@ func TestBrokenPolicyIsAnInputError(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".fleetwave.yaml"), []byte("apiVersion: fleetwave/v1\nwaves:\n  - name: a\n    selector: {matchLabels: {env: test}}\n    maxParalel: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, dir, "commit", "-q", "-am", "typo")
+	gittest.Run(t, dir, "commit", "-q", "-am", "typo")
 	_, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), ".fleetwave.yaml") {

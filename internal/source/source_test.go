@@ -9,22 +9,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// gitT runs git in dir for test setup, with a fixed identity and dates.
-func gitT(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2024-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2024-01-01T00:00:00Z", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+	"github.com/fleetwave/fleetwave/internal/gittest"
+)
 
 func writeT(t *testing.T, dir, rel, content string) {
 	t.Helper()
@@ -42,20 +29,20 @@ func writeT(t *testing.T, dir, rel, content string) {
 func newRepo(t *testing.T) (dir, base, head string) {
 	t.Helper()
 	dir = t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	writeT(t, dir, "a.yaml", "a: 1\n")
 	writeT(t, dir, "dir/b.yaml", "b: 1\n")
 	writeT(t, dir, "old.yaml", strings.Repeat("line of text that makes rename detection sure\n", 20))
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "base")
-	base = gitT(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "base")
+	base = gittest.Run(t, dir, "rev-parse", "HEAD")
 	writeT(t, dir, "a.yaml", "a: 2\n")
-	gitT(t, dir, "mv", "old.yaml", "new.yaml")
+	gittest.Run(t, dir, "mv", "old.yaml", "new.yaml")
 	writeT(t, dir, "c.yaml", "c: 1\n")
-	gitT(t, dir, "rm", "-q", "dir/b.yaml")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "head")
-	head = gitT(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "rm", "-q", "dir/b.yaml")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "head")
+	head = gittest.Run(t, dir, "rev-parse", "HEAD")
 	return dir, base, head
 }
 
@@ -83,7 +70,7 @@ func TestOpenRefusesWhatIsNotARepositoryTopLevel(t *testing.T) {
 		t.Error("Open(missing dir) succeeded")
 	}
 	bare := t.TempDir()
-	gitT(t, bare, "clone", "-q", "--bare", dir, "b.git")
+	gittest.Run(t, bare, "clone", "-q", "--bare", dir, "b.git")
 	r, err := Open(ctx, filepath.Join(bare, "b.git"))
 	if err != nil {
 		t.Fatalf("Open(bare): %v", err)
@@ -96,7 +83,7 @@ func TestOpenRefusesWhatIsNotARepositoryTopLevel(t *testing.T) {
 func TestResolve(t *testing.T) {
 	ctx := context.Background()
 	dir, base, head := newRepo(t)
-	gitT(t, dir, "tag", "v1", base)
+	gittest.Run(t, dir, "tag", "v1", base)
 	r, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +158,7 @@ func TestParseNameStatusRejectsTruncatedOutput(t *testing.T) {
 func TestCheckoutExportsFilesModesAndLinksWithoutFilters(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	writeT(t, dir, "charts/app/Chart.yaml", "name: app\n")
 	writeT(t, dir, "run.sh", "#!/bin/sh\n")
 	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
@@ -184,12 +171,12 @@ func TestCheckoutExportsFilesModesAndLinksWithoutFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeT(t, dir, ".gitattributes", "*.yaml filter=evil\n")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "c")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "c")
 	// A filter configured in the repository would run on checkout; an export must not run it.
 	marker := filepath.Join(t.TempDir(), "filter-ran")
-	gitT(t, dir, "config", "filter.evil.smudge", "touch "+marker+"; cat")
-	gitT(t, dir, "config", "core.hooksPath", "hooks")
+	gittest.Run(t, dir, "config", "filter.evil.smudge", "touch "+marker+"; cat")
+	gittest.Run(t, dir, "config", "core.hooksPath", "hooks")
 	r, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -271,11 +258,11 @@ func TestMergedHeadOnStaleBranch(t *testing.T) {
 		t.Fatalf("tree = %s, want head tree %s", tree, want)
 	}
 	// A branch forked at base, while main moved on with an unrelated change.
-	gitT(t, dir, "checkout", "-q", "-b", "pr", base)
+	gittest.Run(t, dir, "checkout", "-q", "-b", "pr", base)
 	writeT(t, dir, "pr.yaml", "pr: 1\n")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "pr")
-	pr := gitT(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "pr")
+	pr := gittest.Run(t, dir, "rev-parse", "HEAD")
 	tree, merged, conflicted, err = r.MergedHead(ctx, head, pr)
 	if err != nil || !merged || conflicted {
 		t.Fatalf("MergedHead(stale) = %v %v %v", merged, conflicted, err)
@@ -288,10 +275,10 @@ func TestMergedHeadOnStaleBranch(t *testing.T) {
 		t.Fatalf("changes of the merged head = %+v, want only pr.yaml", changes)
 	}
 	// A conflicting branch falls back to its own tree.
-	gitT(t, dir, "checkout", "-q", "-b", "conflict", base)
+	gittest.Run(t, dir, "checkout", "-q", "-b", "conflict", base)
 	writeT(t, dir, "a.yaml", "a: 3\n")
-	gitT(t, dir, "commit", "-q", "-am", "conflict")
-	c := gitT(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "commit", "-q", "-am", "conflict")
+	c := gittest.Run(t, dir, "rev-parse", "HEAD")
 	_, merged, conflicted, err = r.MergedHead(ctx, head, c)
 	if err != nil || merged || !conflicted {
 		t.Fatalf("MergedHead(conflict) = %v %v %v", merged, conflicted, err)
@@ -308,7 +295,7 @@ func TestOriginURL(t *testing.T) {
 	if u, err := r.OriginURL(ctx); err != nil || u != "" {
 		t.Fatalf("OriginURL without remote = %q, %v", u, err)
 	}
-	gitT(t, dir, "remote", "add", "origin", "git@github.com:example/fleet.git")
+	gittest.Run(t, dir, "remote", "add", "origin", "git@github.com:example/fleet.git")
 	if u, err := r.OriginURL(ctx); err != nil || u != "git@github.com:example/fleet.git" {
 		t.Fatalf("OriginURL = %q, %v", u, err)
 	}
@@ -391,11 +378,11 @@ func TestDeriveLinksSharedFilesAndWritesChangedOnes(t *testing.T) {
 		t.Fatalf("deleted file present in head: %v", err)
 	}
 	// A file both sides share is one inode.
-	gitT(t, dir, "checkout", "-q", "-b", "more", head)
+	gittest.Run(t, dir, "checkout", "-q", "-b", "more", head)
 	writeT(t, dir, "d.yaml", "d: 1\n")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "more")
-	more := gitT(t, dir, "rev-parse", "HEAD")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "more")
+	more := gittest.Run(t, dir, "rev-parse", "HEAD")
 	mc, err := r.Derive(ctx, hc, more, ExportOptions{TempDir: tmp, Index: []string{"c:"}})
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +417,7 @@ func TestDeriveLinksSharedFilesAndWritesChangedOnes(t *testing.T) {
 func TestExportRefusesEntriesBelowALink(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	blob := gitHashObject(t, dir, "x")
 	target := gitHashObject(t, dir, "/etc")
 	sub := gitMktree(t, dir, "100644 blob "+blob+"\tpasswd\n")
@@ -472,12 +459,12 @@ func gitMktree(t *testing.T, dir, listing string) string {
 func TestGrep(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	gitT(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	writeT(t, dir, "apps/a.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
 	writeT(t, dir, "apps/b.yaml", "metadata: {annotations: {argocd.argoproj.io/sync-wave: '1'}}\n")
 	writeT(t, dir, "c.yaml", "kind: Deployment\n")
-	gitT(t, dir, "add", "-A")
-	gitT(t, dir, "commit", "-q", "-m", "c")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "c")
 	r, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)

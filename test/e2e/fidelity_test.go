@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 )
@@ -50,11 +51,11 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 	if out, err := exec.Command("cp", "-r", root, checkout).CombinedOutput(); err != nil {
 		t.Fatalf("copying the example fleet: %v\n%s", err, out)
 	}
-	gitIn(t, checkout, "init", "-q", "-b", "main")
-	gitIn(t, checkout, "add", "-A")
-	gitIn(t, checkout, "commit", "-q", "-m", "example fleet")
-	sha := gitIn(t, checkout, "rev-parse", "HEAD")
-	gitIn(t, work, "clone", "-q", "--bare", checkout, bare)
+	gittest.Run(t, checkout, "init", "-q", "-b", "main")
+	gittest.Run(t, checkout, "add", "-A")
+	gittest.Run(t, checkout, "commit", "-q", "-m", "example fleet")
+	sha := gittest.Run(t, checkout, "rev-parse", "HEAD")
+	gittest.Run(t, work, "clone", "-q", "--bare", checkout, bare)
 	fileURL := "file://" + bare
 
 	// The render settings of the in-cluster destination, as Argo CD's controller passes them to the repo-server.

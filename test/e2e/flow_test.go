@@ -26,6 +26,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/gittest"
 )
 
 const (
@@ -76,8 +77,8 @@ func TestAppFlowAgainstRealArgoCD(t *testing.T) {
 	bare := filepath.Join(work, "Hello-World.git")
 	wt := filepath.Join(work, "wt")
 	repoURL := "file://" + bare
-	gitIn(t, work, "init", "-q", "--bare", "-b", "master", bare)
-	gitIn(t, work, "clone", "-q", bare, wt)
+	gittest.Run(t, work, "init", "-q", "--bare", "-b", "master", bare)
+	gittest.Run(t, work, "clone", "-q", bare, wt)
 	write := func(rel, content string) {
 		t.Helper()
 		p := filepath.Join(wt, rel)
@@ -101,10 +102,10 @@ spec:
 `, a.name, repoURL, a.cluster, a.name))
 	}
 	write("manifests/web/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n")
-	gitIn(t, wt, "add", "-A")
-	gitIn(t, wt, "commit", "-q", "-m", "fleet")
-	gitIn(t, wt, "push", "-q", "origin", "master")
-	base := gitIn(t, wt, "rev-parse", "HEAD")
+	gittest.Run(t, wt, "add", "-A")
+	gittest.Run(t, wt, "commit", "-q", "-m", "fleet")
+	gittest.Run(t, wt, "push", "-q", "origin", "master")
+	base := gittest.Run(t, wt, "rev-parse", "HEAD")
 
 	// Argo CD holds the apps, synced at base (what the rollout records as each app's previous revision).
 	for _, a := range flowApps {
@@ -134,11 +135,11 @@ spec:
 	}
 
 	// The pull request: the ConfigMap turns green.
-	gitIn(t, wt, "checkout", "-q", "-b", "change")
+	gittest.Run(t, wt, "checkout", "-q", "-b", "change")
 	write("manifests/web/configmap.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
-	gitIn(t, wt, "commit", "-q", "-am", "green")
-	head := gitIn(t, wt, "rev-parse", "HEAD")
-	gitIn(t, wt, "push", "-q", "origin", "change", fmt.Sprintf("HEAD:refs/pull/%d/head", flowPR))
+	gittest.Run(t, wt, "commit", "-q", "-am", "green")
+	head := gittest.Run(t, wt, "rev-parse", "HEAD")
+	gittest.Run(t, wt, "push", "-q", "origin", "change", fmt.Sprintf("HEAD:refs/pull/%d/head", flowPR))
 
 	key, keyPEM := fakegithub.AppKey()
 	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
@@ -185,10 +186,10 @@ spec:
 	}
 
 	// 2. The merge, rolled out wave by wave; the bot is killed once in the middle and restarted.
-	gitIn(t, wt, "checkout", "-q", "master")
-	gitIn(t, wt, "merge", "-q", "--no-ff", "-m", fmt.Sprintf("Merge pull request #%d", flowPR), "change")
-	merge := gitIn(t, wt, "rev-parse", "HEAD")
-	gitIn(t, wt, "push", "-q", "origin", "master")
+	gittest.Run(t, wt, "checkout", "-q", "master")
+	gittest.Run(t, wt, "merge", "-q", "--no-ff", "-m", fmt.Sprintf("Merge pull request #%d", flowPR), "change")
+	merge := gittest.Run(t, wt, "rev-parse", "HEAD")
+	gittest.Run(t, wt, "push", "-q", "origin", "master")
 	b.send("pull_request", withFields(t, "pull_request/closed.payload.json", map[string]any{
 		"repository.clone_url": repoURL, "pull_request.head.sha": head, "pull_request.base.sha": base,
 		"pull_request.merged": true, "pull_request.merge_commit_sha": merge,
@@ -465,20 +466,6 @@ func (b *botProc) send(event string, body []byte) {
 	if resp.StatusCode != http.StatusAccepted {
 		b.t.Fatalf("%s delivery answered %s", event, resp.Status)
 	}
-}
-
-// gitIn runs git in dir with a fixed identity and returns its trimmed output.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=e2e", "GIT_AUTHOR_EMAIL=e2e@fleetwave.invalid",
-		"GIT_COMMITTER_NAME=e2e", "GIT_COMMITTER_EMAIL=e2e@fleetwave.invalid", "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func yamlToJSON(data []byte, out any) error {
