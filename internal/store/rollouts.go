@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -314,43 +313,64 @@ const appMatchChunk = 200
 // ActiveRolloutsTouching lists the unfinished rollouts that have a step on any of apps, oldest first: the
 // rollouts a new merge touching those apps must wait for or supersede. An empty repo matches every repository
 // (an Argo CD app may take sources from several).
+//
+// Each unfinished rollout's steps are probed by key through the (rollout_id, app_namespace, app_name) unique
+// index — a row-value IN over a VALUES list, which SQLite and PostgreSQL both plan as a lookup per key — so the
+// cost grows with the apps asked about, not with their product with the rollout's steps; the matching rollouts
+// are read once, at the end.
 func (s *Store) ActiveRolloutsTouching(ctx context.Context, repo string, apps []AppKey) ([]Rollout, error) {
-	byID := map[int64]Rollout{}
+	var ids []any
+	seen := map[int64]bool{}
+	unfinished := unfinishedRolloutStates()
 	for len(apps) > 0 {
 		chunk := apps[:min(len(apps), appMatchChunk)]
 		apps = apps[len(chunk):]
-		unfinished := unfinishedRolloutStates()
 		args := make([]any, 0, len(unfinished)+1+2*len(chunk))
 		for _, st := range unfinished {
 			args = append(args, string(st))
 		}
-		q := "SELECT " + rolloutCols + " FROM rollouts r WHERE r.state IN (" + placeholders(len(unfinished)) + ")"
+		q := "SELECT r.id FROM rollouts r WHERE r.state IN (" + placeholders(len(unfinished)) + ")"
 		if repo != "" {
 			q += " AND r.repo = ?"
 			args = append(args, repo)
 		}
-		match := make([]string, len(chunk))
-		for i, a := range chunk {
-			match[i] = "(s.app_namespace = ? AND s.app_name = ?)"
+		for _, a := range chunk {
 			args = append(args, a.Namespace, a.Name)
 		}
-		q += " AND EXISTS (SELECT 1 FROM app_steps s WHERE s.rollout_id = r.id AND (" + strings.Join(match, " OR ") + "))"
+		q += " AND EXISTS (SELECT 1 FROM app_steps s WHERE s.rollout_id = r.id AND (s.app_namespace, s.app_name) IN (VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ") + "))"
 		rows, err := s.r.QueryContext(ctx, s.d.q(q), args...)
 		if err != nil {
 			return nil, fmt.Errorf("listing the rollouts touching %d apps: %w", len(chunk), err)
 		}
-		rs, err := scanRollouts(rows)
-		if err != nil {
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("listing the rollouts touching %d apps: %w", len(chunk), err)
+			}
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("listing the rollouts touching %d apps: %w", len(chunk), err)
 		}
-		for _, r := range rs {
-			byID[r.ID] = r
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("listing the rollouts touching %d apps: %w", len(chunk), err)
 		}
 	}
-	out := make([]Rollout, 0, len(byID))
-	for _, r := range byID {
-		out = append(out, r)
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	rows, err := s.r.QueryContext(ctx, s.d.q("SELECT "+rolloutCols+" FROM rollouts WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("reading the rollouts touching the apps: %w", err)
+	}
+	out, err := scanRollouts(rows)
+	if err != nil {
+		return nil, fmt.Errorf("reading the rollouts touching the apps: %w", err)
+	}
 	return out, nil
 }

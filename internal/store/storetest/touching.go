@@ -47,6 +47,9 @@ var touchingTests = []test{
 		}
 		many = append(many, app("c"))
 		check("450 apps, the match last", "org/fleet", many, r2.ID)
+		spread := append([]store.AppKey{app("a")}, many...)
+		spread = append(spread, app("b"))
+		check("one rollout matched in several chunks, once", "org/fleet", spread, r1.ID, r2.ID)
 
 		r1.State = store.RolloutSucceeded
 		if _, err := e.s.UpdateRollout(e.ctx, r1); err != nil {
