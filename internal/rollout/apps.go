@@ -132,15 +132,7 @@ func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Sess
 	if fwd != nil {
 		return fwd
 	}
-	var keys []store.AppKey
-	for _, w := range sp.Waves {
-		for _, b := range w.Batches {
-			for _, a := range b.Apps {
-				keys = append(keys, d.e.appKey(a))
-			}
-		}
-	}
-	c := newAppCache(d.e.o.namespace, keys)
+	c := newAppCache(d.e.o.namespace, d.e.planKeys(sp))
 	d.mu.Lock()
 	d.cache = c
 	d.mu.Unlock()

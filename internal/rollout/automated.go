@@ -86,12 +86,11 @@ func (d *driver) disableAutomated(ctx context.Context, r store.Rollout, app *v1a
 // AnnotationAutomatedSync — after the rollout succeeded, never after an abort, a failure or a rollback (Argo CD
 // would then sync the apps to the merge by itself). Apps an unfinished newer rollout touches are left off: that
 // rollout restores them when it succeeds. Idempotent.
-func (d *driver) restoreAutomated(ctx context.Context, r store.Rollout, steps []store.AppStep) error {
-	keys := make([]store.AppKey, 0, len(steps))
-	mine := map[store.AppKey]bool{}
-	for _, s := range steps {
-		keys = append(keys, s.App)
-		mine[s.App] = true
+func (d *driver) restoreAutomated(ctx context.Context, r store.Rollout, sp *storedPlan) error {
+	keys := d.e.planKeys(sp)
+	mine := make(map[store.AppKey]bool, len(keys))
+	for _, k := range keys {
+		mine[k] = true
 	}
 	if len(keys) == 0 {
 		return nil

@@ -49,11 +49,7 @@ func (d *driver) step(ctx context.Context) (stepResult, error) {
 	}
 	switch r.State {
 	case store.RolloutPending:
-		steps, err := e.st.ListSteps(ctx, r.ID, store.StepFilter{})
-		if err != nil {
-			return again, err
-		}
-		return d.stepPending(ctx, r, sp, steps)
+		return d.stepPending(ctx, r, sp)
 	case store.RolloutRunning, store.RolloutAwaitingApproval:
 		return d.stepForward(ctx, r, sp, waves)
 	case store.RolloutPaused:
@@ -119,12 +115,8 @@ func (d *driver) supersede(ctx context.Context, r store.Rollout) (stepResult, er
 }
 
 // olderTouching lists the unfinished rollouts older than r that touch any of its apps.
-func (d *driver) olderTouching(ctx context.Context, r store.Rollout, steps []store.AppStep) ([]store.Rollout, error) {
-	keys := make([]store.AppKey, len(steps))
-	for i, s := range steps {
-		keys[i] = s.App
-	}
-	act, err := d.e.st.ActiveRolloutsTouching(ctx, "", keys)
+func (d *driver) olderTouching(ctx context.Context, r store.Rollout, sp *storedPlan) ([]store.Rollout, error) {
+	act, err := d.e.st.ActiveRolloutsTouching(ctx, "", d.e.planKeys(sp))
 	if err != nil {
 		return nil, err
 	}
@@ -140,11 +132,11 @@ func (d *driver) olderTouching(ctx context.Context, r store.Rollout, steps []sto
 // stepPending starts a rollout once no older unfinished rollout touches its apps (never interleaving two
 // rollouts on one app), superseding the older ones when asked to. Automated sync is switched off first, so
 // Argo CD cannot sync the merge by itself while the rollout waits.
-func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPlan, steps []store.AppStep) (stepResult, error) {
+func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPlan) (stepResult, error) {
 	if err := d.prepareAutomated(ctx, r, sp); err != nil {
 		return again, err
 	}
-	older, err := d.olderTouching(ctx, r, steps)
+	older, err := d.olderTouching(ctx, r, sp)
 	if err != nil {
 		return again, err
 	}
@@ -196,14 +188,10 @@ func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPla
 func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
 	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded })
 	if wi < 0 {
-		steps, err := d.e.st.ListSteps(ctx, r.ID, store.StepFilter{})
-		if err != nil {
+		if err := d.restoreAutomated(ctx, r, sp); err != nil {
 			return again, err
 		}
-		if err := d.restoreAutomated(ctx, r, steps); err != nil {
-			return again, err
-		}
-		_, err = d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+		_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
 			if x.State != store.RolloutRunning && x.State != store.RolloutAwaitingApproval {
 				return false, nil
 			}
@@ -348,10 +336,17 @@ func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, w
 // has finished and is recorded.
 func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppStep, failed, tolerated int) error {
 	sess := d.forwardSession(ctx, sp)
-	// The session's stream starts with a snapshot of every app: each app starts as soon as the snapshot brought
-	// it (at most 2 s), which costs less than a GET per app.
+	// The session's stream starts with a snapshot of every app, which costs less than a GET per app: the batch
+	// starts once the snapshot brought all its apps (at most 2 s; an app still missing then is read on its own).
+	// Starting each app as it arrives would make the apps' work compete with reading the rest of the snapshot,
+	// and the batch's last sync would leave later.
 	snap, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	if c := d.appCache(); c != nil {
+		for _, s := range todo {
+			c.await(snap, s.App)
+		}
+	}
 	var failures atomic.Int64
 	failures.Store(int64(failed))
 	var wg sync.WaitGroup

@@ -72,6 +72,19 @@ func parseStoredPlan(b []byte) (*storedPlan, error) {
 	return &sp, nil
 }
 
+// planKeys are the apps of a stored plan, as its steps name them (Submit creates a step per app of the plan).
+func (e *Executor) planKeys(sp *storedPlan) []store.AppKey {
+	var keys []store.AppKey
+	for _, w := range sp.Waves {
+		for _, b := range w.Batches {
+			for _, a := range b.Apps {
+				keys = append(keys, e.appKey(a))
+			}
+		}
+	}
+	return keys
+}
+
 // PlanDiffers reports whether the executed plan differs from the one shown on the PR, and how.
 func (sp *storedPlan) planDiffers() bool {
 	return sp.Execution.PRPlanDigest != "" && sp.Execution.PRPlanDigest != sp.Execution.PlanDigest
