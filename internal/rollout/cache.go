@@ -19,12 +19,12 @@ type appCache struct {
 	want    map[store.AppKey]bool
 	apps    map[store.AppKey]*argocd.Event // decoded when read (get)
 	ns      string
-	changed chan struct{} // closed and replaced at every change
+	arrived map[store.AppKey]chan struct{} // closed when the app waited for (await) arrives
 }
 
 func newAppCache(ns string, keys []store.AppKey) *appCache {
 	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*argocd.Event{}, ns: ns,
-		changed: make(chan struct{})}
+		arrived: map[store.AppKey]chan struct{}{}}
 	for _, k := range keys {
 		c.want[k] = true
 	}
@@ -50,8 +50,10 @@ func (c *appCache) observe(ev *argocd.Event) {
 		return
 	}
 	c.apps[k] = ev
-	close(c.changed)
-	c.changed = make(chan struct{})
+	if ch, ok := c.arrived[k]; ok {
+		close(ch) // wakes only who waits for this app: a snapshot of N apps is N wake-ups, not N × waiters
+		delete(c.arrived, k)
+	}
 }
 
 // await waits until the cache holds the app k (the stream's initial snapshot brought it), at most until ctx
@@ -60,7 +62,11 @@ func (c *appCache) await(ctx context.Context, k store.AppKey) bool {
 	for {
 		c.mu.Lock()
 		present := c.apps[k] != nil
-		ch := c.changed
+		ch, ok := c.arrived[k]
+		if !present && !ok {
+			ch = make(chan struct{})
+			c.arrived[k] = ch
+		}
 		c.mu.Unlock()
 		if present {
 			return true
