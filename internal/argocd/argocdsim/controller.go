@@ -112,15 +112,24 @@ func historyEntry(a *v1alpha1.Application, id int64, revs []string, started, dep
 }
 
 // startOperationLocked sets the app's operation the way util/argo/argo.go SetAppOperation does (operation set,
-// operationState cleared, one write) and lets the controller pick it up.
-func (s *Server) startOperationLocked(st *appState, op v1alpha1.Operation) {
+// operationState cleared, one write) and lets the controller pick it up. It returns the JSON of that write: what
+// the API answers the request that set the operation.
+func (s *Server) startOperationLocked(st *appState, op v1alpha1.Operation) ([]byte, error) {
 	st.app.Operation = &op
 	st.app.Status.OperationState = nil
 	st.opGen++
 	gen := st.opGen
 	s.totals.Operations++
 	s.commitLocked(st)
-	s.afterLocked(s.cfg.OperationStartDelay, func() { s.beginOperationLocked(st, gen) })
+	answer, err := committedJSON(st)
+	if s.cfg.OperationStartDelay == 0 {
+		// Picked up at once: still a write (and a stream event) of its own, without a timer and a second turn of
+		// the lock per operation.
+		s.beginOperationLocked(st, gen)
+	} else {
+		s.afterLocked(s.cfg.OperationStartDelay, func() { s.beginOperationLocked(st, gen) })
+	}
+	return answer, err
 }
 
 func (s *Server) beginOperationLocked(st *appState, gen int64) {
@@ -294,7 +303,7 @@ func (s *Server) reconcileLocked(st *appState) {
 		st.autoRev = key
 		op := s.newSyncOperation(a, revs, a.Spec.SyncPolicy.Automated.Prune, false)
 		op.InitiatedBy = v1alpha1.OperationInitiator{Automated: true}
-		s.startOperationLocked(st, op)
+		_, _ = s.startOperationLocked(st, op) // nobody to answer: the controller started it
 	}
 }
 

@@ -12,10 +12,11 @@
 //     revision that does not resolve; PermissionDenied inside a deny sync window. Accepted: the operation is set
 //     and status.operationState cleared in one write;
 //   - the operation (controller/appcontroller.go processRequestedAppOperation, setOperationState;
-//     controller/state.go persistRevisionHistory): picked up after OperationStartDelay as Running with
-//     startedAt and syncResult.revision; after the sync duration the history entry is written, then the final
-//     phase (Succeeded or Failed) with finishedAt, the operation field cleared in the same write. A reconcile
-//     follows after ReconcileDelay (none after a dry run);
+//     controller/state.go persistRevisionHistory): picked up after OperationStartDelay (0: in the request
+//     that set it, still as a write of its own) as Running with startedAt and syncResult.revision; after the
+//     sync duration the history entry is written, then the final phase (Succeeded or Failed) with finishedAt,
+//     the operation field cleared in the same write. A reconcile follows after ReconcileDelay (none after a dry
+//     run);
 //   - reconcile (controller/state.go CompareAppState): resolves targetRevision (refs set with SetRef, or a
 //     SHA), sets status.sync (Synced only when what is live is what targetRevision resolves to: a sync to another
 //     revision stays OutOfSync), publishes live health (Progressing for ProgressingFor after a sync, then

@@ -2,9 +2,13 @@ package argocdsim
 
 import (
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/gitops-engine/pkg/health"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,5 +49,92 @@ func TestWithResourceVersion(t *testing.T) {
 				t.Fatalf("got  %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// TestEncodeAppMatchesEncodingJSON holds the simulator's encoder (github.com/goccy/go-json) to encoding/json's
+// bytes, on apps in the states a rollout meets: never synced, synced, an operation running, failed, Degraded,
+// multi-source, refreshed, with history, resources, labels and annotations that need escaping, and stale.
+func TestEncodeAppMatchesEncodingJSON(t *testing.T) {
+	const revA, revB = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	s := New(Config{SyncDuration: 20 * time.Millisecond, ReconcileDelay: 5 * time.Millisecond, ProgressingFor: 10 * time.Millisecond,
+		StaleStatusFor: 15 * time.Millisecond})
+	defer s.Close()
+	s.SetRef("HEAD", revA)
+	add := func(name string, opts AppOptions, edit func(*v1alpha1.Application)) {
+		a := &v1alpha1.Application{}
+		a.Name = name
+		a.Labels = map[string]string{"team": "web", "html": "<a href=\"x\">&</a>"}
+		a.Annotations = map[string]string{"notes": "quoted \"text\" with \\ and unicode ✓ \u2028 \x01"}
+		a.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: "https://git.example/fleet.git", Path: "apps/" + name, TargetRevision: "HEAD",
+			Helm: &v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values.yaml"}, Parameters: []v1alpha1.HelmParameter{{Name: "image.tag", Value: "1.2.3", ForceString: true}}}}
+		a.Spec.Destination = v1alpha1.ApplicationDestination{Name: "c001", Namespace: "web"}
+		a.Spec.SyncPolicy = &v1alpha1.SyncPolicy{SyncOptions: v1alpha1.SyncOptions{"CreateNamespace=true"},
+			Retry: &v1alpha1.RetryStrategy{Limit: 3, Backoff: &v1alpha1.Backoff{Duration: "5s", MaxDuration: "1m"}}}
+		if edit != nil {
+			edit(a)
+		}
+		if err := s.AddApp(a, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := []string{revB}
+	add("never-synced", AppOptions{}, nil)
+	add("synced", AppOptions{LiveRevisions: live, Health: health.HealthStatusHealthy}, nil)
+	add("fails", AppOptions{LiveRevisions: live, Behavior: Behavior{Fail: true, FailMessage: "one or more objects failed to apply"}}, nil)
+	add("degrades", AppOptions{LiveRevisions: live, Behavior: Behavior{Degrade: true}}, nil)
+	add("running", AppOptions{LiveRevisions: live, Behavior: Behavior{SyncDuration: time.Hour}}, nil)
+	add("multi", AppOptions{LiveRevisions: []string{revB, revB}}, func(a *v1alpha1.Application) {
+		a.Spec.Sources = v1alpha1.ApplicationSources{*a.Spec.Source, {RepoURL: "https://git.example/values.git", TargetRevision: "HEAD", Ref: "values"}}
+		a.Spec.Source = nil
+	})
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	compared := map[string]bool{}
+	check := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for name, st := range s.apps {
+			for _, a := range []*v1alpha1.Application{st.app, s.viewLocked(st)} {
+				got, err := encodeApp(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := json.Marshal(a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != string(want) {
+					t.Fatalf("%s: encodings differ\ngoccy:         %s\nencoding/json: %s", name, got, want)
+				}
+				compared[string(got)] = true
+			}
+		}
+	}
+	check()
+	post := func(path, body string) {
+		resp, err := srv.Client().Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, name := range []string{"never-synced", "synced", "fails", "degrades", "running", "multi"} {
+		post("/api/v1/applications/"+name+"/sync", `{"revision":"`+revA+`","prune":true}`)
+		check()
+	}
+	deadline := time.Now().Add(150 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		check()
+		time.Sleep(2 * time.Millisecond)
+	}
+	resp, err := srv.Client().Get(srv.URL + "/api/v1/applications/synced?refresh=normal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	check()
+	if len(compared) < 20 {
+		t.Fatalf("only %d distinct encodings compared: the apps did not go through their states", len(compared))
 	}
 }

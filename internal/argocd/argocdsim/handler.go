@@ -378,9 +378,8 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 		op.Retry = *req.RetryStrategy
 	}
 	s.staleLocked(st, a.DeepCopy())
-	s.startOperationLocked(st, op)
+	b, err := s.startOperationLocked(st, op)
 	c.SyncsAccepted++
-	b, err := committedJSON(st)
 	writeRawJSON(w, b, err)
 }
 
@@ -478,8 +477,7 @@ func (s *Server) handleRollback(out http.ResponseWriter, r *http.Request) {
 		op.Sync.Source = nil
 	}
 	s.staleLocked(st, a.DeepCopy())
-	s.startOperationLocked(st, op)
-	b, err := committedJSON(st)
+	b, err := s.startOperationLocked(st, op)
 	writeRawJSON(w, b, err)
 }
 

@@ -2,7 +2,6 @@ package argocdsim
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	gojson "github.com/goccy/go-json"
 	"github.com/jonboulle/clockwork"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -428,7 +428,7 @@ func (s *Server) expDuration(mean time.Duration) time.Duration {
 // event, unless nothing changed (a no-op patch bumps nothing).
 func (s *Server) commitLocked(st *appState) {
 	st.app.ResourceVersion = ""
-	b, err := json.Marshal(st.app)
+	b, err := encodeApp(st.app)
 	if err != nil {
 		panic(fmt.Sprintf("argocdsim: marshaling application: %v", err))
 	}
@@ -480,7 +480,7 @@ func (s *Server) inStaleWindowLocked(st *appState) bool {
 func (s *Server) viewJSONLocked(st *appState) (*v1alpha1.Application, []byte, error) {
 	if s.inStaleWindowLocked(st) {
 		v := s.viewLocked(st)
-		b, err := json.Marshal(v)
+		b, err := encodeApp(v)
 		return v, b, err
 	}
 	b, err := committedJSON(st)
@@ -495,7 +495,13 @@ func committedJSON(st *appState) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return json.Marshal(st.app)
+	return encodeApp(st.app)
+}
+
+// encodeApp encodes an Application as encoding/json does, byte for byte (TestEncodeAppMatchesEncodingJSON), with
+// github.com/goccy/go-json: about three times faster, and every commit is encoded under the server's lock.
+func encodeApp(a *v1alpha1.Application) ([]byte, error) {
+	return gojson.Marshal(a)
 }
 
 // viewLocked is the app as the API shows it: a copy, stale during a stale window.

@@ -1,6 +1,7 @@
 package argocdsim
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 )
+
+// streamWriteBuffer is how much of a burst of stream messages is written at once.
+const streamWriteBuffer = 64 << 10
 
 // subscriberBuffer is how many events a stream may lag behind before the server gives up on it.
 const subscriberBuffer = 8192
@@ -136,28 +140,36 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 
 	last := map[string][]byte{}
-	// send writes a message; it is flushed once no other is queued (a burst of events goes out in one write,
-	// each message still framed on its own).
-	send := func(ev streamEvent) bool {
+	// Messages are written through a buffer and flushed once no other is queued: a burst of events (the
+	// snapshot, a wave's syncs) goes out in a few large writes, each message still framed on its own.
+	bw := bufio.NewWriterSize(w, streamWriteBuffer)
+	flush := func() bool {
+		if err := bw.Flush(); err != nil {
+			return false
+		}
+		flusher.Flush()
+		return true
+	}
+	send := func(ev streamEvent, more bool) bool {
 		if bytes.Equal(last[ev.key], ev.msg) {
-			return true
+			return more || len(sub.ch) > 0 || flush()
 		}
 		last[ev.key] = ev.msg
 		var err error
 		if sse {
-			_, err = fmt.Fprintf(w, "data: %s \n\n", ev.msg)
+			_, err = fmt.Fprintf(bw, "data: %s \n\n", ev.msg)
 		} else {
-			if _, err = w.Write(ev.msg); err == nil {
-				_, err = w.Write([]byte{'\n'}) // not appended to msg: subscribers share it
+			if _, err = bw.Write(ev.msg); err == nil {
+				err = bw.WriteByte('\n') // not appended to msg: subscribers share it
 			}
 		}
-		if len(sub.ch) == 0 {
-			flusher.Flush()
+		if err != nil {
+			return false
 		}
-		return err == nil
+		return more || len(sub.ch) > 0 || flush()
 	}
-	for _, ev := range initial {
-		if !send(ev) {
+	for i, ev := range initial {
+		if !send(ev, i < len(initial)-1) {
 			return
 		}
 	}
@@ -176,14 +188,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case ev := <-sub.ch:
-			if !send(ev) {
+			if !send(ev, false) {
 				return
 			}
 		case <-keepalive:
-			if _, err := w.Write([]byte(":\n")); err != nil {
+			if _, err := bw.WriteString(":\n"); err != nil || !flush() {
 				return
 			}
-			flusher.Flush()
 		case <-drop:
 			s.mu.Lock()
 			s.totals.StreamDrops++
