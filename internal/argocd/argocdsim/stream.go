@@ -1,7 +1,6 @@
 package argocdsim
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net/http"
@@ -14,9 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 )
-
-// streamWriteBuffer is how much of a burst of stream messages is written at once.
-const streamWriteBuffer = 64 << 10
 
 // subscriberBuffer is how many events a stream may lag behind before the server gives up on it.
 const subscriberBuffer = 8192
@@ -140,36 +136,28 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 
 	last := map[string][]byte{}
-	// Messages are written through a buffer and flushed once no other is queued: a burst of events (the
-	// snapshot, a wave's syncs) goes out in a few large writes, each message still framed on its own.
-	bw := bufio.NewWriterSize(w, streamWriteBuffer)
-	flush := func() bool {
-		if err := bw.Flush(); err != nil {
-			return false
-		}
-		flusher.Flush()
-		return true
-	}
-	send := func(ev streamEvent, more bool) bool {
+	// send writes a message; it is flushed once no other is queued (a burst of events goes out in one write,
+	// each message still framed on its own).
+	send := func(ev streamEvent) bool {
 		if bytes.Equal(last[ev.key], ev.msg) {
-			return more || len(sub.ch) > 0 || flush()
+			return true
 		}
 		last[ev.key] = ev.msg
 		var err error
 		if sse {
-			_, err = fmt.Fprintf(bw, "data: %s \n\n", ev.msg)
+			_, err = fmt.Fprintf(w, "data: %s \n\n", ev.msg)
 		} else {
-			if _, err = bw.Write(ev.msg); err == nil {
-				err = bw.WriteByte('\n') // not appended to msg: subscribers share it
+			if _, err = w.Write(ev.msg); err == nil {
+				_, err = w.Write([]byte{'\n'}) // not appended to msg: subscribers share it
 			}
 		}
-		if err != nil {
-			return false
+		if len(sub.ch) == 0 {
+			flusher.Flush()
 		}
-		return more || len(sub.ch) > 0 || flush()
+		return err == nil
 	}
-	for i, ev := range initial {
-		if !send(ev, i < len(initial)-1) {
+	for _, ev := range initial {
+		if !send(ev) {
 			return
 		}
 	}
@@ -188,13 +176,14 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case ev := <-sub.ch:
-			if !send(ev, false) {
+			if !send(ev) {
 				return
 			}
 		case <-keepalive:
-			if _, err := bw.WriteString(":\n"); err != nil || !flush() {
+			if _, err := w.Write([]byte(":\n")); err != nil {
 				return
 			}
+			flusher.Flush()
 		case <-drop:
 			s.mu.Lock()
 			s.totals.StreamDrops++
