@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
@@ -33,33 +32,9 @@ func decodeCorpus(t testing.TB) (list []byte, stream [][]byte) {
 		ProgressingFor: 10 * time.Millisecond})
 	defer sim.Close()
 	sim.SetRef("HEAD", revA)
-	add := func(name string, opts argocdsim.AppOptions, edit func(*v1alpha1.Application)) {
-		a := &v1alpha1.Application{}
-		a.Name = name
-		a.Labels = map[string]string{"team": "web", "wave": "w1"}
-		a.Annotations = map[string]string{"notes": `quoted "text" with \ and unicode ✓`}
-		a.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: "https://git.example/fleet.git", Path: "apps/" + name, TargetRevision: "HEAD",
-			Helm: &v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values.yaml", "values-prod.yaml"}, Parameters: []v1alpha1.HelmParameter{{Name: "image.tag", Value: "1.2.3", ForceString: true}}}}
-		a.Spec.Destination = v1alpha1.ApplicationDestination{Name: "c001", Namespace: "web"}
-		a.Spec.SyncPolicy = &v1alpha1.SyncPolicy{SyncOptions: v1alpha1.SyncOptions{"CreateNamespace=true"},
-			Retry: &v1alpha1.RetryStrategy{Limit: 3, Backoff: &v1alpha1.Backoff{Duration: "5s", MaxDuration: "1m"}}}
-		if edit != nil {
-			edit(a)
-		}
-		if err := sim.AddApp(a, opts); err != nil {
-			t.Fatal(err)
-		}
+	if err := sim.AddCorpus(revB); err != nil {
+		t.Fatal(err)
 	}
-	live := []string{revB}
-	add("never-synced", argocdsim.AppOptions{}, nil)
-	add("synced", argocdsim.AppOptions{LiveRevisions: live, Health: health.HealthStatusHealthy}, nil)
-	add("fails", argocdsim.AppOptions{LiveRevisions: live, Behavior: argocdsim.Behavior{Fail: true, FailMessage: "one or more objects failed to apply"}}, nil)
-	add("degrades", argocdsim.AppOptions{LiveRevisions: live, Behavior: argocdsim.Behavior{Degrade: true}}, nil)
-	add("running", argocdsim.AppOptions{LiveRevisions: live, Behavior: argocdsim.Behavior{SyncDuration: time.Hour}}, nil)
-	add("multi", argocdsim.AppOptions{LiveRevisions: []string{revB, revB}}, func(a *v1alpha1.Application) {
-		a.Spec.Sources = v1alpha1.ApplicationSources{*a.Spec.Source, {RepoURL: "https://git.example/values.git", TargetRevision: "HEAD", Ref: "values"}}
-		a.Spec.Source = nil
-	})
 	srv := httptest.NewServer(sim.Handler())
 	defer srv.Close()
 

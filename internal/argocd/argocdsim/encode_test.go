@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -61,33 +60,9 @@ func TestEncodeAppMatchesEncodingJSON(t *testing.T) {
 		StaleStatusFor: 15 * time.Millisecond})
 	defer s.Close()
 	s.SetRef("HEAD", revA)
-	add := func(name string, opts AppOptions, edit func(*v1alpha1.Application)) {
-		a := &v1alpha1.Application{}
-		a.Name = name
-		a.Labels = map[string]string{"team": "web", "html": "<a href=\"x\">&</a>"}
-		a.Annotations = map[string]string{"notes": "quoted \"text\" with \\ and unicode ✓ \u2028 \x01"}
-		a.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: "https://git.example/fleet.git", Path: "apps/" + name, TargetRevision: "HEAD",
-			Helm: &v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values.yaml"}, Parameters: []v1alpha1.HelmParameter{{Name: "image.tag", Value: "1.2.3", ForceString: true}}}}
-		a.Spec.Destination = v1alpha1.ApplicationDestination{Name: "c001", Namespace: "web"}
-		a.Spec.SyncPolicy = &v1alpha1.SyncPolicy{SyncOptions: v1alpha1.SyncOptions{"CreateNamespace=true"},
-			Retry: &v1alpha1.RetryStrategy{Limit: 3, Backoff: &v1alpha1.Backoff{Duration: "5s", MaxDuration: "1m"}}}
-		if edit != nil {
-			edit(a)
-		}
-		if err := s.AddApp(a, opts); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.AddCorpus(revB); err != nil {
+		t.Fatal(err)
 	}
-	live := []string{revB}
-	add("never-synced", AppOptions{}, nil)
-	add("synced", AppOptions{LiveRevisions: live, Health: health.HealthStatusHealthy}, nil)
-	add("fails", AppOptions{LiveRevisions: live, Behavior: Behavior{Fail: true, FailMessage: "one or more objects failed to apply"}}, nil)
-	add("degrades", AppOptions{LiveRevisions: live, Behavior: Behavior{Degrade: true}}, nil)
-	add("running", AppOptions{LiveRevisions: live, Behavior: Behavior{SyncDuration: time.Hour}}, nil)
-	add("multi", AppOptions{LiveRevisions: []string{revB, revB}}, func(a *v1alpha1.Application) {
-		a.Spec.Sources = v1alpha1.ApplicationSources{*a.Spec.Source, {RepoURL: "https://git.example/values.git", TargetRevision: "HEAD", Ref: "values"}}
-		a.Spec.Source = nil
-	})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	compared := map[string]bool{}
@@ -119,7 +94,7 @@ func TestEncodeAppMatchesEncodingJSON(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	for _, name := range []string{"never-synced", "synced", "fails", "degrades", "running", "multi"} {
+	for _, name := range CorpusApps {
 		post("/api/v1/applications/"+name+"/sync", `{"revision":"`+revA+`","prune":true}`)
 		check()
 	}
