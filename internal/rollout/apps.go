@@ -152,14 +152,11 @@ func (d *driver) closeSessions() {
 	}
 }
 
-// readApp returns an app's state before working on it: from the stream's cache — waiting, until snap ends, for
-// the stream's initial snapshot to bring it (nil snap: no wait) — else one GET (in the app's own goroutine). nil
-// when it cannot be read: SyncApp then reads it itself and reports why it cannot.
-func (d *driver) readApp(ctx, snap context.Context, k store.AppKey) *v1alpha1.Application {
+// readApp returns an app's state before working on it: from the stream's cache (a forward batch waited for the
+// stream's initial snapshot to bring it, runBatch), else one GET (in the app's own goroutine). nil when it cannot
+// be read: SyncApp then reads it itself and reports why it cannot.
+func (d *driver) readApp(ctx context.Context, k store.AppKey) *v1alpha1.Application {
 	if c := d.appCache(); c != nil {
-		if snap != nil {
-			c.await(snap, k)
-		}
 		if app := c.get(k); app != nil {
 			return app
 		}
@@ -197,9 +194,9 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 }
 
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
-// afterwards. snap bounds the wait for the app's state from the stream's initial snapshot (readApp).
-func (d *driver) syncApp(ctx, snap context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, snap, s.App)
+// afterwards.
+func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+	app := d.readApp(ctx, s.App)
 	if ctx.Err() != nil {
 		return s.State
 	}
@@ -210,7 +207,7 @@ func (d *driver) syncApp(ctx, snap context.Context, sess *argosync.Session, sp *
 
 // rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
 func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, nil, s.App)
+	app := d.readApp(ctx, s.App)
 	if ctx.Err() != nil {
 		return s.State
 	}

@@ -340,12 +340,12 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 	// starts once the snapshot brought all its apps (at most 2 s; an app still missing then is read on its own).
 	// Starting each app as it arrives would make the apps' work compete with reading the rest of the snapshot,
 	// and the batch's last sync would leave later.
-	snap, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
 	if c := d.appCache(); c != nil {
+		snap, cancel := context.WithTimeout(ctx, 2*time.Second)
 		for _, s := range todo {
 			c.await(snap, s.App)
 		}
+		cancel()
 	}
 	var failures atomic.Int64
 	failures.Store(int64(failed))
@@ -365,7 +365,7 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 		go func() {
 			defer wg.Done()
 			defer d.e.release()
-			if d.syncApp(ctx, snap, sess, sp, s) == store.StepFailed {
+			if d.syncApp(ctx, sess, sp, s) == store.StepFailed {
 				failures.Add(1)
 			}
 		}()
