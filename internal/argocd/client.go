@@ -132,8 +132,11 @@ func newHTTPClient(opts Options) (*http.Client, error) {
 	tr.TLSClientConfig = tlsConf
 	tr.ResponseHeaderTimeout = 0 // the stream's headers may come late; unary calls are bounded by their context
 	// A rollout runs as many calls at once against one server as its concurrency (hundreds for a large wave),
-	// in bursts: at the start of a wave and as its operations finish. Connections beyond the idle limit would be
-	// closed after each burst and dialled again for the next (over HTTP/1.1; HTTP/2 multiplexes one).
+	// in bursts: at the start of a wave and as its operations finish. Connections beyond the idle limits would be
+	// closed after each burst and dialled again for the next (over HTTP/1.1; HTTP/2 multiplexes one). Both limits:
+	// the default transport's MaxIdleConns (100 for all hosts) caps the pool below the per-host one
+	// (TestBurstsReuseConnections).
+	tr.MaxIdleConns = 512
 	tr.MaxIdleConnsPerHost = 512
 	return &http.Client{Transport: tr}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -489,5 +490,65 @@ func TestAnswerCutShortIsRetried(t *testing.T) {
 				t.Fatalf("got %v after %d calls; want a decoding error, not retried", err, calls.Load())
 			}
 		})
+	}
+}
+
+// TestBurstsReuseConnections: a rollout calls the server from as many goroutines as its concurrency, in bursts
+// (a wave's syncs, then its confirmations). Over HTTP/1.1 each call in flight holds a connection; the second
+// burst must find them all idle in the pool instead of dialling again — net/http's default transport keeps
+// only 100 idle connections in all, whatever the per-host limit says.
+func TestBurstsReuseConnections(t *testing.T) {
+	const width = 200
+	var inFlight sync.WaitGroup
+	var release atomic.Pointer[chan struct{}] // closed to end the current burst
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Done()
+		<-*release.Load() // hold every call of the burst open at once, so each needs its own connection
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"metadata":{"name":"a","namespace":"argocd"}}`)
+	}))
+	var dials atomic.Int64
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, err := New(Options{BaseURL: srv.URL, Token: "t", Timeout: 10 * time.Second}) // the client's own transport
+	if err != nil {
+		t.Fatal(err)
+	}
+	burst := func() {
+		t.Helper()
+		gate := make(chan struct{})
+		release.Store(&gate)
+		inFlight.Add(width)
+		var done sync.WaitGroup
+		errs := make(chan error, width)
+		for range width {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				if _, err := c.GetApplication(context.Background(), "a", ""); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		inFlight.Wait()
+		close(gate)
+		done.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	burst()
+	if got := dials.Load(); got != width {
+		t.Fatalf("first burst: %d connections, want %d", got, width)
+	}
+	burst()
+	if got := dials.Load() - width; got != 0 {
+		t.Errorf("second burst dialled %d new connections, want 0 (idle connections were dropped between bursts)", got)
 	}
 }
