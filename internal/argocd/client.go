@@ -132,14 +132,18 @@ func newHTTPClient(opts Options) (*http.Client, error) {
 	tr.TLSClientConfig = tlsConf
 	tr.ResponseHeaderTimeout = 0 // the stream's headers may come late; unary calls are bounded by their context
 	// A rollout runs as many calls at once against one server as its concurrency (hundreds for a large wave),
-	// in bursts: at the start of a wave and as its operations finish. Connections beyond the idle limits would be
-	// closed after each burst and dialled again for the next (over HTTP/1.1; HTTP/2 multiplexes one). Both limits:
-	// the default transport's MaxIdleConns (100 for all hosts) caps the pool below the per-host one
-	// (TestBurstsReuseConnections).
-	tr.MaxIdleConns = 512
-	tr.MaxIdleConnsPerHost = 512
+	// in bursts: at the start of a wave and as its operations finish. Argo CD's REST API speaks HTTP/1.1 only
+	// (server/server.go offers http/1.1 first in ALPN; h2 is for gRPC clients), one call in flight per
+	// connection, so connections beyond the idle limits would be closed after each burst and dialled (and TLS
+	// handshaken) again for the next. Both limits: the default transport's MaxIdleConns (100 for all hosts) caps
+	// the pool below the per-host one (TestBurstsReuseConnections).
+	tr.MaxIdleConns = maxIdleConns
+	tr.MaxIdleConnsPerHost = maxIdleConns
 	return &http.Client{Transport: tr}, nil
 }
+
+// maxIdleConns is how many connections to the server the client's own transport keeps open between calls.
+const maxIdleConns = 512
 
 // request describes one API call.
 type request struct {

@@ -493,62 +493,90 @@ func TestAnswerCutShortIsRetried(t *testing.T) {
 	}
 }
 
+// burstServer is a server whose application GETs are held until width of them are in flight (each then needs a
+// connection of its own, as a wave's syncs do), and /api/version likewise; it counts the connections dialled.
+type burstServer struct {
+	*httptest.Server
+	dials atomic.Int64
+}
+
+func newBurstServer(t *testing.T, width int) *burstServer {
+	t.Helper()
+	var (
+		mu      sync.Mutex
+		arrived = map[string]int{}
+		full    = map[string]chan struct{}{}
+	)
+	barrier := func(kind string) <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		ch, ok := full[kind]
+		if !ok {
+			ch = make(chan struct{})
+			full[kind] = ch
+		}
+		if arrived[kind]++; arrived[kind] == width {
+			close(ch)
+			delete(full, kind)
+			arrived[kind] = 0
+		}
+		return ch
+	}
+	bs := &burstServer{}
+	bs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-barrier(r.URL.Path):
+		case <-time.After(5 * time.Second):
+			http.Error(w, "the burst never filled", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"metadata":{"name":"a","namespace":"argocd"}}`)
+	}))
+	bs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			bs.dials.Add(1)
+		}
+	}
+	bs.Start()
+	t.Cleanup(bs.Close)
+	return bs
+}
+
+// burst makes width GETs of one app at once.
+func burst(t *testing.T, c *Client, width int) {
+	t.Helper()
+	errs := make(chan error, width)
+	for range width {
+		go func() {
+			_, err := c.GetApplication(context.Background(), "a", "")
+			errs <- err
+		}()
+	}
+	for range width {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestBurstsReuseConnections: a rollout calls the server from as many goroutines as its concurrency, in bursts
 // (a wave's syncs, then its confirmations). Over HTTP/1.1 each call in flight holds a connection; the second
 // burst must find them all idle in the pool instead of dialling again — net/http's default transport keeps
 // only 100 idle connections in all, whatever the per-host limit says.
 func TestBurstsReuseConnections(t *testing.T) {
 	const width = 200
-	var inFlight sync.WaitGroup
-	var release atomic.Pointer[chan struct{}] // closed to end the current burst
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		inFlight.Done()
-		<-*release.Load() // hold every call of the burst open at once, so each needs its own connection
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"metadata":{"name":"a","namespace":"argocd"}}`)
-	}))
-	var dials atomic.Int64
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			dials.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	srv := newBurstServer(t, width)
 	c, err := New(Options{BaseURL: srv.URL, Token: "t", Timeout: 10 * time.Second}) // the client's own transport
 	if err != nil {
 		t.Fatal(err)
 	}
-	burst := func() {
-		t.Helper()
-		gate := make(chan struct{})
-		release.Store(&gate)
-		inFlight.Add(width)
-		var done sync.WaitGroup
-		errs := make(chan error, width)
-		for range width {
-			done.Add(1)
-			go func() {
-				defer done.Done()
-				if _, err := c.GetApplication(context.Background(), "a", ""); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		inFlight.Wait()
-		close(gate)
-		done.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-	}
-	burst()
-	if got := dials.Load(); got != width {
+	burst(t, c, width)
+	if got := srv.dials.Load(); got != width {
 		t.Fatalf("first burst: %d connections, want %d", got, width)
 	}
-	burst()
-	if got := dials.Load() - width; got != 0 {
+	burst(t, c, width)
+	if got := srv.dials.Load() - width; got != 0 {
 		t.Errorf("second burst dialled %d new connections, want 0 (idle connections were dropped between bursts)", got)
 	}
 }
