@@ -203,14 +203,16 @@ func (s *Server) finishOperationLocked(st *appState, gen int64) {
 		state.SyncResult.Resources = s.resourceResultsLocked(st.app, revs)
 	}
 	s.completeLocked(st, state)
-	s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+	s.requestReconcileLocked(st)
 }
 
 // completeLocked writes a completed operation state: finishedAt set and the operation cleared in one patch
 // (controller/appcontroller.go setOperationState).
 func (s *Server) completeLocked(st *appState, state *v1alpha1.OperationState) {
-	fin := metav1.NewTime(s.now())
+	now := s.now()
+	fin := metav1.NewTime(now)
 	state.FinishedAt = &fin
+	s.countsLocked(st.app.Name).LastOpFinished = now
 	st.app.Operation = nil
 	s.commitLocked(st)
 }
@@ -237,17 +239,31 @@ func (s *Server) terminateLocked(st *appState) {
 		state.Phase = synccommon.OperationFailed
 		state.Message = "Operation terminated"
 		s.completeLocked(st, state)
-		s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+		s.requestReconcileLocked(st)
 	})
+}
+
+// requestReconcileLocked queues a reconcile of the app after ReconcileDelay. Like the controller's refresh
+// queue (a client-go workqueue: adding a key already waiting is a no-op, controller/appcontroller.go
+// requestAppRefresh), a request while one is queued is merged into it: a refresh asked for just after an
+// operation ended is answered by the reconcile the operation's end queued.
+func (s *Server) requestReconcileLocked(st *appState) {
+	if st.reconcileQueued {
+		return
+	}
+	st.reconcileQueued = true
+	s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
 }
 
 // reconcileLocked compares the app (controller/state.go CompareAppState): resolves the target revision, sets
 // sync status against what is live, publishes live health, stamps reconciledAt and removes the refresh
 // annotation. Then automated sync may start an operation (controller/appcontroller.go autoSync).
 func (s *Server) reconcileLocked(st *appState) {
+	st.reconcileQueued = false
 	if !s.alive(st) {
 		return
 	}
+	s.totals.Reconciles++
 	a := st.app
 	now := metav1.NewTime(s.now())
 	revs, err := s.resolveAppLocked(a)
@@ -424,10 +440,11 @@ func lower(s string) string {
 
 // staleLocked starts a stale window: the app is shown as before the request, Synced and Healthy with a fresh
 // reconciledAt, for Config.StaleStatusFor (Progressive Syncs' race, argo-cd #29410, #22852).
-func (s *Server) staleLocked(st *appState, before *v1alpha1.Application) {
+func (s *Server) staleLocked(st *appState) {
 	if s.cfg.StaleStatusFor <= 0 {
 		return
 	}
+	before := st.app.DeepCopy()
 	now := metav1.NewTime(s.now())
 	before.Status.Sync.Status = v1alpha1.SyncStatusCodeSynced
 	before.Status.Health.Status = health.HealthStatusHealthy

@@ -235,7 +235,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	s.commitLocked(st)
 	ch := make(chan struct{})
 	st.waiters = append(st.waiters, ch)
-	s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+	s.requestReconcileLocked(st)
 	s.mu.Unlock()
 	select {
 	case <-ch:
@@ -247,6 +247,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	_, b, err := s.viewJSONLocked(st)
+	s.countsLocked(name).LastRefreshAnswered = s.now()
 	s.mu.Unlock()
 	writeRawJSON(w, b, err)
 }
@@ -311,7 +312,7 @@ func (s *Server) handlePatch(out http.ResponseWriter, r *http.Request) {
 	if specChanged {
 		st.app.Generation++
 		st.autoRev = ""
-		s.afterLocked(s.cfg.ReconcileDelay, func() { s.reconcileLocked(st) })
+		s.requestReconcileLocked(st)
 	}
 	s.commitLocked(st)
 	b, err := committedJSON(st)
@@ -377,9 +378,10 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 	if req.RetryStrategy != nil {
 		op.Retry = *req.RetryStrategy
 	}
-	s.staleLocked(st, a.DeepCopy())
+	s.staleLocked(st)
 	b, err := s.startOperationLocked(st, op)
 	c.SyncsAccepted++
+	c.LastSyncAccepted = s.now()
 	writeRawJSON(w, b, err)
 }
 
@@ -476,7 +478,7 @@ func (s *Server) handleRollback(out http.ResponseWriter, r *http.Request) {
 	if len(h.Sources) > 0 {
 		op.Sync.Source = nil
 	}
-	s.staleLocked(st, a.DeepCopy())
+	s.staleLocked(st)
 	b, err := s.startOperationLocked(st, op)
 	writeRawJSON(w, b, err)
 }

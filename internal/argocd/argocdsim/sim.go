@@ -115,6 +115,10 @@ type Counts struct {
 	Terminates    int
 	Patches       int
 	OtherReads    int // managed-resources, manifests, syncwindows
+
+	// When (on the server's clock) the last sync request was accepted, the last operation finished, and the last
+	// refresh was answered: where a client's time goes, e.g. how long after a wave's start its last sync arrived.
+	LastSyncAccepted, LastOpFinished, LastRefreshAnswered time.Time
 }
 
 // Totals are server-wide counters.
@@ -127,6 +131,7 @@ type Totals struct {
 	InjectedErrors int
 	LostResponses  int
 	Operations     int // operations started, manual and automated
+	Reconciles     int // reconciles run (periodic resyncs included)
 }
 
 // Server is a simulated Argo CD API server with the application controller's state machine. Create it with
@@ -166,6 +171,8 @@ type appState struct {
 	opGen      int64 // invalidates timers of an earlier operation
 	autoRev    string
 	waiters    []chan struct{} // refresh requests waiting for the next reconcile
+	// reconcileQueued: a reconcile is queued (requestReconcileLocked) and has not run yet.
+	reconcileQueued bool
 
 	stale      *v1alpha1.Application
 	staleUntil time.Time

@@ -507,6 +507,49 @@ func TestRefreshAnswersAfterAReconcile(t *testing.T) {
 	})
 }
 
+// TestRefreshJoinsAQueuedReconcile: a refresh asked for while a reconcile is queued (the one an operation's end
+// queues) is answered by that reconcile, as Argo CD's refresh queue merges a key already waiting; one asked for
+// later gets a reconcile of its own, ReconcileDelay after the request.
+func TestRefreshJoinsAQueuedReconcile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, argocdsim.Config{SyncDuration: 2 * time.Second, ReconcileDelay: 3 * time.Second}, appSpec("web"))
+		ctx := context.Background()
+		settle(10 * time.Second)
+		if _, err := e.c.Sync(ctx, "web", argocd.SyncRequest{Revision: newRev}); err != nil {
+			t.Fatal(err)
+		}
+		settle(2*time.Second + time.Second) // finished 1s ago: its reconcile is due in 2s
+		before := e.sim.Totals().Reconciles
+		start := time.Now()
+		a, err := e.c.GetApplication(ctx, "web", v1alpha1.RefreshTypeNormal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Errorf("refresh answered after %s, want 2s (by the queued post-operation reconcile)", d)
+		}
+		if a.Status.Sync.Status != v1alpha1.SyncStatusCodeSynced {
+			t.Errorf("answer's sync status %s", a.Status.Sync.Status)
+		}
+		settle(10 * time.Second)
+		if got := e.sim.Totals().Reconciles - before; got != 1 {
+			t.Errorf("%d reconciles for the operation's end and the refresh, want 1", got)
+		}
+
+		before, start = e.sim.Totals().Reconciles, time.Now()
+		if _, err := e.c.GetApplication(ctx, "web", v1alpha1.RefreshTypeNormal); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("refresh with nothing queued answered after %s, want ReconcileDelay (3s)", d)
+		}
+		settle(10 * time.Second)
+		if got := e.sim.Totals().Reconciles - before; got != 1 {
+			t.Errorf("%d reconciles for one refresh, want 1", got)
+		}
+	})
+}
+
 // rawStream opens the stream with the given query and Accept header and returns its lines as they come.
 func rawStream(t *testing.T, sim *argocdsim.Server, ctx context.Context, query, accept string) (<-chan string, http.Header) {
 	t.Helper()
