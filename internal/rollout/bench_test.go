@@ -61,6 +61,21 @@ func TestBenchmark1000Apps(t *testing.T) {
 			waves = append(waves, names)
 		}
 		d, err := minimalRollout(ctx, srv.URL, waves, newRev)
+		for i, w := range waves {
+			if os.Getenv("FLEETWAVE_BENCH_DETAIL") != "1" {
+				break
+			}
+			var a0, a1, f1 time.Time
+			for _, n := range w {
+				c := sim.Counts(n)
+				if a0.IsZero() || c.LastSyncAccepted.Before(a0) {
+					a0 = c.LastSyncAccepted
+				}
+				a1, f1 = latest(a1, c.LastSyncAccepted), latest(f1, c.LastOpFinished)
+			}
+			t.Logf("minimal client, wave w%d (server clock, from its first sync accepted): last sync accepted %s, last operation finished %s",
+				i+1, a1.Sub(a0), f1.Sub(a0))
+		}
 		for _, name := range sim.AppNames() {
 			if c := sim.Counts(name); err == nil && c.SyncsAccepted != 1 {
 				err = fmt.Errorf("minimal client: %s synced %d times", name, c.SyncsAccepted)
