@@ -20,11 +20,19 @@ type appCache struct {
 	apps    map[store.AppKey]*argocd.Event // decoded when read (get)
 	ns      string
 	arrived map[store.AppKey]chan struct{} // closed when the app waited for (await) arrives
+	// ready holds copies decoded ahead of a batch (prepare), each for the event it was decoded from and handed
+	// out once.
+	ready map[store.AppKey]preparedApp
+}
+
+type preparedApp struct {
+	ev  *argocd.Event
+	app *v1alpha1.Application
 }
 
 func newAppCache(ns string, keys []store.AppKey) *appCache {
 	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*argocd.Event{}, ns: ns,
-		arrived: map[store.AppKey]chan struct{}{}}
+		arrived: map[store.AppKey]chan struct{}{}, ready: map[store.AppKey]preparedApp{}}
 	for _, k := range keys {
 		c.want[k] = true
 	}
@@ -50,6 +58,7 @@ func (c *appCache) observe(ev *argocd.Event) {
 		return
 	}
 	c.apps[k] = ev
+	delete(c.ready, k)
 	if ch, ok := c.arrived[k]; ok {
 		close(ch) // wakes only who waits for this app: a snapshot of N apps is N wake-ups, not N × waiters
 		delete(c.arrived, k)
@@ -83,21 +92,55 @@ func (c *appCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.apps)
+	clear(c.ready)
 }
 
 // get returns a copy of the newest state of the app seen (nil: none, or it cannot be decoded).
 func (c *appCache) get(k store.AppKey) *v1alpha1.Application {
 	c.mu.Lock()
 	ev := c.apps[k]
+	p, ok := c.ready[k]
+	delete(c.ready, k)
 	c.mu.Unlock()
 	if ev == nil {
 		return nil
+	}
+	if ok && p.ev == ev {
+		return p.app
 	}
 	app, err := ev.Application()
 	if err != nil {
 		return nil
 	}
 	return app.DeepCopy()
+}
+
+// prepare decodes and copies, ahead of time, the newest state of apps a later batch will read (get), so that
+// the work is not done when that batch starts: then 200 apps decoding at once stand between a wave's start and
+// its last sync request. A state that changes meanwhile is decoded again when read. It stops when ctx ends.
+func (c *appCache) prepare(ctx context.Context, keys []store.AppKey) {
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		ev := c.apps[k]
+		_, done := c.ready[k]
+		c.mu.Unlock()
+		if ev == nil || done {
+			continue
+		}
+		app, err := ev.Application()
+		if err != nil {
+			continue
+		}
+		cp := app.DeepCopy()
+		c.mu.Lock()
+		if c.apps[k] == ev {
+			c.ready[k] = preparedApp{ev: ev, app: cp}
+		}
+		c.mu.Unlock()
+	}
 }
 
 // Watch feeds the driver's cache from the stream argosync opens (one stream serves both).

@@ -370,8 +370,45 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 			}
 		}()
 	}
+	if c := d.appCache(); c != nil && len(todo) > 0 {
+		if keys := d.nextBatchKeys(sp, todo[0].Wave, todo[0].Batch); len(keys) > 0 {
+			pctx, cancel := context.WithCancel(ctx)
+			defer cancel() // the next batch starts: what is not prepared by then is decoded when read
+			go func() {
+				if d.pause(pctx, prepareDelay) {
+					c.prepare(pctx, keys)
+				}
+			}()
+		}
+	}
 	wg.Wait()
 	return nil
+}
+
+// prepareDelay is how long after a batch starts the cached state of the next batch's apps is decoded (appCache
+// prepare): once the batch's burst of requests is out, while its operations run.
+const prepareDelay = 250 * time.Millisecond
+
+// nextBatchKeys names the apps of the batch after the given one in the plan: the wave's next batch, or the next
+// wave's first. nil after the last.
+func (d *driver) nextBatchKeys(sp *storedPlan, wave, batch int) []store.AppKey {
+	if wave < 0 || wave >= len(sp.Waves) {
+		return nil
+	}
+	if batch+1 >= len(sp.Waves[wave].Batches) {
+		wave, batch = wave+1, -1
+		if wave >= len(sp.Waves) {
+			return nil
+		}
+	}
+	if batch+1 >= len(sp.Waves[wave].Batches) {
+		return nil
+	}
+	var keys []store.AppKey
+	for _, a := range sp.Waves[wave].Batches[batch+1].Apps {
+		keys = append(keys, d.e.appKey(a))
+	}
+	return keys
 }
 
 // failWave marks a wave failed and applies its onFailure action.
