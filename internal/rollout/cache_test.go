@@ -14,23 +14,25 @@ import (
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
+// cacheEvent is a stream event of the app name at version rv.
+func cacheEvent(name, rv string) *argocd.Event {
+	app := &v1alpha1.Application{}
+	app.Name, app.ResourceVersion = name, rv
+	return argocd.NewEvent(watch.Modified, app)
+}
+
 // TestAppCacheAwait: a wait for an app ends when that app arrives (or the wait's context ends), not when
 // another one does; apps outside the rollout are not kept.
 func TestAppCacheAwait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := store.AppKey{Namespace: "argocd", Name: "a"}, store.AppKey{Namespace: "argocd", Name: "b"}
 		c := newAppCache("argocd", []store.AppKey{a, b})
-		event := func(name, rv string) *argocd.Event {
-			app := &v1alpha1.Application{}
-			app.Name, app.ResourceVersion = name, rv
-			return argocd.NewEvent(watch.Added, app)
-		}
 		got := make(chan bool, 2)
 		go func() { got <- c.await(context.Background(), a) }()
 		go func() { got <- c.await(context.Background(), a) }() // two waiters for one app
 		synctest.Wait()
-		c.observe(event("b", "1"))
-		c.observe(event("other", "2")) // not one of the rollout's apps
+		c.observe(cacheEvent("b", "1"))
+		c.observe(cacheEvent("other", "2")) // not one of the rollout's apps
 		synctest.Wait()
 		if len(got) != 0 {
 			t.Fatal("the wait for a ended when b arrived")
@@ -38,7 +40,7 @@ func TestAppCacheAwait(t *testing.T) {
 		if c.get(store.AppKey{Namespace: "argocd", Name: "other"}) != nil {
 			t.Fatal("an app outside the rollout was kept")
 		}
-		c.observe(event("a", "3"))
+		c.observe(cacheEvent("a", "3"))
 		synctest.Wait()
 		if len(got) != 2 || !<-got || !<-got {
 			t.Fatal("the waits for a did not end when it arrived")
@@ -56,7 +58,7 @@ func TestAppCacheAwait(t *testing.T) {
 		if len(got) != 1 || <-got {
 			t.Fatal("a wait whose context ended reported the app present")
 		}
-		c.observe(event("b", "4")) // the abandoned waiter's channel is closed without anyone left to wake
+		c.observe(cacheEvent("b", "4")) // the abandoned waiter's channel is closed without anyone left to wake
 		if !c.await(context.Background(), b) {
 			t.Fatal("b not present after it arrived")
 		}
@@ -68,12 +70,7 @@ func TestAppCacheAwait(t *testing.T) {
 func TestAppCachePrepare(t *testing.T) {
 	a, b := store.AppKey{Namespace: "argocd", Name: "a"}, store.AppKey{Namespace: "argocd", Name: "b"}
 	c := newAppCache("argocd", []store.AppKey{a, b})
-	event := func(name, rv string) *argocd.Event {
-		app := &v1alpha1.Application{}
-		app.Name, app.ResourceVersion = name, rv
-		return argocd.NewEvent(watch.Modified, app)
-	}
-	ev := event("a", "1")
+	ev := cacheEvent("a", "1")
 	c.observe(ev)
 	c.prepare(context.Background(), []store.AppKey{a, b}) // b has not arrived: skipped
 	p, ok := c.ready[a]
@@ -92,7 +89,7 @@ func TestAppCachePrepare(t *testing.T) {
 	}
 
 	c.prepare(context.Background(), []store.AppKey{a})
-	c.observe(event("a", "2")) // newer than what was prepared
+	c.observe(cacheEvent("a", "2")) // newer than what was prepared
 	if got := c.get(a); got == nil || got.ResourceVersion != "2" {
 		t.Fatalf("get after a newer event: %v, want version 2", got)
 	}
