@@ -21,10 +21,11 @@
 //     SHA), sets status.sync (Synced only when what is live is what targetRevision resolves to: a sync to another
 //     revision stays OutOfSync), publishes live health (Progressing for ProgressingFor after a sync, then
 //     Healthy or Degraded), stamps reconciledAt, removes the refresh annotation, and runs automated sync once per
-//     resolved revision;
+//     resolved revision. Reconciles are queued like the controller's refresh queue (a client-go workqueue): a
+//     request while one is queued is merged into it;
 //   - rollback by history id (refused while automated, InvalidArgument for an unknown id), terminate
 //     (Terminating, then Failed "Operation terminated"), patch (JSON patch, merge patch), GET ?refresh (answers
-//     after the reconcile it requested), list filters, clusters, settings, sync windows, manifests at a revision
+//     after the reconcile it requested, or the one already queued), list filters, clusters, settings, sync windows, manifests at a revision
 //     and managed resources with JSON-encoded states ("null" live state before the first sync);
 //   - the stream (server/application/application.go Watch, argoproj/pkg grpc/http NewStreamForwarder): an
 //     ADDED snapshot unless resuming with resourceVersion (a name filter always gets it), newline-delimited JSON
