@@ -24,8 +24,9 @@ import (
 // bot in its own process (its peak RSS is read from /proc), and reports the wall time against the ideal
 // critical path (5 waves × 2 s: each wave's apps synced at once) and the bot's peak RSS (limit 150 MiB). As the
 // yardstick of what this simulator on this machine allows, the same waves are first driven on a simulator of
-// their own by minimalRollout, the least any client could do; the log gives fleetwave's wall time against it
-// too. It takes about 25 s, so it runs with FLEETWAVE_SLOW_TESTS=1 (make test-all). FLEETWAVE_BENCH_DETAIL=1
+// their own by minimalRollout, the least any client could do, in a process of its own as the bot is; the log
+// gives fleetwave's wall time against it too (bounded by FLEETWAVE_BENCH_MAX_MINIMAL_RATIO, default 1.10, to
+// catch regressions). It takes about 25 s, so it runs with FLEETWAVE_SLOW_TESTS=1 (make test-all). FLEETWAVE_BENCH_DETAIL=1
 // logs per-wave timings, on the bot's clock and on the server's; FLEETWAVE_TEST_BOT_CPUPROFILE=<file> profiles
 // the bot.
 func TestBenchmark1000Apps(t *testing.T) {
@@ -60,7 +61,20 @@ func TestBenchmark1000Apps(t *testing.T) {
 			}
 			waves = append(waves, names)
 		}
-		d, err := minimalRollout(ctx, srv.URL, waves, newRev)
+		p, err := startBot(botConfig{ArgoCD: srv.URL, MinimalWaves: waves, MinimalRevision: newRev})
+		if err != nil {
+			return 0, err
+		}
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Minute):
+			p.kill()
+		}
+		rep, ok := p.report()
+		if !ok || p.err != nil {
+			return 0, fmt.Errorf("minimal client: %v\n%s", p.err, p.out.String())
+		}
+		d := rep.Wall
 		for i, w := range waves {
 			if os.Getenv("FLEETWAVE_BENCH_DETAIL") != "1" {
 				break
@@ -204,6 +218,13 @@ func TestBenchmark1000Apps(t *testing.T) {
 	}
 	if ratio > maxRatio {
 		t.Errorf("wall time %s is %.2f%% over the ideal %s (limit %.0f%%)", rep.Wall, (ratio-1)*100, ideal, (maxRatio-1)*100)
+	}
+	maxVsMinimal := 1.10
+	if v, err := strconv.ParseFloat(os.Getenv("FLEETWAVE_BENCH_MAX_MINIMAL_RATIO"), 64); err == nil {
+		maxVsMinimal = v
+	}
+	if r := float64(rep.Wall) / float64(minimal); r > maxVsMinimal {
+		t.Errorf("wall time %s is %.2f%% over the minimal client's %s (limit %.0f%%)", rep.Wall, (r-1)*100, minimal, (maxVsMinimal-1)*100)
 	}
 	if rep.MaxRSS > 150<<20 {
 		t.Errorf("bot peak RSS %.1f MiB, limit 150 MiB", float64(rep.MaxRSS)/(1<<20))

@@ -46,6 +46,11 @@ type botConfig struct {
 	Grace       time.Duration `json:"grace"`
 	LeaseTTL    time.Duration `json:"leaseTTL"`
 	Stall       time.Duration `json:"stall"`
+
+	// MinimalWaves, when set, makes the process the benchmark's minimal client instead (minimalRollout): it
+	// drives these waves of apps to MinimalRevision, out of the simulator's process as fleetwave is.
+	MinimalWaves    [][]string `json:"minimalWaves,omitempty"`
+	MinimalRevision string     `json:"minimalRevision,omitempty"`
 }
 
 // botReport is what the bot prints on its last line when every rollout is finished.
@@ -71,6 +76,16 @@ func botMain() int {
 		}
 	}
 	ctx := context.Background()
+	if len(cfg.MinimalWaves) > 0 {
+		wall, err := minimalRollout(ctx, cfg.ArgoCD, cfg.MinimalWaves, cfg.MinimalRevision)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bot:", err)
+			return 1
+		}
+		b, _ := json.Marshal(botReport{Wall: wall, MaxRSS: procStatus("VmHWM:"), CPUTime: cpuTime()})
+		fmt.Printf("bot: done %s\n", b)
+		return 0
+	}
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bot:", err)
