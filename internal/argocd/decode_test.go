@@ -162,3 +162,15 @@ func BenchmarkDecodeApplication(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseEvent reads a stream message's envelope and metadata, as the stream does for every message.
+func BenchmarkParseEvent(b *testing.B) {
+	_, stream := decodeCorpus(b)
+	msg := stream[len(stream)-1]
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if _, err := argocd.ParseEvent(msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
