@@ -82,10 +82,7 @@ func TestBenchmark1000Apps(t *testing.T) {
 			var a0, a1, f1 time.Time
 			for _, n := range w {
 				c := sim.Counts(n)
-				if a0.IsZero() || c.LastSyncAccepted.Before(a0) {
-					a0 = c.LastSyncAccepted
-				}
-				a1, f1 = latest(a1, c.LastSyncAccepted), latest(f1, c.LastOpFinished)
+				a0, a1, f1 = earliest(a0, c.LastSyncAccepted), latest(a1, c.LastSyncAccepted), latest(f1, c.LastOpFinished)
 			}
 			t.Logf("minimal client, wave w%d (server clock, from its first sync accepted): last sync accepted %s, last operation finished %s",
 				i+1, a1.Sub(a0), f1.Sub(a0))
@@ -168,30 +165,11 @@ func TestBenchmark1000Apps(t *testing.T) {
 					continue
 				}
 				c := sim.Counts(s.App.Name)
-				if a0.IsZero() || c.LastSyncAccepted.Before(a0) {
-					a0 = c.LastSyncAccepted
-				}
-				a1 = latest(a1, c.LastSyncAccepted)
-				o1 = latest(o1, c.LastOpFinished)
-				r1 = latest(r1, c.LastRefreshAnswered)
-				if i0.IsZero() || s.IntentAt.Before(i0) {
-					i0 = s.IntentAt
-				}
-				if s.IntentAt.After(i1) {
-					i1 = s.IntentAt
-				}
-				if s0.IsZero() || s.OpStartedAt.Before(s0) {
-					s0 = s.OpStartedAt
-				}
-				if s.OpStartedAt.After(s1) {
-					s1 = s.OpStartedAt
-				}
-				if s.OpFinishedAt.After(f1) {
-					f1 = s.OpFinishedAt
-				}
-				if s.UpdatedAt.After(u1) {
-					u1 = s.UpdatedAt
-				}
+				a0, a1 = earliest(a0, c.LastSyncAccepted), latest(a1, c.LastSyncAccepted)
+				o1, r1 = latest(o1, c.LastOpFinished), latest(r1, c.LastRefreshAnswered)
+				i0, i1 = earliest(i0, s.IntentAt), latest(i1, s.IntentAt)
+				s0, s1 = earliest(s0, s.OpStartedAt), latest(s1, s.OpStartedAt)
+				f1, u1 = latest(f1, s.OpFinishedAt), latest(u1, s.UpdatedAt)
 			}
 			base := w.StartedAt
 			t.Logf("wave %s: start 0, intents %s..%s, ops started %s..%s, last finished %s, last outcome %s, wave end %s",
@@ -231,8 +209,16 @@ func TestBenchmark1000Apps(t *testing.T) {
 	}
 }
 
+// latest and earliest fold times into the last and the first of them; the zero time is none yet.
 func latest(a, b time.Time) time.Time {
 	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
 		return b
 	}
 	return a
