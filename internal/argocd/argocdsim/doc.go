@@ -29,7 +29,9 @@
 //     and managed resources with JSON-encoded states ("null" live state before the first sync);
 //   - the stream (server/application/application.go Watch, argoproj/pkg grpc/http NewStreamForwarder): an
 //     ADDED snapshot unless resuming with resourceVersion (a name filter always gets it), newline-delimited JSON
-//     or server-sent events with ":" keepalives, identical consecutive messages suppressed;
+//     or server-sent events with ":" keepalives, the `fields` parameter ("a.b,c" keeps only those paths, "-a.b,c"
+//     drops them: argoproj/pkg grpc/http messageMarshaler, held to it by TestFieldFilterMatchesArgoproj),
+//     identical consecutive messages (after that filter) suppressed;
 //   - errors as grpc-gateway v1 writes them: {"error","code","message","details"} with its HTTP mapping
 //     (FailedPrecondition and InvalidArgument 400, NotFound 404, PermissionDenied 403, Unauthenticated 401,
 //     Unknown 500 — e.g. a malformed JSON patch).

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -130,8 +131,9 @@ type Totals struct {
 	StreamDrops    int // streams the server dropped on purpose
 	InjectedErrors int
 	LostResponses  int
-	Operations     int // operations started, manual and automated
-	Reconciles     int // reconciles run (periodic resyncs included)
+	Operations     int   // operations started, manual and automated
+	Reconciles     int   // reconciles run (periodic resyncs included)
+	StreamBytes    int64 // bytes of stream messages sent, after each stream's `fields` filter
 }
 
 // Server is a simulated Argo CD API server with the application controller's state machine. Create it with
@@ -143,6 +145,8 @@ type Server struct {
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
+
+	streamBytes atomic.Int64 // Totals.StreamBytes, counted outside mu by each stream
 
 	mu       sync.Mutex
 	rv       int64
@@ -338,6 +342,7 @@ func (s *Server) AddApp(app *v1alpha1.Application, opts AppOptions) error {
 			Operation: op, Phase: "Succeeded", Message: "successfully synced (all tasks run)",
 			StartedAt: started, FinishedAt: &finished, SyncResult: syncResult(a, st.applied),
 		}
+		a.Status.OperationState.SyncResult.Resources = s.resourceResultsLocked(a, st.applied)
 		a.Status.History = v1alpha1.RevisionHistories{historyEntry(a, 0, st.applied, started, finished, op.InitiatedBy)}
 	}
 	s.apps[a.Name] = st
@@ -372,7 +377,9 @@ func (s *Server) Counts(name string) Counts {
 func (s *Server) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.totals
+	t := s.totals
+	t.StreamBytes = s.streamBytes.Load()
+	return t
 }
 
 // AppNames lists the apps, sorted.

@@ -71,8 +71,8 @@ func (s *Server) broadcastLocked(t watch.EventType, st *appState) {
 // handleStream serves GET /api/v1/stream/applications (server/application/application.go Watch and
 // argoproj/pkg grpc/http NewStreamForwarder): an initial ADDED per matching app unless resuming with a
 // resourceVersion (a name filter always gets it), then changes; newline-delimited JSON, or server-sent events
-// with keepalives when the client asks for text/event-stream; identical consecutive messages per app are
-// suppressed.
+// with keepalives when the client asks for text/event-stream; the `fields` parameter (fieldFilter) applied to
+// each message; identical consecutive messages per app (after that filter) are suppressed.
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sel, err := labels.Parse(q.Get("selector"))
@@ -135,19 +135,28 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
+	fields := parseFieldFilter(q.Get("fields"))
 	last := map[string][]byte{}
 	// send writes a message; it is flushed once no other is queued (a burst of events goes out in one write,
 	// each message still framed on its own).
 	send := func(ev streamEvent) bool {
-		if bytes.Equal(last[ev.key], ev.msg) {
+		msg := ev.msg
+		if fields != nil {
+			var err error
+			if msg, err = fields.apply(msg); err != nil {
+				return false
+			}
+		}
+		if bytes.Equal(last[ev.key], msg) {
 			return true
 		}
-		last[ev.key] = ev.msg
+		last[ev.key] = msg
+		s.streamBytes.Add(int64(len(msg) + 1))
 		var err error
 		if sse {
-			_, err = fmt.Fprintf(w, "data: %s \n\n", ev.msg)
+			_, err = fmt.Fprintf(w, "data: %s \n\n", msg)
 		} else {
-			if _, err = w.Write(ev.msg); err == nil {
+			if _, err = w.Write(msg); err == nil {
 				_, err = w.Write([]byte{'\n'}) // not appended to msg: subscribers share it
 			}
 		}
