@@ -14,6 +14,7 @@
 //     server, server-sent events with Accept: text/event-stream), reopens dropped or idle connections with
 //     backoff and resumes after the highest resourceVersion seen. Argo CD does not replay what happened while
 //     the stream was down, so OnConnect(reconnect=true) tells the consumer to re-read what it waits for.
+//     WatchQuery.OmitFields asks the server to leave paths out of every event (the `fields` parameter).
 //
 // Timestamps in Argo CD's answers (operationState.startedAt/finishedAt, reconciledAt) are RFC 3339 with
 // seconds: consumers comparing them must allow for equal seconds (see package argosync).

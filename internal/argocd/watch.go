@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -26,6 +27,12 @@ type WatchQuery struct {
 	// ResourceVersion resumes after this version: the server then sends no initial ADDED snapshot (unless Name is
 	// set) and only changes with a higher version (server/application/application.go Watch).
 	ResourceVersion string
+	// OmitFields are paths in the Application ("status.resources") the server leaves out of every event: the
+	// stream's `fields` parameter in its exclude form ("-result.application.status.resources,..."), which Argo
+	// CD applies with argoproj/pkg's grpc/http marshaler (pkg/apiclient/application/forwarder_overwrite.go,
+	// the same mechanism its UI uses to slim its own watch). Dot-joined object keys, arrays transparent. A
+	// server that ignores the parameter sends whole objects, which consumers must accept anyway.
+	OmitFields []string
 }
 
 // WatchHandler receives a stream's events. Both functions run on the stream's goroutine, in order; a slow
@@ -90,6 +97,13 @@ func (c *Client) watchOnce(ctx context.Context, q WatchQuery, rv *string, h Watc
 	setNonEmpty(v, "resourceVersion", *rv)
 	for _, p := range q.Projects {
 		v.Add("projects", p)
+	}
+	if len(q.OmitFields) > 0 {
+		paths := make([]string, len(q.OmitFields))
+		for i, f := range q.OmitFields {
+			paths[i] = "result.application." + f
+		}
+		v.Set("fields", "-"+strings.Join(paths, ","))
 	}
 	req, err := http.NewRequestWithContext(sctx, "GET", c.url(apiPath("stream", "applications"), v), nil)
 	if err != nil {

@@ -142,6 +142,15 @@ type Session struct {
 	done   chan struct{}
 }
 
+// streamOmits are the parts of an Application the session's stream asks Argo CD to leave out. Nothing waits on
+// them, and they grow with the app: an entry per resource in status.resources and in the last sync's result
+// (a few hundred bytes each), plus managedFields and the summary's image list. On a fleet of large apps they
+// are most of every event, which the stream carries for each write of each app and the session keeps for the
+// newest version of each. Whoever needs them reads the app (a GET answers it whole).
+func streamOmits() []string {
+	return []string{"metadata.managedFields", "status.resources", "status.operationState.syncResult.resources", "status.summary"}
+}
+
 // NewSession opens the shared stream. Close it when done.
 func NewSession(ctx context.Context, api API, opts Options) *Session {
 	opts = opts.withDefaults()
@@ -149,7 +158,7 @@ func NewSession(ctx context.Context, api API, opts Options) *Session {
 	s := &Session{api: api, opts: opts, w: newWatcher(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		err := api.Watch(wctx, argocd.WatchQuery{Selector: opts.Selector}, argocd.WatchHandler{
+		err := api.Watch(wctx, argocd.WatchQuery{Selector: opts.Selector, OmitFields: streamOmits()}, argocd.WatchHandler{
 			OnRawEvent: s.w.onEvent,
 			OnConnect:  s.w.onConnect,
 		})

@@ -470,6 +470,53 @@ func TestOneStreamForManyApps(t *testing.T) {
 	})
 }
 
+// streamRecorder counts the stream's events, and those that carry the parts of an app that grow with its
+// resources.
+type streamRecorder struct {
+	argosync.API
+	mu            sync.Mutex
+	events, bulky int
+}
+
+func (r *streamRecorder) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
+	inner := h.OnRawEvent
+	h.OnRawEvent = func(ev *argocd.Event) {
+		if app, err := ev.Application(); err == nil {
+			r.mu.Lock()
+			r.events++
+			if os := app.Status.OperationState; app.Status.Resources != nil || (os != nil && os.SyncResult != nil && os.SyncResult.Resources != nil) {
+				r.bulky++
+			}
+			r.mu.Unlock()
+		}
+		inner(ev)
+	}
+	return r.API.Watch(ctx, q, h)
+}
+
+// TestStreamLeavesOutResources: the session's stream carries apps without their per-resource lists (which a
+// GET has), and the syncs are judged all the same.
+func TestStreamLeavesOutResources(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, argocdsim.Config{SyncDuration: 20 * time.Second}, fleetApp{name: "web"}, fleetApp{name: "api"})
+		rec := &streamRecorder{API: e.c}
+		res := argosync.Run(context.Background(), rec, e.list(t), newRev, argosync.Options{Selector: "fleet=test"})
+		if s := argosync.Summary(res); s[argosync.OutcomeSynced] != 2 {
+			t.Fatalf("summary %v: %+v", s, res)
+		}
+		full, err := e.c.GetApplication(context.Background(), "web", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.Status.Resources) == 0 || len(full.Status.OperationState.SyncResult.Resources) == 0 {
+			t.Fatalf("the app has no resources to leave out")
+		}
+		if rec.events < 6 || rec.bulky != 0 {
+			t.Fatalf("%d of %d stream events carried status.resources or syncResult.resources", rec.bulky, rec.events)
+		}
+	})
+}
+
 // TestFaultInjection: 20% of requests fail with 503, some answers are lost after the server acted, latency
 // spikes, streams drop; the verdicts stay right, no app is synced twice, and calls per app stay bounded.
 func TestFaultInjection(t *testing.T) {

@@ -49,8 +49,10 @@
 //
 // # Waiting and API calls
 //
-// A Session keeps one application stream (selector-filtered) for all its apps; each app waits on its own
-// view of it, woken by events; an event's application is decoded only when the app is looked at and the event
+// A Session keeps one application stream (selector-filtered) for all its apps, which asks Argo CD to leave out
+// what grows with an app's resources and is never waited on (status.resources, the last sync's per-resource
+// results, managedFields, the summary: the stream's `fields` parameter, see streamOmits); each app waits on
+// its own view of it, woken by events; an event's application is decoded only when the app is looked at and the event
 // is still its newest version (argocd.Event). Argo CD does not replay events missed while the stream was down and drops
 // events for slow subscribers, so an app re-reads itself once when the stream reconnects and when the stream
 // has been silent about it for Options.StallTimeout (doubling up to 5m). Transient errors (5xx, 429,

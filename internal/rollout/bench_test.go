@@ -184,9 +184,10 @@ func TestBenchmark1000Apps(t *testing.T) {
 	t.Logf("minimal client on the same simulator: %s (ratio %.4f to the ideal); fleetwave / minimal client: %.4f",
 		minimal.Round(time.Millisecond), float64(minimal)/float64(time.Duration(nwaves)*syncTime), float64(rep.Wall)/float64(minimal))
 	t.Logf("%d apps, %d waves of one batch (%d apps), %s syncs: wall %s, ideal critical path %s, ratio %.4f; "+
-		"bot peak RSS %.1f MiB (%.1f MiB at start, Go heap in use at the end %.1f MiB), CPU %s; %d requests to Argo CD (%.2f per app)",
+		"bot peak RSS %.1f MiB (%.1f MiB at start, Go heap in use at the end %.1f MiB), CPU %s; %d requests to Argo CD (%.2f per app), %.1f MB streamed",
 		apps, nwaves, batch, syncTime, rep.Wall.Round(time.Millisecond), ideal, ratio, float64(rep.MaxRSS)/(1<<20),
-		float64(rep.StartRSS)/(1<<20), float64(rep.HeapInuse)/(1<<20), rep.CPUTime, tot.Requests, float64(tot.Requests)/float64(apps))
+		float64(rep.StartRSS)/(1<<20), float64(rep.HeapInuse)/(1<<20), rep.CPUTime, tot.Requests, float64(tot.Requests)/float64(apps),
+		float64(tot.StreamBytes)/1e6)
 	// The orchestration's own overhead is held to 2% in virtual time (TestBenchmark1000AppsVirtualTime); in real
 	// time the CPU of a wave's syncs, started and confirmed at once on cores shared with the simulator, and the
 	// simulator's own reconcile delays add to it, so the bound here is looser (FLEETWAVE_BENCH_MAX_RATIO, default 1.5) — it catches regressions, the log has the figure.

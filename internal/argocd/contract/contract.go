@@ -59,6 +59,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"Rollback", rollback},
 		{"Terminate", terminate},
 		{"StreamBothEncodings", streamEncodings},
+		{"StreamOmitsFields", streamOmitsFields},
 		{"ManagedResources", managedResources},
 		{"ManifestsAtRevision", manifests},
 		{"ClustersAndSettings", clustersAndSettings},
@@ -428,6 +429,46 @@ func streamEncodings(t *testing.T, s *suite) {
 				t.Fatalf("stream (%v) events for %s: %v", err, s.ManualApp, seen)
 			}
 		})
+	}
+}
+
+// streamOmitsFields: a stream asked to leave fields out (the `fields` parameter's exclude form) sends the app
+// without them and with the rest; a GET still has them.
+func streamOmitsFields(t *testing.T, s *suite) {
+	ctx := s.ctx(t)
+	full, err := s.c.GetApplication(ctx, s.ManualApp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Status.Resources) == 0 || full.Status.OperationState == nil || full.Status.OperationState.SyncResult == nil ||
+		len(full.Status.OperationState.SyncResult.Resources) == 0 {
+		t.Fatalf("%s has no status.resources or syncResult.resources to leave out: %s", s.ManualApp, describe(full))
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got *v1alpha1.Application
+	err = s.c.Watch(wctx, argocd.WatchQuery{Name: s.ManualApp, OmitFields: []string{"status.resources",
+		"status.operationState.syncResult.resources", "metadata.managedFields"}}, argocd.WatchHandler{
+		OnEvent: func(ev v1alpha1.ApplicationWatchEvent) {
+			if ev.Application.Name == s.ManualApp {
+				got = &ev.Application
+				cancel()
+			}
+		}})
+	if got == nil {
+		t.Fatalf("no event for %s: %v", s.ManualApp, err)
+	}
+	if got.Status.Resources != nil || len(got.ManagedFields) > 0 {
+		t.Errorf("stream sent status.resources (%d) or managedFields (%d)", len(got.Status.Resources), len(got.ManagedFields))
+	}
+	os := got.Status.OperationState
+	if os == nil || os.SyncResult == nil || os.SyncResult.Resources != nil {
+		t.Fatalf("stream's operationState: want it without syncResult.resources, got %+v", os)
+	}
+	if got.ResourceVersion == "" || os.Phase != full.Status.OperationState.Phase || os.SyncResult.Revision != full.Status.OperationState.SyncResult.Revision ||
+		got.Status.Sync.Status != full.Status.Sync.Status || len(got.Status.History) != len(full.Status.History) ||
+		got.Spec.GetSource().RepoURL != full.Spec.GetSource().RepoURL {
+		t.Errorf("stream left out more than asked:\nstream %s\nGET    %s", describe(got), describe(full))
 	}
 }
 
