@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -170,6 +171,26 @@ func TestBenchmark1000Apps(t *testing.T) {
 				i0, i1 = earliest(i0, s.IntentAt), latest(i1, s.IntentAt)
 				s0, s1 = earliest(s0, s.OpStartedAt), latest(s1, s.OpStartedAt)
 				f1, u1 = latest(f1, s.OpFinishedAt), latest(u1, s.UpdatedAt)
+			}
+			// The wave's last refresh answer: how long after its app's operation ended the refresh arrived, and
+			// how long it then waited for its reconcile; and how late refreshes arrive across the wave.
+			var lastApp argocdsim.Counts
+			var lags []time.Duration
+			for _, s := range steps {
+				if s.Wave != w.Index {
+					continue
+				}
+				c := sim.Counts(s.App.Name)
+				lags = append(lags, c.LastRefreshReceived.Sub(c.LastOpFinished))
+				if c.LastRefreshAnswered.After(lastApp.LastRefreshAnswered) {
+					lastApp = c
+				}
+			}
+			slices.Sort(lags)
+			if len(lags) > 0 {
+				t.Logf("wave %s: refresh after its operation ended: median %s, p90 %s, max %s; the last answered: received %s after its end, answered %s later",
+					w.Name, lags[len(lags)/2], lags[len(lags)*9/10], lags[len(lags)-1],
+					lastApp.LastRefreshReceived.Sub(lastApp.LastOpFinished), lastApp.LastRefreshAnswered.Sub(lastApp.LastRefreshReceived))
 			}
 			base := w.StartedAt
 			t.Logf("wave %s: start 0, intents %s..%s, ops started %s..%s, last finished %s, last outcome %s, wave end %s",

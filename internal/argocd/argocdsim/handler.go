@@ -225,6 +225,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	// Refresh: annotate, let the controller reconcile, answer once that reconcile is written
 	// (server/application/application.go Get).
 	c.Refreshes++
+	c.LastRefreshReceived = s.now()
 	if refresh != string(v1alpha1.RefreshTypeHard) {
 		refresh = string(v1alpha1.RefreshTypeNormal)
 	}

@@ -118,8 +118,9 @@ type Counts struct {
 	OtherReads    int // managed-resources, manifests, syncwindows
 
 	// When (on the server's clock) the last sync request was accepted, the last operation finished, and the last
-	// refresh was answered: where a client's time goes, e.g. how long after a wave's start its last sync arrived.
-	LastSyncAccepted, LastOpFinished, LastRefreshAnswered time.Time
+	// refresh was received and answered: where a client's time goes, e.g. how long after a wave's start its last
+	// sync arrived.
+	LastSyncAccepted, LastOpFinished, LastRefreshReceived, LastRefreshAnswered time.Time
 }
 
 // Totals are server-wide counters.
