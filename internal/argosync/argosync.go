@@ -146,7 +146,9 @@ type Session struct {
 // them, and they grow with the app: an entry per resource in status.resources and in the last sync's result
 // (a few hundred bytes each), plus managedFields and the summary's image list. On a fleet of large apps they
 // are most of every event, which the stream carries for each write of each app and the session keeps for the
-// newest version of each. Whoever needs them reads the app (a GET answers it whole).
+// newest version of each. Whoever needs them reads the app (a GET answers it whole). Argo CD filters by
+// decoding each message into a map and encoding it again, a cost on its side that its UI's own watch pays too,
+// for a small fraction of the bytes on the wire and in the bot.
 func streamOmits() []string {
 	return []string{"metadata.managedFields", "status.resources", "status.operationState.syncResult.resources", "status.summary"}
 }
