@@ -1,6 +1,7 @@
 package argocdsim
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -183,7 +184,7 @@ func (s *jsonScanner) key() (raw, key []byte, err error) {
 	}
 	raw = s.b[start:s.i]
 	key = raw[1 : len(raw)-1]
-	if strings.IndexByte(string(key), '\\') >= 0 {
+	if bytes.IndexByte(key, '\\') >= 0 {
 		var k string
 		if err := json.Unmarshal(raw, &k); err != nil {
 			return nil, nil, err
