@@ -51,18 +51,30 @@ func TestWithResourceVersion(t *testing.T) {
 	}
 }
 
+// The corpus apps run revB; HEAD resolves to revA, where a sync takes them.
+const (
+	revA = "1111111111111111111111111111111111111111"
+	revB = "2222222222222222222222222222222222222222"
+)
+
+// newCorpus is a simulator with the corpus apps (AddCorpus), closed when the test ends.
+func newCorpus(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	s := New(cfg)
+	tb.Cleanup(s.Close)
+	s.SetRef("HEAD", revA)
+	if err := s.AddCorpus(revB); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // TestEncodeAppMatchesEncodingJSON holds the simulator's encoder (github.com/goccy/go-json) to encoding/json's
 // bytes, on apps in the states a rollout meets: never synced, synced, an operation running, failed, Degraded,
 // multi-source, refreshed, with history, resources, labels and annotations that need escaping, and stale.
 func TestEncodeAppMatchesEncodingJSON(t *testing.T) {
-	const revA, revB = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	s := New(Config{SyncDuration: 20 * time.Millisecond, ReconcileDelay: 5 * time.Millisecond, ProgressingFor: 10 * time.Millisecond,
+	s := newCorpus(t, Config{SyncDuration: 20 * time.Millisecond, ReconcileDelay: 5 * time.Millisecond, ProgressingFor: 10 * time.Millisecond,
 		StaleStatusFor: 15 * time.Millisecond})
-	defer s.Close()
-	s.SetRef("HEAD", revA)
-	if err := s.AddCorpus(revB); err != nil {
-		t.Fatal(err)
-	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	compared := map[string]bool{}

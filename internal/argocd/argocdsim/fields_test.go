@@ -22,13 +22,7 @@ import (
 // same marshaler). Both filter a watch event of every corpus app in several states; the results must be the
 // same JSON value (Argo CD's has its keys sorted).
 func TestFieldFilterMatchesArgoproj(t *testing.T) {
-	const revA, revB = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	s := New(Config{SyncDuration: 20 * time.Millisecond, ReconcileDelay: 5 * time.Millisecond})
-	defer s.Close()
-	s.SetRef("HEAD", revA)
-	if err := s.AddCorpus(revB); err != nil {
-		t.Fatal(err)
-	}
+	s := newCorpus(t, Config{SyncDuration: 20 * time.Millisecond, ReconcileDelay: 5 * time.Millisecond})
 	var apps []*v1alpha1.Application
 	snapshot := func() {
 		s.mu.Lock()
@@ -121,19 +115,13 @@ func TestFieldFilterMalformed(t *testing.T) {
 func BenchmarkFieldFilter(b *testing.B) {
 	for _, n := range []int{2, 200} {
 		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
-			s := New(Config{SyncDuration: time.Millisecond, Manifests: func(a *v1alpha1.Application, rev string) ([]string, error) {
+			s := newCorpus(b, Config{SyncDuration: time.Millisecond, Manifests: func(a *v1alpha1.Application, rev string) ([]string, error) {
 				docs := make([]string, n)
 				for i := range docs {
 					docs[i] = fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"%s-%03d","namespace":"web"}}`, a.Name, i)
 				}
 				return docs, nil
 			}})
-			defer s.Close()
-			const revA, revB = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-			s.SetRef("HEAD", revA)
-			if err := s.AddCorpus(revB); err != nil {
-				b.Fatal(err)
-			}
 			s.mu.Lock()
 			ev, _, err := s.eventLocked(watch.Modified, s.apps["synced"])
 			s.mu.Unlock()
