@@ -325,6 +325,8 @@ func (b *builder) planWave(w *WavePolicy, members []int) (Wave, []Violation) {
 	}
 	if w.Approval.Required {
 		approval := w.Approval
+		approval.When = cmp.Or(approval.When, ApprovalBefore)
+		approval.Approvers = b.policy.Approvers(w)
 		wave.Gates.Approval = &approval
 	}
 

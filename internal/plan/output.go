@@ -45,18 +45,14 @@ func (p *Plan) summary() string {
 		plural(len(p.Waves), "wave"), p.Policy)
 }
 
-// gateParts describes a wave's gates, shortest first; detailed adds metric queries.
+// gateParts describes a wave's gates in the order they hold it; detailed adds metric queries.
 func (g *Gates) gateParts(detailed bool) []string {
 	var parts []string
+	if g.Approval.Before() {
+		parts = append(parts, g.Approval.Describe())
+	}
 	if g.Soak > 0 {
 		parts = append(parts, "soak "+g.Soak.String())
-	}
-	if g.Approval != nil && g.Approval.Required {
-		if len(g.Approval.Teams) > 0 {
-			parts = append(parts, "approval by "+strings.Join(g.Approval.Teams, ", "))
-		} else {
-			parts = append(parts, "approval")
-		}
 	}
 	if detailed {
 		for _, m := range g.Metrics {
@@ -66,6 +62,9 @@ func (g *Gates) gateParts(detailed bool) []string {
 		}
 	} else if n := len(g.Metrics); n > 0 {
 		parts = append(parts, plural(n, "metric gate"))
+	}
+	if g.Approval.After() {
+		parts = append(parts, g.Approval.Describe())
 	}
 	if g.ToleratedFailures > 0 {
 		parts = append(parts, fmt.Sprintf("tolerates %s (%s)", plural(g.ToleratedFailures, "failed app"), g.FailureThreshold))

@@ -376,15 +376,29 @@ func suggestOperator(v string) string {
 }
 
 func (ps *parser) approval(n *yaml.Node, what string) Approval {
-	a := Approval{Required: true} // an approval block means approval, unless it says required: false
+	// An approval block means approval before the wave starts, unless it says required: false or when: after.
+	a := Approval{Required: true, When: ApprovalBefore}
 	var requiredKey *yaml.Node
-	ps.fields(n, what, []string{"required", "teams"}, func(f field) {
+	ps.fields(n, what, []string{"required", "teams", "when"}, func(f field) {
 		switch f.name {
 		case "required":
 			requiredKey = f.key
 			a.Required, _ = ps.boolean(f.val, what+" required")
 		case "teams":
 			a.Teams = ps.teams(f.val, what+" teams")
+		case "when":
+			v, ok := ps.str(f.val, what+" when")
+			switch ApprovalTiming(v) {
+			case ApprovalBefore, ApprovalAfter:
+				a.When = ApprovalTiming(v)
+			default:
+				if !ok {
+					return
+				}
+				ps.errAt(f.val, "before: no app of the wave syncs until someone approves (the default); after: "+
+					"the wave syncs and passes its soak and gates, then waits for approval before the next wave",
+					"%s when must be before or after, not %q", what, v)
+			}
 		}
 	})
 	if !a.Required && len(a.Teams) > 0 && requiredKey != nil {
@@ -501,6 +515,11 @@ func (ps *parser) crossCheck(p *Policy, requireCanaryKey *yaml.Node) {
 				ps.warnAt(w.Line, "use at least 1", "wave %q: maxPerLabel %s: 0 admits no cluster labelled %s; its apps "+
 					"there will be reported as %s", w.Name, l.Key, l.Key, RuleUnsatisfiableLimits)
 			}
+		}
+		if w.Production && !w.Approval.Required && w.Soak == 0 {
+			ps.warnAt(w.Line, "add approval: {} to hold it until someone approves, or soak: 10m to watch it before the next wave",
+				"wave %q is marked production but has neither an approval nor a soak: it starts as soon as the wave "+
+					"before it succeeds, and the next wave as soon as it has synced", w.Name)
 		}
 		canon := w.Selector.String()
 		for _, earlier := range p.Waves[:i] {

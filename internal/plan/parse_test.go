@@ -23,7 +23,7 @@ func TestParsePolicyExamples(t *testing.T) {
 			if len(prod.MaxPerLabel) != 1 || prod.MaxPerLabel[0] != (LabelLimit{Key: "region", Max: 1}) {
 				t.Errorf("production maxPerLabel = %v", prod.MaxPerLabel)
 			}
-			if !prod.Approval.Required || len(prod.Approval.Teams) != 1 || prod.Approval.Teams[0] != "org/sre" {
+			if !prod.Approval.Required || len(prod.Approval.Teams) != 1 || prod.Approval.Teams[0] != "org/sre" || !prod.Approval.Before() {
 				t.Errorf("production approval = %+v", prod.Approval)
 			}
 			g := prod.Gates[0].Prometheus
@@ -203,6 +203,8 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:3:48: wave "a" approval teams: "sre" is not a team (hint: write teams as org/team-slug, e.g. acme/sre)`}},
 		{"teams but not required", head + "  - {name: a, selector: {}, approval: {required: false, teams: [acme/sre]}}\n", []string{
 			`p.yaml:3:40: wave "a" approval names teams but says approval is not required (hint: drop required: false to ask those teams for approval, or drop the teams)`}},
+		{"bad approval timing", head + "  - {name: a, selector: {}, approval: {when: during}}\n", []string{
+			`p.yaml:3:46: wave "a" approval when must be before or after, not "during" (hint: before: no app of the wave syncs until someone approves (the default); after: the wave syncs and passes its soak and gates, then waits for approval before the next wave)`}},
 		{"gate without url and bounds", head + "  - name: a\n    selector: {}\n    gates: [{prometheus: {query: up}}]\n", []string{
 			`p.yaml:5:26: wave "a" gates[0] prometheus has no url (hint: give the Prometheus base URL, e.g. http://prometheus.monitoring:9090)`,
 			`p.yaml:5:26: wave "a" gates[0] prometheus has neither max nor min (hint: the gate passes while the query's value stays at most max and/or at least min)`}},
@@ -268,6 +270,9 @@ func TestParsePolicyWarnings(t *testing.T) {
 	src := head + `  - {name: all-apps, selector: {}}
   - {name: never, selector: {matchLabels: {env: prd}}}
   - {name: zero, selector: {matchLabels: {env: x}}, maxParallel: 0%, maxPerLabel: {region: 0}}
+  - {name: prd-bare, production: true, selector: {matchLabels: {env: y}}}
+  - {name: prd-soaked, production: true, soak: 5m, selector: {matchLabels: {env: z}}}
+  - {name: prd-approved, production: true, approval: {}, selector: {matchLabels: {env: w}}}
 `
 	p, err := ParsePolicy("p.yaml", []byte(src))
 	if err != nil {
@@ -282,6 +287,10 @@ func TestParsePolicyWarnings(t *testing.T) {
 		`p.yaml:5: warning: wave "zero": maxParallel 0% admits no cluster; its apps will be reported as unsatisfiable-limits (hint: use at least 1)`,
 		`p.yaml:5: warning: wave "zero": maxPerLabel region: 0 admits no cluster labelled region; its apps there will be reported as unsatisfiable-limits (hint: use at least 1)`,
 		`p.yaml:5: warning: wave "zero" can never receive an app: wave "all-apps" (line 3) comes first and selects every app it would (hint: reorder the waves or narrow the earlier selector)`,
+		`p.yaml:6: warning: wave "prd-bare" is marked production but has neither an approval nor a soak: it starts as soon as the wave before it succeeds, and the next wave as soon as it has synced (hint: add approval: {} to hold it until someone approves, or soak: 10m to watch it before the next wave)`,
+		`p.yaml:6: warning: wave "prd-bare" can never receive an app: wave "all-apps" (line 3) comes first and selects every app it would (hint: reorder the waves or narrow the earlier selector)`,
+		`p.yaml:7: warning: wave "prd-soaked" can never receive an app: wave "all-apps" (line 3) comes first and selects every app it would (hint: reorder the waves or narrow the earlier selector)`,
+		`p.yaml:8: warning: wave "prd-approved" can never receive an app: wave "all-apps" (line 3) comes first and selects every app it would (hint: reorder the waves or narrow the earlier selector)`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -355,5 +364,36 @@ func TestDurationString(t *testing.T) {
 		if got := Duration(d).String(); got != want {
 			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// An approval holds its wave before it starts unless it says when: after; the plan carries the timing and who
+// may approve, and a plan stored before timings existed (no "when") keeps the meaning it had: after.
+func TestApprovalTiming(t *testing.T) {
+	tests := []struct {
+		name, approval string
+		wantBefore     bool
+		wantApprovers  string
+	}{
+		{"default is before", "{}", true, "write permission"},
+		{"explicit before with teams", "{when: before, teams: [acme/sre]}", true, "write permission, and membership of acme/sre"},
+		{"after", "{when: after}", false, "write permission"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := ParsePolicy("p.yaml", []byte(head+"  - {name: a, selector: {}, approval: "+tc.approval+"}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pl := Build(p, []App{{Name: "x", Cluster: "c"}})
+			a := pl.Waves[0].Gates.Approval
+			if a == nil || a.Before() != tc.wantBefore || a.After() == tc.wantBefore || a.Approvers != tc.wantApprovers {
+				t.Fatalf("approval = %+v, want before=%v approvers %q", a, tc.wantBefore, tc.wantApprovers)
+			}
+		})
+	}
+	legacy := &Approval{Required: true}
+	if legacy.Before() || !legacy.After() {
+		t.Errorf("a stored approval without when must keep its old meaning (after): %+v", legacy)
 	}
 }

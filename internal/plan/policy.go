@@ -89,7 +89,8 @@ type WavePolicy struct {
 	MaxPerLabel []LabelLimit
 	// Soak is how long the wave's apps must stay healthy after its last batch before the next wave starts.
 	Soak Duration
-	// Approval, when required, holds the next wave until someone allowed approves this one.
+	// Approval, when required, holds the wave until someone allowed approves it: before it starts (When before,
+	// the default) or after its soak and metric gates, before the next wave (When after).
 	Approval Approval
 	// Gates are metric checks run after the soak.
 	Gates []MetricGate
@@ -122,11 +123,46 @@ type LabelLimit struct {
 	Max int
 }
 
-// Approval is a manual gate after a wave.
+// Approval is a manual gate on a wave: before it starts, or after its other gates pass.
 type Approval struct {
 	Required bool     `json:"required"`
 	Teams    []string `json:"teams,omitempty"` // org/slug; empty = anyone the approve command rule allows
+	// When the wave waits for it: ApprovalBefore (no app of the wave syncs before someone approves) or
+	// ApprovalAfter (the wave syncs and passes its soak and metric gates, then waits before the next wave).
+	// A plan stored before the field existed has it empty: ApprovalAfter, the meaning it was made with.
+	When ApprovalTiming `json:"when,omitempty"`
+	// Approvers says who may approve, for check-runs and the PR comment ("write permission, and membership
+	// of org/sre"); set by Build from the policy's approve rule and Teams.
+	Approvers string `json:"approvers,omitempty"`
 }
+
+// ApprovalTiming is when an approval gate holds its wave.
+type ApprovalTiming string
+
+// The approval timings.
+const (
+	ApprovalBefore ApprovalTiming = "before"
+	ApprovalAfter  ApprovalTiming = "after"
+)
+
+// Before reports whether the approval holds the wave before it starts. An empty When is a plan stored before
+// approvals could come first, when every approval came after the wave: it keeps that meaning.
+func (a *Approval) Before() bool { return a != nil && a.Required && a.When == ApprovalBefore }
+
+// Describe is the gate in a few words: "approval before it starts (org/sre)", "approval before the next wave".
+func (a *Approval) Describe() string {
+	s := "approval before the next wave"
+	if a.Before() {
+		s = "approval before it starts"
+	}
+	if len(a.Teams) > 0 {
+		s += " (" + strings.Join(a.Teams, ", ") + ")"
+	}
+	return s
+}
+
+// After reports whether the approval holds the next wave once this one has synced and passed its gates.
+func (a *Approval) After() bool { return a != nil && a.Required && a.When != ApprovalBefore }
 
 // MetricGate is one metric check after a wave. Prometheus is the only provider so far.
 type MetricGate struct {
@@ -230,6 +266,20 @@ func (p *Policy) Allowed(command, wave string, actor Actor) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// Approvers says who may approve wave w: the approve command's rule, and the wave's approval teams when it has
+// any ("write permission, and membership of org/sre").
+func (p *Policy) Approvers(w *WavePolicy) string {
+	rule, ok := p.Commands["approve"]
+	if !ok {
+		rule = DefaultCommandRules()["approve"]
+	}
+	s := describeRule(rule)
+	if len(w.Approval.Teams) > 0 {
+		s += ", and membership of " + strings.Join(w.Approval.Teams, " or ")
+	}
+	return s
 }
 
 func describeRule(r CommandRule) string {

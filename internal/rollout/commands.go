@@ -151,7 +151,7 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 			return "", refusef("rollout #%d has no wave %q (waves: %s)", id, wave, waveNames(waves))
 		}
 		if waves[wi].State != store.WaveAwaitingApproval {
-			return "", refusef("wave %s is %s, not awaiting approval: approve it once its batches are done and its gates passed", waves[wi].Name, waves[wi].State)
+			return "", refusef("wave %s is %s, not awaiting approval: %s", waves[wi].Name, waves[wi].State, approveWhen(r, wi))
 		}
 	}
 	w, approved, err := e.st.ApproveWave(ctx, id, wi, actor)
@@ -164,7 +164,9 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 	e.event(ctx, id, actor, "approve", w.Name, "ok", "")
 	e.nudge(id)
 	next := "the rollout completes"
-	if wi+1 < len(waves) {
+	if w.StartedAt.IsZero() {
+		next = "it starts now"
+	} else if wi+1 < len(waves) {
 		next = "wave " + waves[wi+1].Name + " starts"
 	}
 	return fmt.Sprintf("Approved wave %s of rollout #%d: %s.", w.Name, id, next), nil
@@ -175,4 +177,16 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 // rollout has changed those apps since.
 func (e *Executor) Rollback(ctx context.Context, id int64, target, actor string) (string, error) {
 	return e.beginRollback(ctx, id, target, actor, "")
+}
+
+// approveWhen says when wave wi of r can be approved, from its plan.
+func approveWhen(r store.Rollout, wi int) string {
+	sp, err := parseStoredPlan(r.Plan)
+	if err != nil || wi >= len(sp.Waves) || sp.Waves[wi].Gates.Approval == nil || !sp.Waves[wi].Gates.Approval.Required {
+		return "it has no approval gate"
+	}
+	if sp.Waves[wi].Gates.Approval.Before() {
+		return "approve it once the waves before it have succeeded (it waits for approval before it starts)"
+	}
+	return "approve it once its batches are done and its gates passed"
 }

@@ -32,10 +32,14 @@
 //	pending            waits while an older unfinished rollout touches some of the same apps (never two
 //	                   rollouts on one app at once), or asks it to stop (Request.OnConflict supersede: the older
 //	                   one finishes its syncs in flight and ends superseded); switches automated sync off first
-//	running            the first wave not succeeded: pending → running (its batches, in order; the apps of a
-//	                   batch concurrently, bounded by WithConcurrency) → gating (soak, metric gates) →
-//	                   awaiting-approval (approval gate) → succeeded; then the next wave
-//	awaiting-approval  a wave waits for Approve (a /approve comment or the check-run button)
+//	running            the first wave not succeeded: pending → [awaiting-approval, when its approval comes
+//	                   before it (the default): nothing of it has started] → running (its batches, in order;
+//	                   the apps of a batch concurrently, bounded by WithConcurrency) → gating (soak, metric
+//	                   gates) → [awaiting-approval, when its approval comes after it] → succeeded; then the
+//	                   next wave
+//	awaiting-approval  a wave waits for Approve (a /approve comment or the check-run button): before it starts
+//	                   (StartedAt zero) or after its gates, as its plan's Approval.When says (a plan stored
+//	                   without it is after, the meaning it was made with)
 //	paused             nothing starts; /resume continues (a failed wave retries its failed apps once)
 //	rolling-back       the marked waves, last first, every app synced back to its previous revision
 //	succeeded, failed, aborted, rolled-back, superseded   finished (the first three may still be rolled back)
@@ -72,7 +76,8 @@
 // the wave. Metric gates: Prometheus instant queries (PrometheusMetrics, client_golang, the real HTTP API)
 // every WithGateInterval until the longest `for` has elapsed; every evaluation must put every series within
 // [min, max]; a query matching nothing, NaN, or three failed queries in a row fail the wave. Soak and metric
-// windows are kept in the wave's GateState, so a restart continues them. Approval: the wave waits for Approve.
+// windows are kept in the wave's GateState, so a restart continues them. Approval: the wave waits for Approve,
+// before its first batch (plan.ApprovalBefore) or after its metric gates (plan.ApprovalAfter).
 //
 // A wave fails when more apps fail than its failureThreshold tolerates (no app of it starts once that is
 // crossed) or a gate fails; its onFailure then pauses the rollout or rolls every touched app back.

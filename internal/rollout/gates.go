@@ -147,7 +147,7 @@ func (d *driver) setGate(ctx context.Context, wi int, gs gateState) (bool, error
 }
 
 // gate runs the gates of a wave whose batches are done: the soak (health watched throughout), the metric
-// gates, then the approval.
+// gates, then an approval asked for after the wave (one asked for before it was given before it started).
 func (d *driver) gate(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, w store.Wave, steps []store.AppStep) (stepResult, error) {
 	c := d.e.o.clock
 	g := sp.Waves[wi].Gates
@@ -201,7 +201,7 @@ func (d *driver) gate(ctx context.Context, r store.Rollout, sp *storedPlan, wi i
 		}
 		d.e.event(ctx, r.ID, "", "metrics-passed", w.Name, "ok", "")
 	}
-	if g.Approval != nil && g.Approval.Required && w.ApprovedBy == "" {
+	if g.Approval.After() && w.ApprovedBy == "" {
 		if _, err := d.e.updateWave(ctx, d.id, wi, func(w *store.Wave) (bool, error) {
 			if w.State != store.WaveGating {
 				return false, nil
@@ -211,7 +211,7 @@ func (d *driver) gate(ctx context.Context, r store.Rollout, sp *storedPlan, wi i
 		}); err != nil {
 			return again, err
 		}
-		d.e.event(ctx, r.ID, "", "awaiting-approval", w.Name, "ok", "")
+		d.e.event(ctx, r.ID, "", "awaiting-approval", w.Name, "ok", "after the wave, before the next")
 		return again, nil
 	}
 	return d.finishWave(ctx, r, wi, store.WaveGating)

@@ -206,22 +206,85 @@ func TestPrometheusMetricsOverHTTP(t *testing.T) {
 	}
 }
 
-func TestApprovalGate(t *testing.T) {
+// The default approval holds its wave before it starts: no app of it syncs until someone approves.
+func TestApprovalBeforeTheWave(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := start(t, envConfig{sim: argocdsim.Config{SyncDuration: 20 * time.Second}})
-		r := e.submit(basePolicy("", "approval: {required: true, teams: [org/sre]}", ""), newRev)
+		r := e.submit(basePolicy("", "approval: {teams: [org/sre]}", ""), newRev)
+		ctx := context.Background()
+		r = e.wait(r.ID, store.RolloutAwaitingApproval)
+		w := e.waitWave(r.ID, 1, store.WaveAwaitingApproval)
+		if !w.StartedAt.IsZero() {
+			t.Errorf("staging started at %s before its approval", w.StartedAt)
+		}
+		time.Sleep(20 * time.Minute) // nothing moves without the approval
+		e.expectSyncs(counts(names(e.apps, "test"), 1)) // canary only: no staging app synced
+		cr, _ := e.rep.Latest("fleetwave/wave: staging")
+		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
+			!strings.HasPrefix(cr.Title, "Awaiting approval before it starts") ||
+			!strings.Contains(cr.Summary, "Who may approve: write permission, and membership of org/sre.") {
+			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Title, cr.Actions, cr.Summary)
+		}
+		if rc, _ := e.rep.Latest("fleetwave/rollout"); rc.Title != "Awaiting approval to start wave staging" {
+			t.Errorf("rollout check-run title %q", rc.Title)
+		}
+		if _, err := e.ex.Approve(ctx, r.ID, "production", "alice"); err == nil || !strings.Contains(err.Error(), "no approval gate") {
+			t.Errorf("approving a wave without an approval gate: %v", err)
+		}
+		msg, err := e.ex.Approve(ctx, r.ID, "", "carol")
+		if err != nil || msg != "Approved wave staging of rollout #1: it starts now." {
+			t.Fatalf("approve: %q, %v", msg, err)
+		}
+		r = e.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed)
+		if r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		w = e.waitWave(r.ID, 1, store.WaveSucceeded)
+		if w.ApprovedBy != "carol" || w.StartedAt.Before(w.ApprovedAt) {
+			t.Errorf("staging approved by %q at %s, started at %s", w.ApprovedBy, w.ApprovedAt, w.StartedAt)
+		}
+		if first := firstStart(e.steps(r.ID), 1); first.Before(w.ApprovedAt) {
+			t.Errorf("a staging app synced at %s, before the approval at %s", first, w.ApprovedAt)
+		}
+		e.expectSyncs(counts(names(e.apps, ""), 1))
+	})
+}
+
+// when: after keeps the wave's own syncs and gates first, and holds the next wave.
+func TestApprovalAfterTheWave(t *testing.T) {
+	testApprovalAfter(t, "approval: {when: after, teams: [org/sre]}", nil)
+}
+
+// A rollout stored before approvals had a timing (its plan's approval has no "when") keeps the meaning it was
+// planned with: the approval comes after the wave, as it did then.
+func TestApprovalOfAPlanStoredBeforeTimings(t *testing.T) {
+	testApprovalAfter(t, "approval: {teams: [org/sre]}", func(req *rollout.Request) {
+		a := req.Plan.Waves[1].Gates.Approval
+		a.When, a.Approvers = "", "" // what the previous version stored
+	})
+}
+
+func testApprovalAfter(t *testing.T, approval string, mod func(*rollout.Request)) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, envConfig{sim: argocdsim.Config{SyncDuration: 20 * time.Second}})
+		var mods []func(*rollout.Request)
+		if mod != nil {
+			mods = append(mods, mod)
+		}
+		r := e.submit(basePolicy("", approval, ""), newRev, mods...)
 		ctx := context.Background()
 		// Too early: staging is not awaiting approval yet.
 		e.waitWave(r.ID, 0, store.WaveRunning)
-		if _, err := e.ex.Approve(ctx, r.ID, "staging", "alice"); err == nil || !strings.Contains(err.Error(), "not awaiting approval") {
+		if _, err := e.ex.Approve(ctx, r.ID, "staging", "alice"); err == nil || !strings.Contains(err.Error(), "approve it once its batches are done") {
 			t.Errorf("early approval: %v", err)
 		}
 		r = e.wait(r.ID, store.RolloutAwaitingApproval)
 		time.Sleep(20 * time.Minute) // nothing moves without the approval
 		e.expectSyncs(merge(counts(names(e.apps, "test"), 1), counts(names(e.apps, "stg"), 1)))
 		cr, _ := e.rep.Latest("fleetwave/wave: staging")
-		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" {
-			t.Errorf("staging check-run while awaiting approval: %s %+v", cr.Status, cr.Actions)
+		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
+			!strings.HasPrefix(cr.Title, "Awaiting approval before the next wave") || !strings.Contains(cr.Summary, "org/sre") {
+			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Title, cr.Actions, cr.Summary)
 		}
 		if _, err := e.ex.Approve(ctx, r.ID, "nope", "alice"); err == nil || !strings.Contains(err.Error(), `no wave "nope"`) {
 			t.Errorf("unknown wave: %v", err)
@@ -240,6 +303,9 @@ func TestApprovalGate(t *testing.T) {
 		w := e.waitWave(r.ID, 1, store.WaveSucceeded)
 		if w.ApprovedBy != "carol" {
 			t.Errorf("approved by %q", w.ApprovedBy)
+		}
+		if first := firstStart(e.steps(r.ID), 2); first.Before(w.ApprovedAt) {
+			t.Errorf("a production app synced at %s, before staging's approval at %s", first, w.ApprovedAt)
 		}
 		e.expectSyncs(counts(names(e.apps, ""), 1))
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/command"
+	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
@@ -428,6 +429,9 @@ func gatesText(v view, wi int) string {
 	}
 	g := v.sp.Waves[wi].Gates
 	var parts []string
+	if g.Approval.Before() {
+		parts = append(parts, g.Approval.Describe())
+	}
 	if g.Soak > 0 {
 		parts = append(parts, "soak "+g.Soak.String())
 	}
@@ -446,12 +450,8 @@ func gatesText(v view, wi int) string {
 			parts = append(parts, s)
 		}
 	}
-	if g.Approval != nil && g.Approval.Required {
-		s := "approval"
-		if len(g.Approval.Teams) > 0 {
-			s += " (" + strings.Join(g.Approval.Teams, ", ") + ")"
-		}
-		parts = append(parts, s)
+	if g.Approval.After() {
+		parts = append(parts, g.Approval.Describe())
 	}
 	parts = append(parts, fmt.Sprintf("tolerates %d failed", g.ToleratedFailures))
 	return strings.Join(parts, " · ")
@@ -521,6 +521,9 @@ func rolloutCheckRun(v view) CheckRun {
 			name = v.waves[wi].Name
 		}
 		cr.Title = "Awaiting approval of wave " + name
+		if wi >= 0 && v.waves[wi].StartedAt.IsZero() {
+			cr.Title = "Awaiting approval to start wave " + name
+		}
 		cr.Actions = []Action{actApprove, actPause, actRollback}
 	case store.RolloutPaused:
 		cr.Title = "Paused: " + r.Message
@@ -633,8 +636,13 @@ func waveCheckRun(v view, wi int) CheckRun {
 		}
 		cr.Actions = []Action{actPause, actRollback, actAbort}
 	case store.WaveAwaitingApproval:
-		cr.Status, cr.Title = StatusInProgress, "Awaiting approval: "+done
-		cr.Actions = []Action{actApprove, actPause, actRollback}
+		if w.StartedAt.IsZero() {
+			cr.Status, cr.Title = StatusInProgress, fmt.Sprintf("Awaiting approval before it starts (%s)", plural(c.total, "app"))
+			cr.Actions = []Action{actApprove, actPause, actAbort}
+		} else {
+			cr.Status, cr.Title = StatusInProgress, "Awaiting approval before the next wave: "+done
+			cr.Actions = []Action{actApprove, actPause, actRollback}
+		}
 	case store.WaveSucceeded:
 		cr.Status, cr.Conclusion, cr.Title = StatusCompleted, ConclusionSuccess, "Succeeded: "+done
 	case store.WaveFailed:
@@ -680,6 +688,9 @@ func waveCheckRun(v view, wi int) CheckRun {
 	}
 	if w.ApprovedBy != "" {
 		fmt.Fprintf(&b, "- Approved by @%s at %s UTC\n", w.ApprovedBy, hhmmss(w.ApprovedAt))
+	} else if w.State == store.WaveAwaitingApproval {
+		fmt.Fprintf(&b, "- ⏸️ Waiting for approval: `/approve %s` on the PR, or the Approve button. Who may approve: %s.\n",
+			w.Name, mdCell(approvers(v.sp.Waves[wi].Gates.Approval), 300))
 	}
 	if w.Message != "" {
 		fmt.Fprintf(&b, "\n**%s:** %s\n", w.State, mdCell(w.Message, 1000))
@@ -687,6 +698,19 @@ func waveCheckRun(v view, wi int) CheckRun {
 	cr.Summary = clip(b.String(), maxOutput)
 	cr.Text = appTable(waveSteps, v.waves, false)
 	return cr
+}
+
+// approvers says who may approve a wave; a plan stored before it carried that names the teams alone.
+func approvers(a *plan.Approval) string {
+	switch {
+	case a == nil:
+		return "nobody (no approval gate)"
+	case a.Approvers != "":
+		return a.Approvers
+	case len(a.Teams) > 0:
+		return "members of " + strings.Join(a.Teams, " or ")
+	}
+	return "anyone the policy's approve rule allows"
 }
 
 func plural(n int, word string) string {

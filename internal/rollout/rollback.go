@@ -81,7 +81,9 @@ func (e *Executor) tryBeginRollback(ctx context.Context, id int64, target, actor
 			}
 		}
 		// A running wave is included even with nothing touched yet: an app may be starting right now.
-		active := w.State == store.WaveRunning || w.State == store.WaveGating || w.State == store.WaveAwaitingApproval
+		// A wave awaiting an approval before it starts has not started: nothing of it to roll back.
+		active := w.State == store.WaveRunning || w.State == store.WaveGating ||
+			(w.State == store.WaveAwaitingApproval && !w.StartedAt.IsZero())
 		if n > 0 || active {
 			scope = append(scope, w.Index)
 			napps += n

@@ -213,8 +213,12 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 			return again, err
 		}
 	}
+	// An approval before the wave holds it in awaiting-approval before anything of it starts; one after it holds
+	// it there once its batches and other gates are done (gate).
+	approval := sp.Waves[wi].Gates.Approval
+	startable := w.State == store.WavePending || (w.State == store.WaveAwaitingApproval && approval.Before() && w.ApprovedBy != "")
 	var steps []store.AppStep
-	if w.State == store.WavePending || w.State == store.WaveRunning || w.State == store.WaveGating {
+	if startable || w.State == store.WaveRunning || w.State == store.WaveGating {
 		var err error
 		if steps, err = d.e.st.ListSteps(ctx, r.ID, store.StepFilter{Waves: []int{wi}}); err != nil {
 			return again, err
@@ -222,20 +226,21 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 	}
 	switch w.State {
 	case store.WavePending:
-		now := d.e.o.clock.Now()
-		nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
-			if x.State != store.WavePending {
-				return false, nil
+		if approval.Before() && w.ApprovedBy == "" {
+			nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+				if x.State != store.WavePending {
+					return false, nil
+				}
+				x.State = store.WaveAwaitingApproval
+				return true, nil
+			})
+			if err != nil || nw.State != store.WaveAwaitingApproval {
+				return again, err
 			}
-			x.State, x.StartedAt = store.WaveRunning, now
-			return true, nil
-		})
-		if err != nil || nw.State != store.WaveRunning {
-			return again, err
+			d.e.event(ctx, r.ID, "", "awaiting-approval", w.Name, "ok", "before the wave starts")
+			return again, nil
 		}
-		d.e.event(ctx, r.ID, "", "wave-started", w.Name, "ok", "")
-		d.publish(ctx, r.ID)
-		return d.runWave(ctx, r, sp, wi, nw, steps) // its first batch, in the same step
+		return d.startWave(ctx, r, sp, wi, w, store.WavePending, steps)
 	case store.WaveRunning:
 		return d.runWave(ctx, r, sp, wi, w, steps)
 	case store.WaveGating:
@@ -246,6 +251,9 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 				if err := d.setRolloutState(ctx, r.ID, store.RolloutAwaitingApproval, store.RolloutRunning); err != nil {
 					return again, err
 				}
+			}
+			if approval.Before() {
+				return d.startWave(ctx, r, sp, wi, w, store.WaveAwaitingApproval, steps)
 			}
 			return d.finishWave(ctx, r, wi, store.WaveAwaitingApproval)
 		}
@@ -261,6 +269,25 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 		return d.applyOnFailure(ctx, r, sp, wi, w.Message)
 	}
 	return done, fmt.Errorf("rollout %d: wave %s is %s while the rollout runs", r.ID, w.Name, w.State)
+}
+
+// startWave moves a wave from pending (or approved before it starts) to running and runs its first batch in the
+// same step.
+func (d *driver) startWave(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, w store.Wave, from store.WaveState, steps []store.AppStep) (stepResult, error) {
+	now := d.e.o.clock.Now()
+	nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+		if x.State != from {
+			return false, nil
+		}
+		x.State, x.StartedAt = store.WaveRunning, now
+		return true, nil
+	})
+	if err != nil || nw.State != store.WaveRunning {
+		return again, err
+	}
+	d.e.event(ctx, r.ID, "", "wave-started", w.Name, "ok", "")
+	d.publish(ctx, r.ID)
+	return d.runWave(ctx, r, sp, wi, nw, steps)
 }
 
 // setRolloutState moves the rollout from one state to another, if it is still in the first.
