@@ -217,7 +217,7 @@ func TestApprovalBeforeTheWave(t *testing.T) {
 		if !w.StartedAt.IsZero() {
 			t.Errorf("staging started at %s before its approval", w.StartedAt)
 		}
-		time.Sleep(20 * time.Minute) // nothing moves without the approval
+		time.Sleep(20 * time.Minute)                    // nothing moves without the approval
 		e.expectSyncs(counts(names(e.apps, "test"), 1)) // canary only: no staging app synced
 		cr, _ := e.rep.Latest("fleetwave/wave: staging")
 		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
