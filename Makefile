@@ -25,7 +25,7 @@ demo: ## run diff and plan on the bundled example fleet (no credentials, no netw
 
 .PHONY: test
 test: ## fast tests, with the race detector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -trimpath -count=1 ./...
 
 .PHONY: test-all
 test-all: test ## fast tests, the slow suites, and the end-to-end suite against a real Argo CD (make e2e)
