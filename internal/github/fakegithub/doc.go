@@ -1,14 +1,25 @@
 // Package fakegithub is a fake GitHub REST API for tests, on httptest, faithful where it matters to the bot.
 //
-// Every request is routed by path (refs and file paths may contain "/") to an operation of GitHub's OpenAPI
-// description — testdata/bot-subset.json (the operations the bot calls, from octokit/openapi 23.0.2) merged
-// with testdata/extra-operations.json (teams/get-membership-for-user-in-org, extracted from the full
-// description by TestExtraOperations -update) — and validated with kin-openapi's openapi3filter. An invalid
-// request is answered 422 as GitHub would, recorded, and fails the test (unless AllowInvalidRequests). A
-// request outside the description fails the test. Every response the fake is about to serve is validated
-// against the description too, and an invalid one fails the test: the fake cannot drift from GitHub's shapes.
-// Responses start from the description's own examples (two of which GitHub gets wrong and the fake repairs:
-// pulls/get's requested_teams, the collaborator's role_name).
+// The fake serves exactly the GitHub REST operations the bot calls (routes.go: GitHub's operationId, method and
+// path template; refs may contain "/"), and answers with objects written here (objects.go): GitHub's
+// documented shape — every field its description marks required, with its type — and values of our own,
+// derived from the fake's state. Nothing of GitHub's is copied into the repository.
+//
+// GitHub's REST description (octokit/openapi 23.0.2, MIT) is third-party material kept beside the repository:
+// New looks for github/openapi in the shared folder (internal/sharedtest: $FLEETWAVE_SHARED_DIR, else
+// "shared" next to the checkout) and, when it is there, loads bot-subset.json plus the operations it lacks
+// (teams/get-membership-for-user-in-org, apps/get-repo-installation), extracted at load time from
+// api.github.com.json.gz with every component they reference. Each of the fake's operations must be in it
+// under the same method and path, or New fails the test. Every request is then validated with kin-openapi's
+// openapi3filter: an invalid one is answered 422 as GitHub would, recorded, and fails the test (unless
+// AllowInvalidRequests). Every response the fake is about to serve is validated too, and an invalid one
+// fails the test: the fake cannot drift from GitHub's shapes. The conformance tests check the same against
+// the description directly (the routes, every kind of answer in each of its states).
+//
+// Without the description (a bare clone) the fake serves the same answers unchecked and says so in one line
+// of the test's log (Validating reports it); under FLEETWAVE_REQUIRE_SHARED=1, as in CI, New fails the test
+// instead, and so does a shared folder with an incomplete copy. Tests of the validation itself are skipped
+// without the description. A request outside the fake's operations fails the test either way.
 //
 // Where the description is silent, the fake behaves like GitHub:
 //   - comment bodies over 65,536 characters and blank bodies are refused (422 Validation Failed);

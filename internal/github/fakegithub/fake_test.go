@@ -11,9 +11,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
 const (
@@ -65,32 +71,52 @@ func newFake(t *testing.T, opts ...Option) (*Server, string) {
 	return s, s.InstallationToken(42)
 }
 
-func TestSpecLoadsAndRoutes(t *testing.T) {
-	sp, err := loadSpec()
-	if err != nil {
-		t.Fatal(err)
+// validatingFake is newFake for tests of the validation itself: they need GitHub's description (skipped
+// without it, failed without it under FLEETWAVE_REQUIRE_SHARED=1).
+func validatingFake(t *testing.T, opts ...Option) (*Server, string) {
+	t.Helper()
+	sharedtest.Dir(t, descriptionDir)
+	s, tok := newFake(t, opts...)
+	if !s.Validating() {
+		t.Fatal("GitHub's description is there but the fake does not validate")
 	}
+	return s, tok
+}
+
+func TestRoutes(t *testing.T) {
 	tests := []struct{ method, path, op, param, value string }{
 		{"GET", "/repos/acme/gitops/commits/feature/x/check-runs", "checks/list-for-ref", "ref", "feature/x"},
-		{"GET", "/repos/acme/gitops/contents/apps/guestbook/values.yaml", "repos/get-content", "path", "apps/guestbook/values.yaml"},
-		{"GET", "/repos/acme/gitops/git/ref/heads/release/1.2", "git/get-ref", "ref", "heads/release/1.2"},
+		{"GET", "/repos/acme/gitops/commits/" + sha + "/check-runs", "checks/list-for-ref", "ref", sha},
 		{"PATCH", "/repos/acme/gitops/issues/comments/12", "issues/update-comment", "comment_id", "12"},
+		{"DELETE", "/repos/acme/gitops/issues/comments/12", "issues/delete-comment", "comment_id", "12"},
+		{"POST", "/repos/acme/gitops/issues/comments/12/reactions", "reactions/create-for-issue-comment", "comment_id", "12"},
 		{"POST", "/repos/acme/gitops/issues/12/comments", "issues/create-comment", "issue_number", "12"},
+		{"GET", "/repos/acme/gitops/pulls/7/files", "pulls/list-files", "pull_number", "7"},
+		{"GET", "/repos/acme/gitops/collaborators/alice%5Bbot%5D/permission", "repos/get-collaborator-permission-level", "username", "alice[bot]"},
 		{"GET", "/orgs/acme/teams/sre/memberships/alice", "teams/get-membership-for-user-in-org", "team_slug", "sre"},
+		{"POST", "/app/installations/5/access_tokens", "apps/create-installation-access-token", "installation_id", "5"},
 	}
 	for _, tt := range tests {
-		r, params, ok := sp.find(tt.method, tt.path)
-		if !ok || r.Operation.OperationID != tt.op || params[tt.param] != tt.value {
-			t.Errorf("%s %s: ok=%v op=%v params=%v", tt.method, tt.path, ok, r, params)
+		op, params, ok := findRoute(tt.method, tt.path)
+		if !ok || op.id != tt.op || params[tt.param] != tt.value {
+			t.Errorf("%s %s: ok=%v op=%v params=%v", tt.method, tt.path, ok, op, params)
 		}
 	}
-	if _, _, ok := sp.find("GET", "/repos/acme/gitops/hooks"); ok {
-		t.Error("an undescribed path was routed")
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/repos/acme/gitops/hooks"},                          // not an operation the bot calls
+		{"GET", "/repos/acme/gitops/contents/apps/values.yaml"},      // nor this one
+		{"POST", "/repos/acme/gitops/pulls/7"},                       // a served path, another method
+		{"GET", "/repos/acme/gitops/pulls/7/files/extra"},            // no greedy match past a parameter
+		{"PATCH", "/repos/acme/gitops/issues/comments/12/reactions"}, // nor past the template's end
+	} {
+		if op, _, ok := findRoute(tt.method, tt.path); ok {
+			t.Errorf("%s %s was routed to %s", tt.method, tt.path, op.id)
+		}
 	}
 }
 
 func TestInvalidRequestsAnswered422(t *testing.T) {
-	s, tok := newFake(t, AllowInvalidRequests())
+	s, tok := validatingFake(t, AllowInvalidRequests())
 	tests := []struct {
 		name, method, path string
 		body               any
@@ -289,25 +315,101 @@ func TestPaginationAndListing(t *testing.T) {
 	}
 }
 
-// capture is a testing.TB that records Errorf instead of failing.
+// capture is a testing.TB that records Errorf, Fatalf and Logf instead of failing and logging. Fatalf ends
+// the goroutine, as testing's does: call what may fail in a goroutine of its own (see fatal).
 type capture struct {
 	testing.TB
-	errs []string
+	mu               sync.Mutex
+	errs, fatal, log []string
 }
 
 func (c *capture) Errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.errs = append(c.errs, fmt.Sprintf(format, args...))
+}
+
+func (c *capture) Fatalf(format string, args ...any) {
+	c.mu.Lock()
+	c.fatal = append(c.fatal, fmt.Sprintf(format, args...))
+	c.mu.Unlock()
+	runtime.Goexit()
+}
+
+func (c *capture) Logf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, fmt.Sprintf(format, args...))
+}
+
+// newCaptured runs New(c) in a goroutine of its own, so that a Fatalf ends that goroutine only; it returns
+// nil when New failed.
+func newCaptured(c *capture, opts ...Option) *Server {
+	var s *Server
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s = New(c, opts...)
+	}()
+	<-done
+	return s
+}
+
+// Without GitHub's description the fake serves unchecked and says so once; under FLEETWAVE_REQUIRE_SHARED=1
+// it fails the test instead, and a shared folder with a partial copy always does.
+func TestWithoutTheDescription(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv(sharedtest.EnvDir, empty)
+	t.Setenv(sharedtest.EnvRequire, "")
+
+	c := &capture{TB: t}
+	s := newCaptured(c)
+	if s == nil || s.Validating() || len(c.fatal) != 0 {
+		t.Fatalf("New without the description: server %v, fatal %q", s, c.fatal)
+	}
+	if len(c.log) != 1 || !strings.Contains(c.log[0], "not validated") || !strings.Contains(c.log[0], sharedtest.EnvDir) {
+		t.Errorf("New said %q, want one line saying nothing is validated", c.log)
+	}
+	s.AddPullRequest(repo, PullRequest{Number: 7, HeadSHA: sha, BaseSHA: strings.Repeat("b", 40)})
+	tok := s.InstallationToken(42)
+	if code, pr, _ := do(t, s, "GET", "/repos/acme/gitops/pulls/7", tok, nil); code != 200 || pr["head"].(map[string]any)["sha"] != sha {
+		t.Errorf("pulls/get unchecked: %d %v", code, pr)
+	}
+	// GitHub would refuse this reaction; only the description says so.
+	id := s.AddComment(repo, 7, "alice", "/fleetwave plan")
+	if code, _, _ := do(t, s, "POST", fmt.Sprintf("/repos/acme/gitops/issues/comments/%d/reactions", id), tok, map[string]any{"content": "party"}); code != 201 {
+		t.Errorf("unchecked reaction: %d", code)
+	}
+	if len(c.errs) != 0 {
+		t.Errorf("errors without the description: %q", c.errs)
+	}
+
+	t.Setenv(sharedtest.EnvRequire, "1")
+	c = &capture{TB: t}
+	if s := newCaptured(c); s != nil || len(c.fatal) != 1 || !strings.Contains(c.fatal[0], sharedtest.EnvRequire+"=1") {
+		t.Errorf("required and missing: server %v, fatal %q", s, c.fatal)
+	}
+
+	t.Setenv(sharedtest.EnvRequire, "")
+	if err := os.MkdirAll(filepath.Join(empty, filepath.FromSlash(descriptionDir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c = &capture{TB: t}
+	if s := newCaptured(c); s != nil || len(c.fatal) != 1 || !strings.Contains(c.fatal[0], "incomplete") {
+		t.Errorf("partial copy: server %v, fatal %q", s, c.fatal)
+	}
 }
 
 // The fake's own answers are checked: one the description forbids fails the test.
 func TestInvalidResponsesFailTheTest(t *testing.T) {
+	sharedtest.Dir(t, descriptionDir)
 	c := &capture{TB: t}
 	s := New(c)
 	req, _ := http.NewRequest("GET", s.URL()+"repos/acme/gitops/pulls/7", nil)
-	route, params, _ := s.spec.find("GET", "/repos/acme/gitops/pulls/7")
-	in, err := s.validateRequest(req, route, params, nil, route.Operation.OperationID)
-	if err != nil {
-		t.Fatal(err)
+	op, params, _ := findRoute("GET", "/repos/acme/gitops/pulls/7")
+	in, err := s.validateRequest(req, op, params, nil)
+	if err != nil || in == nil {
+		t.Fatalf("validating a valid request: %v, input %v", err, in)
 	}
 	s.validateResponse(in, jsonAnswer(200, map[string]any{"number": "seven"}))
 	if len(c.errs) != 1 || !strings.Contains(c.errs[0], "would serve an invalid 200") {
@@ -318,9 +420,15 @@ func TestInvalidResponsesFailTheTest(t *testing.T) {
 	if len(c.errs) != 0 {
 		t.Fatalf("valid 404 flagged: %q", c.errs)
 	}
-	// An undescribed endpoint fails the test too.
+}
+
+// A path the fake does not serve fails the test, with or without GitHub's description.
+func TestUnservedPathFailsTheTest(t *testing.T) {
+	c := &capture{TB: t}
+	s := New(c)
 	tok := s.InstallationToken(1)
-	if code, _, _ := do(t, s, "GET", "/repos/acme/gitops/hooks", tok, nil); code != 404 || len(c.errs) != 1 {
-		t.Fatalf("undescribed endpoint: %d, %q", code, c.errs)
+	if code, _, _ := do(t, s, "GET", "/repos/acme/gitops/hooks", tok, nil); code != 404 || len(c.errs) != 1 ||
+		!strings.Contains(c.errs[0], "not one of the operations the fake serves") {
+		t.Fatalf("unserved endpoint: %d, %q", code, c.errs)
 	}
 }

@@ -2,7 +2,6 @@ package fakegithub
 
 import (
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"regexp"
 	"sort"
@@ -12,55 +11,19 @@ import (
 	"unicode/utf8"
 )
 
-// dispatch runs the operation; s.mu is held.
-func (s *Server) dispatch(c call) answer {
-	switch c.route.Operation.OperationID {
-	case "apps/create-installation-access-token":
-		return s.createToken(c)
-	case "apps/get-repo-installation":
-		return s.getRepoInstallation(c)
-	case "issues/list-comments":
-		return s.listComments(c)
-	case "issues/create-comment":
-		return s.createComment(c)
-	case "issues/update-comment":
-		return s.updateComment(c)
-	case "issues/delete-comment":
-		return s.deleteComment(c)
-	case "reactions/create-for-issue-comment":
-		return s.createReaction(c)
-	case "checks/create":
-		return s.createCheckRun(c)
-	case "checks/update":
-		return s.updateCheckRun(c)
-	case "checks/list-for-ref":
-		return s.listCheckRuns(c)
-	case "pulls/get":
-		return s.getPull(c)
-	case "pulls/list-files":
-		return s.listFiles(c)
-	case "repos/get-collaborator-permission-level":
-		return s.getPermission(c)
-	case "teams/get-membership-for-user-in-org":
-		return s.getMembership(c)
-	}
-	s.t.Errorf("fakegithub: %s is described but not implemented by the fake", c.route.Operation.OperationID)
-	return message(http.StatusNotImplemented, "not implemented by fakegithub", "")
-}
-
-func notFound(c call) answer { return message(http.StatusNotFound, "Not Found", docURL(c.route)) }
+func notFound(c call) answer { return message(http.StatusNotFound, "Not Found", c.op.doc) }
 
 // validationFailed is GitHub's 422 for a field it refuses.
 func validationFailed(c call, resource, field, msg string) answer {
 	return jsonAnswer(http.StatusUnprocessableEntity, map[string]any{
 		"message":           "Validation Failed",
 		"errors":            []any{map[string]any{"resource": resource, "code": "custom", "field": field, "message": msg}},
-		"documentation_url": docURL(c.route),
+		"documentation_url": c.op.doc,
 	})
 }
 
 func invalid(c call, msg string) answer {
-	return message(http.StatusUnprocessableEntity, "Invalid request.\n\n"+msg, docURL(c.route))
+	return message(http.StatusUnprocessableEntity, "Invalid request.\n\n"+msg, c.op.doc)
 }
 
 func (s *Server) createToken(c call) answer {
@@ -69,11 +32,7 @@ func (s *Server) createToken(c call) answer {
 		return notFound(c)
 	}
 	tok := s.mintToken(id)
-	v := s.spec.example("installation-token")
-	delete(v, "repositories")
-	v["token"] = tok.Token
-	v["expires_at"] = ts(tok.Expires)
-	v["repository_selection"] = "all"
+	v := s.installationTokenJSON(tok.Token, tok.Expires)
 	return jsonAnswer(http.StatusCreated, v)
 }
 
@@ -83,29 +42,11 @@ func (s *Server) getRepoInstallation(c call) answer {
 	if !ok {
 		return notFound(c)
 	}
-	v := s.spec.example("installation")
-	v["id"] = id
-	v["app_id"] = s.o.appID
-	v["app_slug"] = s.o.appSlug
-	v["repository_selection"] = "selected"
+	v := s.installationJSON(id, c.params["owner"])
 	return jsonAnswer(http.StatusOK, v)
 }
 
 // --- users -----------------------------------------------------------------------------------------------
-
-func (s *Server) userJSON(login, typ string) map[string]any {
-	u := s.spec.example("issue-comment")["user"].(map[string]any)
-	h := fnv.New32a()
-	h.Write([]byte(login))
-	id := int64(h.Sum32())
-	u["login"] = login
-	u["id"] = id
-	u["node_id"] = fmt.Sprintf("U_%d", id)
-	u["type"] = typ
-	u["html_url"] = "https://github.com/" + login
-	u["url"] = "https://api.github.com/users/" + login
-	return u
-}
 
 func (s *Server) actor(c call) (string, string) {
 	if c.installation != 0 {
@@ -115,21 +56,6 @@ func (s *Server) actor(c call) (string, string) {
 }
 
 // --- comments --------------------------------------------------------------------------------------------
-
-func (s *Server) commentJSON(cm *Comment) map[string]any {
-	v := s.spec.example("issue-comment")
-	v["id"] = cm.ID
-	v["node_id"] = fmt.Sprintf("IC_%d", cm.ID)
-	v["body"] = cm.Body
-	v["user"] = s.userJSON(cm.User, cm.UserType)
-	v["created_at"] = ts(cm.CreatedAt)
-	v["updated_at"] = ts(cm.UpdatedAt)
-	v["html_url"] = fmt.Sprintf("https://github.com/%s/pull/%d#issuecomment-%d", cm.Repo, cm.Number, cm.ID)
-	v["issue_url"] = fmt.Sprintf("https://api.github.com/repos/%s/issues/%d", cm.Repo, cm.Number)
-	v["url"] = fmt.Sprintf("https://api.github.com/repos/%s/issues/comments/%d", cm.Repo, cm.ID)
-	v["author_association"] = "NONE"
-	return v
-}
 
 func (s *Server) issueExists(repo string, number int) bool {
 	_, ok := s.pulls[fmt.Sprintf("%s#%d", repo, number)]
@@ -242,51 +168,9 @@ func (s *Server) createReaction(c call) answer {
 	return jsonAnswer(http.StatusCreated, s.reactionJSON(r, typ))
 }
 
-func (s *Server) reactionJSON(r Reaction, typ string) map[string]any {
-	v := s.spec.example("reaction")
-	v["id"] = r.ID
-	v["node_id"] = fmt.Sprintf("REA_%d", r.ID)
-	v["content"] = r.Content
-	v["user"] = s.userJSON(r.User, typ)
-	v["created_at"] = ts(s.o.now())
-	return v
-}
-
 // --- check runs ------------------------------------------------------------------------------------------
 
 var shaRe = regexp.MustCompile(`^[0-9a-f]{40}$`)
-
-func (s *Server) checkRunJSON(cr *CheckRun) map[string]any {
-	v := s.spec.example("check-run")
-	v["id"] = cr.ID
-	v["node_id"] = fmt.Sprintf("CR_%d", cr.ID)
-	v["name"] = cr.Name
-	v["head_sha"] = cr.HeadSHA
-	v["status"] = cr.Status
-	v["conclusion"] = nil
-	if cr.Conclusion != "" {
-		v["conclusion"] = cr.Conclusion
-	}
-	v["started_at"] = ts(cr.StartedAt)
-	v["completed_at"] = ts(cr.CompletedAt)
-	v["external_id"] = cr.ExternalID
-	v["details_url"] = cr.DetailsURL
-	v["url"] = fmt.Sprintf("https://api.github.com/repos/%s/check-runs/%d", cr.Repo, cr.ID)
-	v["html_url"] = fmt.Sprintf("https://github.com/%s/runs/%d", cr.Repo, cr.ID)
-	v["output"] = map[string]any{
-		"title": nullable(cr.Title), "summary": nullable(cr.Summary), "text": nullable(cr.Text),
-		"annotations_count": len(cr.Annotations),
-		"annotations_url":   fmt.Sprintf("https://api.github.com/repos/%s/check-runs/%d/annotations", cr.Repo, cr.ID),
-	}
-	v["pull_requests"] = []any{}
-	if app, ok := v["app"].(map[string]any); ok {
-		app["slug"] = s.o.appSlug
-		if s.o.appID != 0 {
-			app["id"] = s.o.appID
-		}
-	}
-	return v
-}
 
 func nullable(s string) any {
 	if s == "" {
@@ -341,7 +225,11 @@ func (s *Server) applyCheckRun(c call, cr *CheckRun, creating bool) *answer {
 			return &a
 		}
 		for _, x := range anns {
-			ann := x.(map[string]any)
+			ann, ok := x.(map[string]any)
+			if !ok {
+				a := invalid(c, "output.annotations: each annotation is an object")
+				return &a
+			}
 			if _, hasCol := ann["start_column"]; hasCol && ann["start_line"] != ann["end_line"] {
 				a := invalid(c, "annotation columns are only allowed when start_line equals end_line")
 				return &a
@@ -367,7 +255,12 @@ func (s *Server) applyCheckRun(c call, cr *CheckRun, creating bool) *answer {
 		}
 		cr.Actions = nil
 		for _, x := range acts {
-			cr.Actions = append(cr.Actions, x.(map[string]any))
+			act, ok := x.(map[string]any)
+			if !ok {
+				a := invalid(c, "actions: each action is an object")
+				return &a
+			}
+			cr.Actions = append(cr.Actions, act)
 		}
 	}
 	now := s.o.now()
@@ -487,41 +380,7 @@ func (s *Server) getPull(c call) answer {
 	if !ok {
 		return notFound(c)
 	}
-	v := s.spec.example("pull-request")
-	v["number"] = pr.Number
-	v["id"] = int64(pr.Number) + 1_000_000
-	v["title"] = pr.Title
-	v["state"] = pr.State
-	v["draft"] = pr.Draft
-	v["merged"] = pr.Merged
-	v["merge_commit_sha"] = nullable(pr.MergeCommitSHA)
-	v["merged_at"] = nil
-	if pr.Merged {
-		v["merged_at"] = ts(s.o.now())
-	}
-	v["user"] = s.userJSON(pr.Author, "User")
-	v["html_url"] = fmt.Sprintf("https://github.com/%s/pull/%d", c.repo(), pr.Number)
-	v["url"] = fmt.Sprintf("https://api.github.com/repos/%s/pulls/%d", c.repo(), pr.Number)
-	v["requested_teams"] = []any{} // GitHub's own example lacks the required requested_teams[].type
-	v["changed_files"] = len(pr.Files)
-	setBranch := func(side map[string]any, repo, ref, sha string) {
-		owner, name, _ := strings.Cut(repo, "/")
-		side["ref"] = ref
-		side["sha"] = sha
-		side["label"] = owner + ":" + ref
-		if r, ok := side["repo"].(map[string]any); ok {
-			r["full_name"] = repo
-			r["name"] = name
-			r["html_url"] = "https://github.com/" + repo
-			r["clone_url"] = "https://github.com/" + repo + ".git"
-			r["ssh_url"] = "git@github.com:" + repo + ".git"
-			if o, ok := r["owner"].(map[string]any); ok {
-				o["login"] = owner
-			}
-		}
-	}
-	setBranch(v["head"].(map[string]any), pr.HeadRepo, pr.HeadRef, pr.HeadSHA)
-	setBranch(v["base"].(map[string]any), c.repo(), pr.BaseRef, pr.BaseSHA)
+	v := s.pullJSON(c.repo(), pr)
 	return jsonAnswer(http.StatusOK, v)
 }
 
@@ -537,19 +396,7 @@ func (s *Server) listFiles(c call) answer {
 	start, end, link := paginate(c, len(files))
 	out := []any{}
 	for _, f := range files[start:end] {
-		v := s.spec.example("diff-entry-items")
-		delete(v, "patch")
-		v["filename"] = f.Filename
-		v["status"] = f.Status
-		v["additions"] = f.Additions
-		v["deletions"] = f.Deletions
-		v["changes"] = f.Additions + f.Deletions
-		v["blob_url"] = fmt.Sprintf("https://github.com/%s/blob/%s/%s", c.repo(), pr.HeadSHA, f.Filename)
-		v["raw_url"] = fmt.Sprintf("https://github.com/%s/raw/%s/%s", c.repo(), pr.HeadSHA, f.Filename)
-		v["contents_url"] = fmt.Sprintf("https://api.github.com/repos/%s/contents/%s?ref=%s", c.repo(), f.Filename, pr.HeadSHA)
-		if f.PreviousFilename != "" {
-			v["previous_filename"] = f.PreviousFilename
-		}
+		v := fileJSON(c.repo(), pr, f)
 		out = append(out, v)
 	}
 	a := jsonAnswer(http.StatusOK, out)
@@ -571,12 +418,7 @@ func (s *Server) getPermission(c call) answer {
 	if permission == "" {
 		permission = role
 	}
-	v := s.spec.example("repository-collaborator-permission-response-if-user-has-admin-permissions")
-	v["permission"] = permission
-	v["role_name"] = role
-	u := s.userJSON(user, "User")
-	u["role_name"] = role // GitHub's example lacks it although the schema requires it
-	v["user"] = u
+	v := permissionJSON(user, permission, role)
 	return jsonAnswer(http.StatusOK, v)
 }
 
@@ -586,10 +428,7 @@ func (s *Server) getMembership(c call) answer {
 	if !ok {
 		return notFound(c)
 	}
-	v := s.spec.example("team-membership-response-if-user-is-a-team-maintainer")
-	v["role"] = "member"
-	v["state"] = state
-	v["url"] = fmt.Sprintf("https://api.github.com/organizations/1/team/1/memberships/%s", c.params["username"])
+	v := membershipJSON(c.params["org"], c.params["team_slug"], c.params["username"], state)
 	return jsonAnswer(http.StatusOK, v)
 }
 

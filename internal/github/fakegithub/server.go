@@ -23,7 +23,8 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
 // GitHub's limits the description does not state.
@@ -42,19 +43,20 @@ type Request struct {
 	Query        url.Values
 	Header       http.Header
 	Body         []byte
-	Operation    string // operationId, "" when the path is not described
+	Operation    string // GitHub's operationId, "" when the fake does not serve the path
 	Installation int64  // whose token authenticated it (0 for App JWT requests)
 	Status       int    // what the fake answered
-	Invalid      string // why the request did not match the description, "" when it did
+	Invalid      string // why the request did not match GitHub's description, "" when it did (or was not checked)
 }
 
-// Server is a fake GitHub REST API. Every request is checked against GitHub's OpenAPI description (an
-// invalid one is answered 422, as GitHub does, and fails the test unless AllowInvalidRequests), every response
-// it serves is checked too (an invalid one fails the test), and where the description is silent it behaves as
-// GitHub does: size limits, check-run status rules, installation tokens that expire, secondary rate limits.
+// Server is a fake GitHub REST API. When GitHub's OpenAPI description is beside the repository, every request
+// is checked against it (an invalid one is answered 422, as GitHub does, and fails the test unless
+// AllowInvalidRequests) and every response it serves is checked too (an invalid one fails the test). Where the
+// description is silent it behaves as GitHub does: size limits, check-run status rules, installation tokens
+// that expire, secondary rate limits.
 type Server struct {
 	t    testing.TB
-	spec *spec
+	desc *description // nil: GitHub's description is not there, nothing is validated
 	srv  *httptest.Server
 	o    options
 
@@ -129,14 +131,29 @@ func WithPathPrefix(p string) Option {
 func AllowInvalidRequests() Option { return func(o *options) { o.allowInvalid = true } }
 
 // New starts a fake GitHub; it is closed when the test ends.
+//
+// It finds GitHub's REST description in the shared folder beside the repository (internal/sharedtest) and
+// validates every request and response against it. Without it the fake serves the same answers unchecked and
+// says so in one line of the test's log, unless FLEETWAVE_REQUIRE_SHARED=1, where New fails the test. A
+// description that is there but incomplete or unreadable fails the test too.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	sp, err := loadSpec()
-	if err != nil {
-		t.Fatalf("fakegithub: %v", err)
+	var desc *description
+	if dir, ok := sharedtest.Find(descriptionDir); ok {
+		d, err := loadDescription(dir)
+		if err != nil {
+			t.Fatalf("fakegithub: %s: %v", dir, err)
+		}
+		desc = d
+	} else if sharedtest.Required() {
+		t.Fatalf("fakegithub: GitHub's REST description not found (%s in the shared folder; set %s): %s=1, it must be there",
+			descriptionDir, sharedtest.EnvDir, sharedtest.EnvRequire)
+	} else {
+		t.Logf("fakegithub: GitHub's REST description not found (%s in the shared folder; set %s): requests and responses are not validated",
+			descriptionDir, sharedtest.EnvDir)
 	}
 	s := &Server{
-		t: t, spec: sp, o: options{appSlug: "fleetwave", tokenTTL: time.Hour, now: time.Now},
+		t: t, desc: desc, o: options{appSlug: "fleetwave", tokenTTL: time.Hour, now: time.Now},
 		nextID: 1000, tokens: map[string]token{}, pulls: map[string]*PullRequest{}, comments: map[int64]*Comment{},
 		checkRuns: map[int64]*CheckRun{}, reactions: map[int64][]Reaction{}, permissions: map[string]string{},
 		teams: map[string]map[string]string{},
@@ -148,6 +165,10 @@ func New(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.srv.Close)
 	return s
 }
+
+// Validating reports whether the fake checks requests and responses against GitHub's REST description (it is
+// there) or serves them unchecked.
+func (s *Server) Validating() bool { return s.desc != nil }
 
 // URL is the API base URL, with a trailing slash (what FLEETWAVE_GITHUB_API_URL would be).
 func (s *Server) URL() string { return s.srv.URL + s.o.prefix + "/" }
@@ -257,12 +278,12 @@ func message(status int, msg, doc string) answer {
 }
 
 func (s *Server) handle(r *http.Request, path string, body []byte, idx int) answer {
-	route, params, ok := s.spec.find(r.Method, path)
+	op, params, ok := findRoute(r.Method, path)
 	if !ok {
-		s.t.Errorf("fakegithub: %s %s is not an operation of the description (bot-subset.json + extra-operations.json)", r.Method, path)
+		s.t.Errorf("fakegithub: %s %s is not one of the operations the fake serves (the ones the bot calls)", r.Method, path)
 		return message(http.StatusNotFound, "Not Found", "https://docs.github.com/rest")
 	}
-	opID := route.Operation.OperationID
+	opID := op.id
 	s.mu.Lock()
 	s.requests[idx].Operation = opID
 	s.mu.Unlock()
@@ -275,7 +296,7 @@ func (s *Server) handle(r *http.Request, path string, body []byte, idx int) answ
 	s.requests[idx].Installation = inst
 	s.mu.Unlock()
 
-	in, verr := s.validateRequest(r, route, params, body, opID)
+	in, verr := s.validateRequest(r, op, params, body)
 	if verr != nil {
 		verr = errors.New(clip(verr.Error(), 2000))
 		s.mu.Lock()
@@ -284,7 +305,7 @@ func (s *Server) handle(r *http.Request, path string, body []byte, idx int) answ
 		if !s.o.allowInvalid {
 			s.t.Errorf("fakegithub: invalid request %s %s (%s): %v", r.Method, path, opID, verr)
 		}
-		return message(http.StatusUnprocessableEntity, "Invalid request.\n\n"+verr.Error(), docURL(route))
+		return message(http.StatusUnprocessableEntity, "Invalid request.\n\n"+verr.Error(), op.doc)
 	}
 
 	s.mu.Lock()
@@ -307,12 +328,12 @@ func (s *Server) handle(r *http.Request, path string, body []byte, idx int) answ
 	var payload map[string]any
 	if len(bytes.TrimSpace(body)) > 0 && string(bytes.TrimSpace(body)) != "null" {
 		if err := json.Unmarshal(body, &payload); err != nil {
-			return message(http.StatusBadRequest, "Problems parsing JSON", docURL(route))
+			return message(http.StatusBadRequest, "Problems parsing JSON", op.doc)
 		}
 	}
-	c := call{r: r, params: params, body: payload, installation: inst, route: route}
+	c := call{r: r, params: params, body: payload, installation: inst, op: op}
 	s.mu.Lock()
-	a := s.dispatch(c)
+	a := op.serve(s, c)
 	s.mu.Unlock()
 	s.validateResponse(in, a)
 	return a
@@ -324,23 +345,22 @@ type call struct {
 	params       map[string]string
 	body         map[string]any
 	installation int64
-	route        *routers.Route
+	op           *operation
 }
 
 func (c call) repo() string { return c.params["owner"] + "/" + c.params["repo"] }
 
-func docURL(route *routers.Route) string {
-	if route.Operation.ExternalDocs != nil {
-		return route.Operation.ExternalDocs.URL
+// validateRequest checks a request against GitHub's description; without the description it checks nothing
+// and returns a nil input.
+func (s *Server) validateRequest(r *http.Request, op *operation, params map[string]string, body []byte) (*openapi3filter.RequestValidationInput, error) {
+	if s.desc == nil {
+		return nil, nil
 	}
-	return "https://docs.github.com/rest"
-}
-
-func (s *Server) validateRequest(r *http.Request, route *routers.Route, params map[string]string, body []byte, opID string) (*openapi3filter.RequestValidationInput, error) {
+	route := s.desc.routes[op.id]
 	req := r.Clone(r.Context())
 	b := body
 	// ghinstallation posts the literal body "null" for a token without restrictions; GitHub accepts it.
-	if opID == "apps/create-installation-access-token" && string(bytes.TrimSpace(b)) == "null" {
+	if op.id == "apps/create-installation-access-token" && string(bytes.TrimSpace(b)) == "null" {
 		b = nil
 	}
 	if len(b) == 0 {
@@ -359,8 +379,6 @@ func (s *Server) validateRequest(r *http.Request, route *routers.Route, params m
 	return in, nil
 }
 
-// validateResponse fails the test when the fake is about to serve a response the description forbids.
-// Statuses the operation does not describe (404 on checks/update, injected faults) are not checked.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -368,7 +386,13 @@ func clip(s string, n int) string {
 	return s[:n] + fmt.Sprintf("… (%d bytes more)", len(s)-n)
 }
 
+// validateResponse fails the test when the fake is about to serve a response the description forbids.
+// Statuses the operation does not describe (404 on checks/update, injected faults) are not checked. Without
+// the description (in == nil) it checks nothing.
 func (s *Server) validateResponse(in *openapi3filter.RequestValidationInput, a answer) {
+	if in == nil {
+		return
+	}
 	h := a.header.Clone()
 	if h == nil {
 		h = http.Header{}

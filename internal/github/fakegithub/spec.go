@@ -1,12 +1,13 @@
 package fakegithub
 
 import (
+	"compress/gzip"
 	"context"
-	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -15,168 +16,217 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 )
 
-// botSubset is ../shared/github/openapi/bot-subset.json: GitHub's REST description (octokit/openapi 23.0.2,
-// MIT, see testdata/LICENSE.octokit-openapi) reduced to the operations the bot calls.
-//
-//go:embed testdata/bot-subset.json
-var botSubset []byte
+// GitHub's REST description (octokit/openapi, MIT) is third-party material: it lives beside the repository in
+// the shared folder (internal/sharedtest), never in it. These are its files there.
+const (
+	descriptionDir    = "github/openapi"
+	botSubsetFile     = "bot-subset.json"        // the operations the bot calls, trimmed from the full description
+	fullDescriptionGz = "api.github.com.json.gz" // the full description, for operations bot-subset.json lacks
+)
 
-// extraOperations are further operations extracted from the full description by TestExtraOperations
-// (go test ./internal/github/fakegithub -run TestExtraOperations -update): see extraOperationIDs.
-//
-//go:embed testdata/extra-operations.json
-var extraOperations []byte
-
-// spec is the loaded description and a router over it.
-type spec struct {
-	doc      *openapi3.T
-	examples map[string]json.RawMessage // components/examples/*/value
-	routes   []route
+// description is GitHub's REST description with the route of each operation the fake serves.
+type description struct {
+	doc    *openapi3.T
+	routes map[string]*routers.Route // by operationId
+	extra  []string                  // operations taken from the full description
 }
 
-type route struct {
-	method   string
-	template string
-	re       *regexp.Regexp
-	params   []string
-	op       *openapi3.Operation
-	item     *openapi3.PathItem
+// descriptions caches one load per folder: the description is only read after loading.
+var descriptions sync.Map // folder → func() (*description, error)
+
+// loadDescription reads the description in dir (the shared folder's github/openapi): bot-subset.json, plus
+// the operations the fake serves that it lacks, extracted from api.github.com.json.gz with every component
+// they reference. Every operation of the fake must be in it, with the same method and path.
+func loadDescription(dir string) (*description, error) {
+	f, _ := descriptions.LoadOrStore(dir, sync.OnceValues(func() (*description, error) { return readDescription(dir) }))
+	return f.(func() (*description, error))()
 }
 
-// loadSpec parses the description once per process; the result is only read afterwards.
-var loadSpec = sync.OnceValues(func() (*spec, error) {
-	merged, err := mergeDescriptions(botSubset, extraOperations)
+func readDescription(dir string) (*description, error) {
+	subset, err := os.ReadFile(filepath.Join(dir, botSubsetFile))
+	if err != nil {
+		return nil, fmt.Errorf("GitHub's REST description is incomplete: %w", err)
+	}
+	var base map[string]any
+	if err := json.Unmarshal(subset, &base); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", botSubsetFile, err)
+	}
+	var missing []*operation
+	for i := range operations {
+		if operationIn(base, &operations[i]) == nil {
+			missing = append(missing, &operations[i])
+		}
+	}
+	d := &description{}
+	if len(missing) > 0 {
+		extra, err := extractOperations(filepath.Join(dir, fullDescriptionGz), missing)
+		if err != nil {
+			return nil, err
+		}
+		merge(base, extra)
+		for _, op := range missing {
+			d.extra = append(d.extra, op.id)
+		}
+	}
+	merged, err := json.Marshal(base)
 	if err != nil {
 		return nil, err
 	}
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(merged)
+	doc, err := openapi3.NewLoader().LoadFromData(merged)
 	if err != nil {
-		return nil, fmt.Errorf("loading the GitHub OpenAPI description: %w", err)
+		return nil, fmt.Errorf("loading GitHub's REST description: %w", err)
 	}
 	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("validating the GitHub OpenAPI description: %w", err)
+		return nil, fmt.Errorf("validating GitHub's REST description: %w", err)
 	}
-	var raw struct {
-		Components struct {
-			Examples map[string]struct {
-				Value json.RawMessage `json:"value"`
-			} `json:"examples"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(merged, &raw); err != nil {
+	d.doc = doc
+	d.routes, err = bind(doc, operations)
+	if err != nil {
 		return nil, err
 	}
-	s := &spec{doc: doc, examples: map[string]json.RawMessage{}}
-	for name, ex := range raw.Components.Examples {
-		s.examples[name] = ex.Value
-	}
-	for template, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			r, err := newRoute(method, template, item, op)
-			if err != nil {
-				return nil, err
-			}
-			s.routes = append(s.routes, r)
-		}
-	}
-	// Literal segments before parameters: /git/ref/{ref} must not be shadowed by a more general template.
-	sort.Slice(s.routes, func(i, j int) bool {
-		if len(s.routes[i].params) != len(s.routes[j].params) {
-			return len(s.routes[i].params) < len(s.routes[j].params)
-		}
-		return s.routes[i].template < s.routes[j].template
-	})
-	return s, nil
-})
+	return d, nil
+}
 
-// greedyParams may contain "/" (go-github sends refs and file paths unescaped).
-var greedyParams = map[string]bool{"ref": true, "path": true, "basehead": true}
-
-var paramRe = regexp.MustCompile(`\{([^}]+)\}`)
-
-func newRoute(method, template string, item *openapi3.PathItem, op *openapi3.Operation) (route, error) {
-	var params []string
-	var b strings.Builder
-	b.WriteString("^")
-	last := 0
-	for _, m := range paramRe.FindAllStringSubmatchIndex(template, -1) {
-		b.WriteString(regexp.QuoteMeta(template[last:m[0]]))
-		name := template[m[2]:m[3]]
-		params = append(params, name)
-		if greedyParams[name] {
-			b.WriteString("(.+)")
-		} else {
-			b.WriteString("([^/]+)")
+// bind finds each of ops in doc, by method and path template, and checks that GitHub names it as the fake
+// does.
+func bind(doc *openapi3.T, ops []operation) (map[string]*routers.Route, error) {
+	routes := map[string]*routers.Route{}
+	var errs []error
+	for i := range ops {
+		op := &ops[i]
+		item := doc.Paths.Value(op.template)
+		var o *openapi3.Operation
+		if item != nil {
+			o = item.GetOperation(op.method)
 		}
-		last = m[1]
+		if o == nil || o.OperationID != op.id {
+			errs = append(errs, fmt.Errorf("%s %s is not %s in GitHub's REST description", op.method, op.template, op.id))
+			continue
+		}
+		routes[op.id] = &routers.Route{Spec: doc, Path: op.template, PathItem: item, Method: op.method, Operation: o}
 	}
-	b.WriteString(regexp.QuoteMeta(template[last:]) + "$")
-	re, err := regexp.Compile(b.String())
+	return routes, errors.Join(errs...)
+}
+
+// operationIn returns the operation object of op in a description decoded as generic JSON, nil when absent
+// or named otherwise.
+func operationIn(desc map[string]any, op *operation) map[string]any {
+	paths, _ := desc["paths"].(map[string]any)
+	item, _ := paths[op.template].(map[string]any)
+	o, _ := item[strings.ToLower(op.method)].(map[string]any)
+	if o == nil || o["operationId"] != op.id {
+		return nil
+	}
+	return o
+}
+
+// extractOperations reads the full description and returns a description of ops alone: their operations
+// (with their path items' parameters) and the transitive closure of the components they reference.
+// octokit's x-octokit keys are dropped.
+func extractOperations(gz string, ops []*operation) (map[string]any, error) {
+	f, err := os.Open(gz)
 	if err != nil {
-		return route{}, fmt.Errorf("routing %s %s: %w", method, template, err)
+		return nil, fmt.Errorf("GitHub's REST description is incomplete (operations not in %s need it): %w", botSubsetFile, err)
 	}
-	return route{method: method, template: template, re: re, params: params, op: op, item: item}, nil
-}
-
-// find returns the operation for a request path (without the API prefix) and its path parameters.
-func (s *spec) find(method, path string) (*routers.Route, map[string]string, bool) {
-	for _, r := range s.routes {
-		if r.method != method {
-			continue
-		}
-		m := r.re.FindStringSubmatch(path)
-		if m == nil {
-			continue
-		}
-		params := map[string]string{}
-		for i, name := range r.params {
-			v, err := url.PathUnescape(m[i+1])
-			if err != nil {
-				v = m[i+1]
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", gz, err)
+	}
+	// Components stay raw until referenced: most of the full description is never decoded.
+	var full struct {
+		Paths      map[string]map[string]json.RawMessage
+		Components map[string]map[string]json.RawMessage
+	}
+	if err := json.NewDecoder(zr).Decode(&full); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", gz, err)
+	}
+	paths := map[string]any{}
+	var queue []string
+	var absent []string
+	for _, op := range ops {
+		raw, ok := full.Paths[op.template][strings.ToLower(op.method)]
+		var o map[string]any
+		if ok {
+			if err := json.Unmarshal(raw, &o); err != nil {
+				return nil, fmt.Errorf("reading %s %s in %s: %w", op.method, op.template, gz, err)
 			}
-			params[name] = v
 		}
-		return &routers.Route{Spec: s.doc, Path: r.template, PathItem: r.item, Method: method, Operation: r.op}, params, true
+		if o == nil || o["operationId"] != op.id {
+			absent = append(absent, fmt.Sprintf("%s (%s %s)", op.id, op.method, op.template))
+			continue
+		}
+		delete(o, "x-octokit")
+		item, _ := paths[op.template].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			if p, ok := full.Paths[op.template]["parameters"]; ok {
+				var params any
+				if err := json.Unmarshal(p, &params); err != nil {
+					return nil, err
+				}
+				item["parameters"] = params
+				queue = append(queue, refs(params)...)
+			}
+			paths[op.template] = item
+		}
+		item[strings.ToLower(op.method)] = o
+		queue = append(queue, refs(o)...)
 	}
-	return nil, nil, false
+	if len(absent) > 0 {
+		sort.Strings(absent)
+		return nil, fmt.Errorf("not in GitHub's REST description: %s", strings.Join(absent, ", "))
+	}
+	comps := map[string]any{}
+	for len(queue) > 0 {
+		ref := queue[0]
+		queue = queue[1:]
+		kind, name, ok := strings.Cut(strings.TrimPrefix(ref, "#/components/"), "/")
+		if !ok || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("reference %q in %s: only #/components/<kind>/<name> is followed", ref, gz)
+		}
+		if comps[kind] == nil {
+			comps[kind] = map[string]any{}
+		}
+		dst := comps[kind].(map[string]any)
+		if _, done := dst[name]; done {
+			continue
+		}
+		raw, ok := full.Components[kind][name]
+		if !ok {
+			return nil, fmt.Errorf("reference %q is not in %s", ref, gz)
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("reading %s in %s: %w", ref, gz, err)
+		}
+		dst[name] = v
+		queue = append(queue, refs(v)...)
+	}
+	return map[string]any{"paths": paths, "components": comps}, nil
 }
 
-// example returns a fresh copy of components/examples/name as generic JSON.
-func (s *spec) example(name string) map[string]any {
-	raw, ok := s.examples[name]
-	if !ok {
-		panic(fmt.Sprintf("fakegithub: no example %q in the description", name))
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		panic(err)
-	}
-	if list, ok := v.([]any); ok { // "-items" examples are lists of one
-		return list[0].(map[string]any)
-	}
-	return v.(map[string]any)
-}
-
-// mergeDescriptions adds the paths and components of extra to base (base wins on a name both define).
-func mergeDescriptions(base, extra []byte) ([]byte, error) {
-	var b, e map[string]any
-	if err := json.Unmarshal(base, &b); err != nil {
-		return nil, fmt.Errorf("reading bot-subset.json: %w", err)
-	}
-	if err := json.Unmarshal(extra, &e); err != nil {
-		return nil, fmt.Errorf("reading extra-operations.json: %w", err)
-	}
-	bp, _ := b["paths"].(map[string]any)
-	ep, _ := e["paths"].(map[string]any)
-	for k, v := range ep {
-		if _, ok := bp[k]; !ok {
-			bp[k] = v
+// merge adds the paths (operations) and components of extra to base; base wins on a name both define.
+func merge(base, extra map[string]any) {
+	for _, section := range []string{"paths", "components"} {
+		if base[section] == nil {
+			base[section] = map[string]any{}
 		}
 	}
-	bc, _ := b["components"].(map[string]any)
-	ec, _ := e["components"].(map[string]any)
-	for kind, entries := range ec {
+	bp := base["paths"].(map[string]any)
+	for p, v := range extra["paths"].(map[string]any) {
+		if bp[p] == nil {
+			bp[p] = map[string]any{}
+		}
+		dst := bp[p].(map[string]any)
+		for k, x := range v.(map[string]any) {
+			if _, ok := dst[k]; !ok {
+				dst[k] = x
+			}
+		}
+	}
+	bc := base["components"].(map[string]any)
+	for kind, entries := range extra["components"].(map[string]any) {
 		if bc[kind] == nil {
 			bc[kind] = map[string]any{}
 		}
@@ -187,5 +237,24 @@ func mergeDescriptions(base, extra []byte) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(b)
+}
+
+// refs lists the "$ref" values anywhere in v.
+func refs(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && k == "$ref" {
+				out = append(out, s)
+				continue
+			}
+			out = append(out, refs(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, refs(e)...)
+		}
+	}
+	return out
 }
