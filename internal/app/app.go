@@ -202,7 +202,7 @@ func changeOf(installationID int64, repo *gh.Repository, pr *gh.PullRequest, rea
 	}
 }
 
-// repoURLs are the names under which Applications may refer to the repository (product.md): html_url,
+// repoURLs are the names under which Applications may refer to the repository: html_url,
 // clone_url, ssh_url and full_name. Never the local clone's path.
 func repoURLs(names ...string) []string {
 	var out []string

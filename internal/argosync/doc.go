@@ -7,7 +7,7 @@
 //  1. Wait until the revision resolves: status.sync.revision (what targetRevision resolves to, written at each
 //     reconcile) equals it. One GET ?refresh=normal asks Argo CD to re-resolve; then the stream is watched for
 //     Options.ResolveTimeout. An app whose targetRevision never resolves to it (pinned elsewhere) is synced to
-//     the revision explicitly — Argo CD then keeps showing it OutOfSync (e2e.md) — or fails with
+//     the revision explicitly — Argo CD then keeps showing it OutOfSync (as test/e2e sees a real one do) — or fails with
 //     Options.RequireResolved.
 //  2. If an operation is in flight (app.operation set, or operationState not completed), wait for it; never
 //     start another. If it applied the revision and succeeded, the outcome is "waited".
@@ -16,7 +16,7 @@
 //  4. Otherwise (automated sync on: fail, Argo CD would refuse a pinned revision and syncs by itself) call
 //     Options.OnTrigger — the executor persists its intent there — and sync, then wait.
 //
-// # When is an app done ("Ordering that cannot race", argocd.md)
+// # When is an app done
 //
 // Only when the bot has observed, in this order:
 //   - an operation that applied the revision: status.operationState.syncResult.revision(s). The controller

@@ -429,7 +429,7 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
-// TestPlanJSONContract checks the field names product.md fixes, and that the plan survives a JSON round trip.
+// TestPlanJSONContract checks the field names docs/contract.md fixes, and that the plan survives a JSON round trip.
 func TestPlanJSONContract(t *testing.T) {
 	plan := Build(mustPolicy(t, "sketch.yaml"), exampleApps())
 	b, err := json.Marshal(plan)

@@ -9,7 +9,7 @@ import (
 // Status of one app in a preview.
 type Status string
 
-// App statuses. The first five are the JSON contract of product.md; Skipped marks an app whose sources are
+// App statuses. The first five are the original JSON contract (docs/contract.md); Skipped marks an app whose sources are
 // outside the repository (rendered through Argo CD when it is configured, not locally).
 const (
 	StatusChanged   Status = "changed"
@@ -21,7 +21,7 @@ const (
 )
 
 // Report is the preview of one change: every app of the fleet with its status and, for the affected ones, the
-// diff of its rendered manifests. Its JSON form is `fleetwave diff --output json` (product.md); field names may
+// diff of its rendered manifests. Its JSON form is `fleetwave diff --output json` (docs/contract.md); field names may
 // grow, never change meaning.
 type Report struct {
 	Base string `json:"base"`

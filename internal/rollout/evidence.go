@@ -14,8 +14,8 @@ import (
 )
 
 // This file decides, from what Argo CD shows, what became of an operation the executor announced (intent) or
-// had accepted (triggered) before it was killed. The rules follow argocd.md "Ordering that cannot race" and
-// package argosync: an operation is the step's when it applies the step's revision and started after the
+// had accepted (triggered) before it was killed. The rules are package argosync's ("When is an
+// app done"): an operation is the step's when it applies the step's revision and started after the
 // intent (startedAt has second precision: compare with IntentAt truncated to the second, widened by the
 // allowed clock skew); it is done only when it Succeeded, a reconcile happened after it finished, and the app is
 // Healthy.

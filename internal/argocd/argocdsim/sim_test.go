@@ -182,7 +182,7 @@ func TestPinnedRevisionLeavesOutOfSync(t *testing.T) {
 		if a.Status.OperationState.SyncResult.Revision != pinned || a.Status.OperationState.Phase != synccommon.OperationSucceeded {
 			t.Fatalf("operation state %+v", a.Status.OperationState)
 		}
-		// e2e.md: a sync to a revision other than what targetRevision resolves to leaves OutOfSync.
+		// As a real Argo CD does (test/e2e): a sync to a revision other than what targetRevision resolves to leaves OutOfSync.
 		if a.Status.Sync.Status != v1alpha1.SyncStatusCodeOutOfSync || a.Status.Sync.Revision != newRev {
 			t.Fatalf("sync status %+v", a.Status.Sync)
 		}
