@@ -115,7 +115,7 @@ func benchWebhook(b *testing.B, f *fixture, h *harness) {
 		head := f.heads[i%2]
 		gittest.Run(b, f.dir, "update-ref", fmt.Sprintf("refs/pull/%d/head", prNumber), head)
 		h.openPR(f, head)
-		body := prPayload(b, "pull_request/synchronize.payload.json", f, head)
+		body := prPayload(b, "pull_request/synchronize.json", f, head)
 		edits := commentEdits(h)
 		t0 := time.Now()
 		if code := h.send("pull_request", "", body); code != http.StatusAccepted {

@@ -35,7 +35,7 @@ func TestSignatureMatchesGitHubVector(t *testing.T) {
 	}
 }
 
-// TestPullRequestFlow sends GitHub's recorded "pull_request opened" delivery, pointed at a repository made of
+// TestPullRequestFlow sends a "pull_request opened" delivery, pointed at a repository made of
 // examples/fleet and examples/fleet-change, through the webhooks server: one sticky comment and two completed
 // check runs come out (golden files); a redelivery and a badly signed delivery change nothing; no Secret value
 // of the fleet leaves the bot.
@@ -43,7 +43,7 @@ func TestPullRequestFlow(t *testing.T) {
 	f := newFixture(t, fleetChange(t))
 	h := newHarness(t, nil)
 	h.openPR(f, f.head())
-	body := prPayload(t, "pull_request/opened.payload.json", f, f.head())
+	body := prPayload(t, "pull_request/opened.json", f, f.head())
 
 	const delivery = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
 	if code := h.send("pull_request", delivery, body); code != http.StatusAccepted {
@@ -204,12 +204,12 @@ func TestNewerPushSupersedesOlder(t *testing.T) {
 	})
 	h := newHarness(t, r)
 	h.openPR(f, older)
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, older)); code != http.StatusAccepted {
+	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.json", f, older)); code != http.StatusAccepted {
 		t.Fatalf("opened answered %d", code)
 	}
 	<-blocked
 	h.openPR(f, newer) // GitHub now shows the newer head
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/synchronize.payload.json", f, newer)); code != http.StatusAccepted {
+	if code := h.send("pull_request", "", prPayload(t, "pull_request/synchronize.json", f, newer)); code != http.StatusAccepted {
 		t.Fatalf("synchronize answered %d", code)
 	}
 	h.wait()
@@ -261,19 +261,13 @@ func TestRerunRecomputes(t *testing.T) {
 		}
 	}
 
-	// DERIVED from check_run/rerequested.payload.json: the recorded one is about another App's check run on
-	// another repository, and its app.created_at ("2018-04-25 20:42:10") is not RFC 3339, which go-github (and
-	// GitHub's real deliveries) reject. The check run, repository and date are set to this pull request's.
-	rerun := payload(t, "check_run/rerequested.payload.json", map[string]any{
-		"check_run.id":                         diffID,
-		"check_run.name":                       app.CheckDiff,
-		"check_run.head_sha":                   f.head(),
-		"check_run.external_id":                fmt.Sprintf("fleetwave-pr:%d", prNumber),
-		"check_run.app.created_at":             "2018-04-25T20:42:10Z",
-		"check_run.app.updated_at":             "2018-04-25T20:42:10Z",
-		"check_run.check_suite.app.created_at": "2018-04-25T20:42:10Z",
-		"check_run.check_suite.app.updated_at": "2018-04-25T20:42:10Z",
-		"repository":                           repo,
+	// "Re-run" on this pull request's fleetwave/diff check run.
+	rerun := payload(t, "check_run/rerequested.json", map[string]any{
+		"check_run.id":          diffID,
+		"check_run.name":        app.CheckDiff,
+		"check_run.head_sha":    f.head(),
+		"check_run.external_id": fmt.Sprintf("fleetwave-pr:%d", prNumber),
+		"repository":            repo,
 	})
 	if code := h.send("check_run", "", rerun); code != http.StatusAccepted {
 		t.Fatalf("check_run rerequested answered %d", code)
@@ -283,8 +277,8 @@ func TestRerunRecomputes(t *testing.T) {
 		t.Fatalf("%d fleetwave/diff runs after a re-run, want 2", n)
 	}
 
-	// check_suite rerequested, recorded, pointed at this repository and head.
-	suite := payload(t, "check_suite/rerequested.payload.json", map[string]any{
+	// "Re-run all checks": check_suite rerequested, pointed at this repository and head.
+	suite := payload(t, "check_suite/rerequested.json", map[string]any{
 		"check_suite.head_sha": f.head(),
 		"repository":           repo,
 	})
@@ -314,10 +308,10 @@ func TestRerunRecomputes(t *testing.T) {
 	}
 }
 
-// repositoryOf is the recorded pull_request payload's repository object, pointed at the fixture.
+// repositoryOf is the pull_request payload fixture's repository object, pointed at the fixture repository.
 func repositoryOf(t *testing.T, f *fixture) map[string]any {
 	var doc map[string]any
-	if err := json.Unmarshal(prPayload(t, "pull_request/opened.payload.json", f, f.head()), &doc); err != nil {
+	if err := json.Unmarshal(prPayload(t, "pull_request/opened.json", f, f.head()), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc["repository"].(map[string]any)
@@ -418,9 +412,8 @@ func TestPlanCommandRecomputes(t *testing.T) {
 	repo := repositoryOf(t, f)
 	comment := func(user, body string) []byte {
 		id := h.fake.AddComment(repoFullName, prNumber, user, body)
-		// DERIVED (see webhook-payloads/derived/README.txt): the recorded issue_comment with the pull-request
-		// marker, pointed at this pull request, commenter and body.
-		return payload(t, "derived/issue_comment.created.on-pull-request.pause.DERIVED.json", map[string]any{
+		// A comment on the pull request (issue.pull_request is set), with this commenter and body.
+		return payload(t, "issue_comment/created-on-pull-request.json", map[string]any{
 			"issue.number": prNumber, "comment.id": id, "comment.body": body, "comment.user.login": user,
 			"repository": repo,
 		})
@@ -476,7 +469,7 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
 	h := newHarness(t, nil)
 	h.open(f)
-	closed := payload(t, "pull_request/closed.payload.json", map[string]any{
+	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
 		"repository.clone_url":          f.cloneURL(),
 		"pull_request.head.sha":         f.head(),
 		"pull_request.base.sha":         f.base,
@@ -562,9 +555,9 @@ func TestCheckRunButtonIsAuthorisedThenHandedOver(t *testing.T) {
 	repo := repositoryOf(t, f)
 	repo["default_branch"] = "master"
 	button := func(user string) []byte {
-		// DERIVED from check_run/requested_action.payload.json (another App's check run on electron/electron):
-		// the check run, its pull request, the button, the sender and the repository are set to this fixture's.
-		body := payload(t, "check_run/requested_action.payload.json", map[string]any{
+		// A button on a wave's check run: the check run, the button, the sender and the repository are set to
+		// this fixture's.
+		body := payload(t, "check_run/requested_action.json", map[string]any{
 			"check_run.name":                 "fleetwave/wave: production",
 			"check_run.head_sha":             f.base,
 			"check_run.external_id":          "fleetwave:7:wave:production",
@@ -611,7 +604,7 @@ func TestStaleEventIsDropped(t *testing.T) {
 		edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# two\n" }))
 	h := newHarness(t, nil)
 	h.openPR(f, f.heads[1])
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/synchronize.payload.json", f, f.heads[0])); code != http.StatusAccepted {
+	if code := h.send("pull_request", "", prPayload(t, "pull_request/synchronize.json", f, f.heads[0])); code != http.StatusAccepted {
 		t.Fatalf("synchronize answered %d", code)
 	}
 	h.wait()
@@ -630,7 +623,7 @@ func TestUnfetchableHeadFailsBothChecks(t *testing.T) {
 	const ghost = "1111111111111111111111111111111111111111"
 	h := newHarness(t, nil)
 	h.openPR(f, ghost)
-	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.payload.json", f, ghost)); code != http.StatusAccepted {
+	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.json", f, ghost)); code != http.StatusAccepted {
 		t.Fatalf("opened answered %d", code)
 	}
 	// The handler reports the failure (logged once by the webhooks server).

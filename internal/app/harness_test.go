@@ -31,8 +31,9 @@ import (
 const (
 	appID         = 4242
 	webhookSecret = "It's a Secret to Everybody"
-	payloadDir    = "../../../shared/github/webhook-payloads"
-	// The recorded pull_request payloads are about this repository; the fixture's Applications name it.
+	// payloadDir holds the webhook payloads written for the tests, in GitHub's shape (see its README.md).
+	payloadDir = "../../testdata/fixtures/webhooks"
+	// The payload fixtures are about this repository; the fixture's Applications name it.
 	repoFullName = "Codertocat/Hello-World"
 	repoHTMLURL  = "https://github.com/Codertocat/Hello-World"
 	prNumber     = 2
@@ -211,7 +212,7 @@ func (f *fixture) head() string     { return f.heads[len(f.heads)-1] }
 func (f *fixture) cloneURL() string { return "file://" + f.dir }
 
 // copyTree copies a directory of examples/ over dir, rewriting the repository the Applications name to the
-// recorded payload's (examples name https://github.com/example/fleet.git).
+// payload fixtures' (examples name https://github.com/example/fleet.git).
 func copyTree(t testing.TB, src, dir string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
@@ -279,15 +280,15 @@ func edit(t testing.TB, rel string, fn func(string) string) func(string) {
 	}
 }
 
-// payload reads a recorded webhook payload and sets the given fields (dotted paths), keeping everything else
-// as recorded. Numbers keep their recorded text.
+// payload reads a webhook payload fixture ("<event>/<name>.json") and sets the given fields (dotted paths),
+// keeping everything else as written. Numbers keep their text.
 func payload(t testing.TB, rel string, set map[string]any) []byte {
 	t.Helper()
 	return fakegithub.Payload(t, filepath.Join(payloadDir, rel), set)
 }
 
-// prPayload is a recorded pull_request payload pointed at the fixture: repository.clone_url, and the head and
-// base commits. Everything else (numbers, names, users, installation) is as GitHub recorded it.
+// prPayload is a pull_request payload fixture pointed at the fixture repository: repository.clone_url, and the
+// head and base commits. Everything else (numbers, names, users, installation) is as the payload fixture has it.
 func prPayload(t testing.TB, rel string, f *fixture, head string) []byte {
 	return payload(t, rel, map[string]any{
 		"repository.clone_url":  f.cloneURL(),
@@ -302,12 +303,12 @@ func (h *harness) openPR(f *fixture, head string) {
 		BaseRef: "master", HeadRef: "changes", Author: "Codertocat"})
 }
 
-// open opens the pull request at the fixture's head: registers it on the fake GitHub, delivers the recorded
-// "opened" webhook and waits until the App has handled it.
+// open opens the pull request at the fixture's head: registers it on the fake GitHub, delivers the "opened"
+// webhook and waits until the App has handled it.
 func (h *harness) open(f *fixture) {
 	h.t.Helper()
 	h.openPR(f, f.head())
-	if code := h.send("pull_request", "", prPayload(h.t, "pull_request/opened.payload.json", f, f.head())); code != http.StatusAccepted {
+	if code := h.send("pull_request", "", prPayload(h.t, "pull_request/opened.json", f, f.head())); code != http.StatusAccepted {
 		h.t.Fatalf("opened answered %d", code)
 	}
 	h.wait()

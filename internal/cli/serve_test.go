@@ -110,7 +110,7 @@ func TestServeLifecycle(t *testing.T) {
 		}
 	}
 
-	body, err := os.ReadFile(filepath.Join("..", "..", "webhooks", "testdata", "payloads", "pull_request", "opened.payload.json"))
+	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "webhooks", "pull_request", "opened.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestServeLifecycle(t *testing.T) {
 		t.Fatal("serve did not drain")
 	}
 	logs := stderr.String()
-	// The recorded delivery is for a pull request the fake GitHub does not know: the use case gives up after
+	// The delivery is for a pull request the fake GitHub does not know: the use case gives up after
 	// one lookup, and the server still accounts for the delivery and drains.
 	for _, want := range []string{`"delivery":"72d3162e-cc78-11e3-81ab-4c9367dc0958"`,
 		`"repo":"Codertocat/Hello-World","pr":2`, `"msg":"draining"`, `"msg":"stopped","accepted":1`} {
@@ -269,7 +269,7 @@ spec:
 		t.Fatalf("executor not wired:\n%s", logs.String())
 	}
 
-	payload, err := os.ReadFile(filepath.Join("..", "..", "..", "shared", "github", "webhook-payloads", "push", "with-installation.payload.json"))
+	payload, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "webhooks", "push", "to-default-branch.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ import (
 )
 
 const (
-	flowRepo      = "Codertocat/Hello-World" // the recorded payloads' repository
+	flowRepo      = "Codertocat/Hello-World" // the payload fixtures' repository
 	flowPR        = 2
-	flowInstall   = 1 // the recorded payloads' installation
+	flowInstall   = 1 // the payload fixtures' installation
 	flowAppID     = 4711
 	webhookSecret = "e2e-webhook-secret"
 )
@@ -56,7 +56,7 @@ waves:
 `
 
 // TestAppFlowAgainstRealArgoCD is the product end to end: the App (bin/fleetwave serve, its own process) gets the
-// recorded pull_request webhook, posts the comment with rendered and live diffs and the plan; gets the merge,
+// pull_request webhook, posts the comment with rendered and live diffs and the plan; gets the merge,
 // rolls it out through the real Argo CD wave by wave (killed with SIGKILL in the middle and restarted: every app
 // still synced exactly once), publishes a check-run per wave; then /rollback brings every app back to the revision
 // it ran before. GitHub is the fake, validated against GitHub's OpenAPI description.
@@ -162,7 +162,7 @@ spec:
 	t.Cleanup(b.stop)
 
 	// 1. The pull request: comment with the rendered diff, the live diff and the plan; diff and plan pass.
-	b.send("pull_request", withFields(t, "pull_request/opened.payload.json", map[string]any{
+	b.send("pull_request", withFields(t, "pull_request/opened.json", map[string]any{
 		"repository.clone_url": repoURL, "pull_request.head.sha": head, "pull_request.base.sha": base,
 	}))
 	comment := waitFor(t, 3*time.Minute, "the PR comment with the plan", func() (string, bool) {
@@ -190,7 +190,7 @@ spec:
 	gittest.Run(t, wt, "merge", "-q", "--no-ff", "-m", fmt.Sprintf("Merge pull request #%d", flowPR), "change")
 	merge := gittest.Run(t, wt, "rev-parse", "HEAD")
 	gittest.Run(t, wt, "push", "-q", "origin", "master")
-	b.send("pull_request", withFields(t, "pull_request/closed.payload.json", map[string]any{
+	b.send("pull_request", withFields(t, "pull_request/closed-merged.json", map[string]any{
 		"repository.clone_url": repoURL, "pull_request.head.sha": head, "pull_request.base.sha": base,
 		"pull_request.merged": true, "pull_request.merge_commit_sha": merge,
 	}))
@@ -256,8 +256,8 @@ spec:
 	t.Logf("rollout of %s: %s; waves: %d check-runs", short(merge), rolloutRun, len(fake.CheckRuns(flowRepo)))
 
 	// 3. /rollback: every app back at base, with its own check-run.
-	b.send("issue_comment", withFields(t, "derived/issue_comment.created.on-pull-request.rollback.DERIVED.json", map[string]any{
-		"repository.clone_url": repoURL, "issue.number": flowPR,
+	b.send("issue_comment", withFields(t, "issue_comment/created-on-pull-request.json", map[string]any{
+		"repository.clone_url": repoURL, "issue.number": flowPR, "comment.body": "/rollback",
 	}))
 	rb := waitFor(t, 5*time.Minute, "fleetwave/rollback to complete", func() (string, bool) {
 		cr, ok := lastRun(fake, merge, "fleetwave/rollback")
@@ -346,10 +346,11 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (string, bo
 	}
 }
 
-// withFields is a recorded webhook payload with the given fields (dotted paths) replaced.
+// withFields is a webhook payload fixture (testdata/fixtures/webhooks) with the given fields (dotted paths)
+// replaced.
 func withFields(t *testing.T, rel string, set map[string]any) []byte {
 	t.Helper()
-	return fakegithub.Payload(t, filepath.Join(repoRoot(t), "..", "shared", "github", "webhook-payloads", rel), set)
+	return fakegithub.Payload(t, filepath.Join(repoRoot(t), "testdata", "fixtures", "webhooks", filepath.FromSlash(rel)), set)
 }
 
 // botProc is `fleetwave serve` in its own process.
