@@ -46,7 +46,7 @@ func TestLoad(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 
-	body := readPayload(t, "pull_request/synchronize.payload.json")
+	body := readPayload(t, "pull_request/synchronize.json")
 	good := sign(testSecret, body)
 	type shot struct {
 		id   string
