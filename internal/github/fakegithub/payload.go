@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// Payload reads a recorded webhook payload (a file of ../shared/github/webhook-payloads) and sets the given
-// fields, named by dotted paths ("pull_request.head.sha"), keeping everything else as GitHub recorded it; numbers
-// keep their recorded text. A path to a field the payload does not have fails the test: the recording is the
-// contract, not the test's idea of it.
+// Payload reads a webhook payload file (a fixture of testdata/fixtures/webhooks, in GitHub's shape) and sets the
+// given fields, named by dotted paths ("pull_request.head.sha"), keeping everything else as the file has it;
+// numbers keep their text. A path to a field the payload does not have fails the test: a test may only set what
+// GitHub sends, and the fixtures' shape is checked against GitHub's recorded deliveries.
 func Payload(t testing.TB, file string, set map[string]any) []byte {
 	t.Helper()
 	data, err := os.ReadFile(file)
