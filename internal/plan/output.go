@@ -201,15 +201,31 @@ func (p *Plan) writeMermaid(bw *bufio.Writer) {
 			plural(wv.AppCount(), "app"), plural(wv.ClusterCount(), "cluster"), plural(len(wv.Batches), "batch"))
 	}
 	bw.WriteString("  done([\"done\"])\n")
+	// An approval before a wave is a node in front of it: the arrow into the wave passes through it.
+	entry := func(i int) string {
+		if i == len(p.Waves) {
+			return "done"
+		}
+		if p.Waves[i].Gates.Approval.Before() {
+			return fmt.Sprintf("a%d", i+1)
+		}
+		return fmt.Sprintf("w%d", i+1)
+	}
+	for i := range p.Waves {
+		if a := p.Waves[i].Gates.Approval; a.Before() {
+			label := "approval"
+			if len(a.Teams) > 0 {
+				label += " by " + strings.Join(a.Teams, ", ")
+			}
+			fmt.Fprintf(bw, "  a%d{{\"%s\"}} --> w%d\n", i+1, mermaidEscape(label), i+1)
+		}
+	}
 	for i := range p.Waves {
 		wv := &p.Waves[i]
-		next := "done"
-		if i+1 < len(p.Waves) {
-			next = fmt.Sprintf("w%d", i+2)
-		}
+		next := entry(i + 1)
 		var gates []string
 		for _, part := range wv.Gates.gateParts(false) {
-			if !strings.HasPrefix(part, "on failure") {
+			if !strings.HasPrefix(part, "on failure") && !(wv.Gates.Approval.Before() && part == wv.Gates.Approval.Describe()) {
 				gates = append(gates, part)
 			}
 		}
