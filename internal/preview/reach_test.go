@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
 // assertReachCoversReads renders every app of an inventory and checks that each file the render read (and
@@ -60,15 +61,11 @@ func TestReachCoversWhatTheExampleFleetReads(t *testing.T) {
 }
 
 // TestReachCoversWhatTheFidelityCorpusReads runs the same check over the render-fidelity corpus: real public
-// charts and Kustomize trees (skipped when the corpus is not there).
+// charts and Kustomize trees (sharedtest.Fidelity: skipped with one line on a clone, a failure when
+// FLEETWAVE_REQUIRE_SHARED=1 and the corpus is absent or incomplete).
 func TestReachCoversWhatTheFidelityCorpusReads(t *testing.T) {
-	cases, _ := filepath.Glob("/work/shared/fidelity/cases/*/app.yaml")
-	if len(cases) == 0 {
-		t.Skip("fidelity corpus not available")
-	}
 	total, files := 0, 0
-	for _, appFile := range cases {
-		dir := filepath.Dir(appFile)
+	for _, dir := range sharedtest.FidelityCaseDirs(t) {
 		s := render.DefaultSettings()
 		if env := filepath.Join(dir, "render-env.yaml"); fileExists(env) {
 			var err error

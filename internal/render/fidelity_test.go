@@ -10,43 +10,20 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
-
-// corpusDir finds ../shared/fidelity (FLEETWAVE_FIDELITY_DIR wins).
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	if d := os.Getenv("FLEETWAVE_FIDELITY_DIR"); d != "" {
-		return d
-	}
-	d, err := filepath.Abs("../../../shared/fidelity")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestFidelity renders every case of the fidelity corpus in-process and compares the result with Argo CD's own
 // manifest generation (expected-helm3.yaml: Argo CD's code with the Helm v3 toolchain), object by object, as the
-// corpus's compare tool does. Cases where Argo CD refuses to render must fail here too.
+// corpus's compare tool does. Cases where Argo CD refuses to render must fail here too. The corpus is the shared
+// folder's (sharedtest.Fidelity: skipped with one line on a clone, a failure when FLEETWAVE_REQUIRE_SHARED=1 and
+// it is absent or incomplete).
 func TestFidelity(t *testing.T) {
-	dir := corpusDir(t)
-	cases, err := os.ReadDir(filepath.Join(dir, "cases"))
-	if err != nil {
-		t.Skipf("fidelity corpus not found at %s (set FLEETWAVE_FIDELITY_DIR): skipped", dir)
-	}
 	r := render.New(render.Options{})
-	passed, total, inOrder, skipped := 0, 0, 0, 0
-	for _, c := range cases {
-		caseDir := filepath.Join(dir, "cases", c.Name())
-		if _, err := os.Stat(filepath.Join(caseDir, "app.yaml")); err != nil {
-			continue
-		}
+	passed, total, inOrder := 0, 0, 0
+	for _, caseDir := range sharedtest.FidelityCaseDirs(t) {
 		total++
-		t.Run(c.Name(), func(t *testing.T) {
-			if missing := missingVendored(caseDir); len(missing) > 0 {
-				skipped++
-				t.Skipf("corpus defect: SOURCE lists vendored paths absent from this copy of the corpus: %s", strings.Join(missing, ", "))
-			}
+		t.Run(filepath.Base(caseDir), func(t *testing.T) {
 			got, err := renderCase(r, caseDir)
 			if want, rerr := os.ReadFile(filepath.Join(caseDir, "expected-helm3-error.txt")); rerr == nil {
 				if err == nil {
@@ -76,7 +53,7 @@ func TestFidelity(t *testing.T) {
 			inOrder++
 		})
 	}
-	t.Logf("fidelity: %d/%d cases identical (%d rendered in Argo CD's document order, %d refused as Argo CD refuses); %d skipped as corpus defects", passed, total, inOrder, passed-inOrder, skipped)
+	t.Logf("fidelity: %d/%d cases identical (%d rendered in Argo CD's document order, %d refused as Argo CD refuses)", passed, total, inOrder, passed-inOrder)
 }
 
 // TestFixtures renders the team's own fixtures (testdata/fixtures/render and each engine's testdata/fixtures),
@@ -178,25 +155,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// missingVendored lists the paths a case's SOURCE file says were vendored ("src/x <= https://...") but that are not
-// in this copy of the corpus. helm-kube-prometheus-stack's subcharts, for one, were dropped by the chart's own
-// .gitignore ("charts/*") when the corpus was packed, so no renderer can reproduce Argo CD's output for it.
-func missingVendored(caseDir string) []string {
-	b, err := os.ReadFile(filepath.Join(caseDir, "SOURCE"))
-	if err != nil {
-		return nil
-	}
-	var missing []string
-	for _, line := range strings.Split(string(b), "\n") {
-		p, _, ok := strings.Cut(line, " <= ")
-		if !ok || !strings.HasPrefix(p, "src/") {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(caseDir, filepath.FromSlash(strings.TrimSpace(p)))); err != nil {
-			missing = append(missing, strings.TrimSpace(p))
-		}
-	}
-	return missing
 }

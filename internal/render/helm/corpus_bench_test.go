@@ -2,26 +2,18 @@ package helm_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
 // BenchmarkTemplateCorpus renders each Helm case of the fidelity corpus on a warm cache (skipped without the
 // corpus). Compare with -bench TemplateCorpus/cold= for cold renders.
 func BenchmarkTemplateCorpus(b *testing.B) {
-	root := fidelityDir()
-	cases, err := os.ReadDir(filepath.Join(root, "cases"))
-	if err != nil {
-		b.Skipf("fidelity corpus not found at %s: %v", root, err)
-	}
-	for _, c := range cases {
-		dir := filepath.Join(root, "cases", c.Name())
-		if _, err := os.Stat(filepath.Join(dir, "app.yaml")); err != nil {
-			continue
-		}
+	for _, dir := range sharedtest.FidelityCaseDirs(b) {
+		name := filepath.Base(dir)
 		tc := readCase(b, dir, renderEnv{})
 		if !tc.isHelm() {
 			continue
@@ -29,16 +21,16 @@ func BenchmarkTemplateCorpus(b *testing.B) {
 		in, _ := tc.input(b)
 		e := helm.New()
 		if _, err := e.Template(context.Background(), in); err != nil {
-			continue // refusals (expected errors, incomplete cases) are not benchmarked
+			continue // refusals (where Argo CD refuses too) are not benchmarked
 		}
-		b.Run("warm="+c.Name(), func(b *testing.B) {
+		b.Run("warm="+name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := e.Template(context.Background(), in); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
-		b.Run("cold="+c.Name(), func(b *testing.B) {
+		b.Run("cold="+name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if _, err := helm.New().Template(context.Background(), in); err != nil {
 					b.Fatal(err)

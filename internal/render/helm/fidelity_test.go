@@ -2,7 +2,6 @@ package helm_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,36 +9,31 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
-// TestFidelity renders every Helm case of the shared corpus (../shared/fidelity) and compares the result, after
-// Argo CD's list expansion and tracking, with what Argo CD's repo-server produced with helm v3.19.4
+// TestFidelity renders every Helm case of the shared render-fidelity corpus (sharedtest.Fidelity: skipped with one
+// line on a clone, a failure when FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete) and compares the
+// result, after Argo CD's list expansion and tracking, with what Argo CD's repo-server produced with helm v3.19.4
 // (expected-helm3.yaml), or checks that it fails where Argo CD failed (expected-helm3-error.txt).
 // Set FIDELITY_EXPECTED=expected.yaml to score against the Helm 4 references instead.
 func TestFidelity(t *testing.T) {
-	root := fidelityDir()
-	cases, err := os.ReadDir(filepath.Join(root, "cases"))
-	if err != nil {
-		t.Skipf("fidelity corpus not found at %s (set FLEETWAVE_FIDELITY_DIR): %v", root, err)
-	}
+	dirs := sharedtest.FidelityCaseDirs(t)
 	expectedName := "expected-helm3.yaml"
 	if v := os.Getenv("FIDELITY_EXPECTED"); v != "" {
 		expectedName = v
 	}
 	e := helm.New()
-	var identical, skipped, total int
+	var identical, total int
 	var scores []string
-	for _, c := range cases {
-		dir := filepath.Join(root, "cases", c.Name())
-		if _, err := os.Stat(filepath.Join(dir, "app.yaml")); err != nil {
-			continue
-		}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
 		tc := readCase(t, dir, renderEnv{})
 		if !tc.isHelm() {
 			continue
 		}
 		total++
-		ok := t.Run(c.Name(), func(t *testing.T) {
+		ok := t.Run(name, func(t *testing.T) {
 			in, _ := tc.input(t)
 			objs, err := e.Template(context.Background(), in)
 			errFile := filepath.Join(dir, strings.TrimSuffix(expectedName, ".yaml")+"-error.txt")
@@ -51,10 +45,6 @@ func TestFidelity(t *testing.T) {
 				return
 			}
 			if err != nil {
-				if missing := missingVendoredDirs(dir); errors.Is(err, helm.ErrMissingDependency) && len(missing) > 0 {
-					t.Skipf("corpus case is incomplete: its SOURCE lists vendored %v, absent from the case; the engine "+
-						"refuses as it should, since chart repositories are not fetched: %v", missing, err)
-				}
 				t.Fatalf("render: %v", err)
 			}
 			want, err := os.ReadFile(filepath.Join(dir, expectedName))
@@ -74,43 +64,19 @@ func TestFidelity(t *testing.T) {
 			}
 		})
 		status := "identical"
-		switch {
-		case !ok:
-			status = "DIFFERENT"
-		case len(missingVendoredDirs(dir)) > 0:
-			status = "skipped (corpus case incomplete: vendored subcharts missing)"
-			skipped++
-		default:
+		if ok {
 			identical++
+		} else {
+			status = "DIFFERENT"
 		}
-		scores = append(scores, c.Name()+": "+status)
+		scores = append(scores, name+": "+status)
 	}
 	if total == 0 {
-		t.Fatalf("no Helm case found under %s", root)
+		t.Fatal("no Helm case found in the corpus")
 	}
 	sort.Strings(scores)
 	for _, s := range scores {
 		t.Log(s)
 	}
-	t.Logf("fidelity (%s): %d/%d Helm cases identical, %d skipped (corpus case incomplete)", expectedName, identical, total, skipped)
-}
-
-// missingVendoredDirs lists the paths a case's SOURCE says were vendored ("src/x/charts/y <= https://...")
-// but that are absent from the case.
-func missingVendoredDirs(dir string) []string {
-	b, err := os.ReadFile(filepath.Join(dir, "SOURCE"))
-	if err != nil {
-		return nil
-	}
-	var missing []string
-	for _, line := range strings.Split(string(b), "\n") {
-		p, _, ok := strings.Cut(line, " <= ")
-		if !ok || !strings.HasPrefix(p, "src/") {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(strings.TrimSpace(p)))); err != nil {
-			missing = append(missing, strings.TrimSpace(p))
-		}
-	}
-	return missing
+	t.Logf("fidelity (%s): %d/%d Helm cases identical", expectedName, identical, total)
 }

@@ -283,14 +283,6 @@ func compareStreams(want, got []byte) (diffs []string, orderDiffers bool, err er
 	return diffs, len(diffs) == 0 && !sameOrder, err
 }
 
-// fidelityDir finds the shared corpus: $FLEETWAVE_FIDELITY_DIR, else ../../../../shared/fidelity.
-func fidelityDir() string {
-	if d := os.Getenv("FLEETWAVE_FIDELITY_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "..", "..", "shared", "fidelity")
-}
-
 func firstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

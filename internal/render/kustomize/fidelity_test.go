@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -19,20 +18,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
-
-// fidelityDir locates the shared render-fidelity corpus: $FLEETWAVE_FIDELITY_DIR, else ../../../../shared/fidelity.
-func fidelityDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("FLEETWAVE_FIDELITY_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "..", "shared", "fidelity")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "cases")); err != nil {
-		t.Skipf("render-fidelity corpus not found at %s (set FLEETWAVE_FIDELITY_DIR): skipping", dir)
-	}
-	return dir
-}
 
 // renderEnv is a case's render-env.yaml: the cluster/argocd-cm half of the manifest request.
 type renderEnv struct {
@@ -52,7 +39,7 @@ type fidelityCase struct {
 	env renderEnv
 }
 
-func loadCase(t *testing.T, dir string) fidelityCase {
+func loadCase(t testing.TB, dir string) fidelityCase {
 	t.Helper()
 	c := fidelityCase{dir: dir}
 	b, err := os.ReadFile(filepath.Join(dir, "app.yaml"))
@@ -203,14 +190,20 @@ func compareObjects(t *testing.T, objs []*unstructured.Unstructured, expected []
 	return diffs
 }
 
-func caseDirs(t *testing.T, prefix string) []string {
-	t.Helper()
-	root := filepath.Join(fidelityDir(t), "cases")
-	dirs, err := filepath.Glob(filepath.Join(root, prefix+"*"))
-	if err != nil {
-		t.Fatal(err)
+// caseDirs returns the corpus cases whose names start with prefix, sorted. The corpus is the shared folder's
+// (sharedtest.Fidelity: $FLEETWAVE_FIDELITY_DIR, else the shared folder's; absent or incomplete, tb is skipped
+// with one line, or failed when FLEETWAVE_REQUIRE_SHARED=1).
+func caseDirs(tb testing.TB, prefix string) []string {
+	tb.Helper()
+	var dirs []string
+	for _, dir := range sharedtest.FidelityCaseDirs(tb) {
+		if strings.HasPrefix(filepath.Base(dir), prefix) {
+			dirs = append(dirs, dir)
+		}
 	}
-	sort.Strings(dirs)
+	if len(dirs) == 0 {
+		tb.Fatalf("the corpus has no %s* case", prefix)
+	}
 	return dirs
 }
 
@@ -268,19 +261,10 @@ func TestFidelity(t *testing.T) {
 
 // BenchmarkBuild builds each kust-* corpus case (warm: the Engine and kustomize's schema are reused).
 func BenchmarkBuild(b *testing.B) {
-	dir := os.Getenv("FLEETWAVE_FIDELITY_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "..", "shared", "fidelity")
-	}
-	dirs, _ := filepath.Glob(filepath.Join(dir, "cases", "kust-*"))
-	if len(dirs) == 0 {
-		b.Skipf("render-fidelity corpus not found at %s", dir)
-	}
 	e := New()
-	for _, d := range dirs {
+	for _, d := range caseDirs(b, "kust-") {
 		b.Run(filepath.Base(d), func(b *testing.B) {
-			t := &testing.T{}
-			c := loadCase(t, d)
+			c := loadCase(b, d)
 			repo, err := repofs.New(d, 0)
 			if err != nil {
 				b.Fatal(err)
