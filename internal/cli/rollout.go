@@ -5,87 +5,192 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"text/tabwriter"
+	"syscall"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/rollout"
+	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/store"
 )
 
+// Exit codes of `fleetwave rollout` besides 0 (succeeded), 1 (failed, aborted, rolled back, superseded, or a
+// wave failed and its onFailure paused the rollout) and 2 (bad input, nothing synced).
+const (
+	exitPaused      = 3   // paused (first Ctrl-C, or `rollout pause`): rerun the command or `rollout resume`
+	exitInterrupted = 130 // stopped by a second Ctrl-C or SIGTERM before the rollout paused: rerun to continue
+)
+
+// interruptActor is the actor of the pause a Ctrl-C makes; a rerun of the same command resumes such a pause.
+const interruptActor = "interrupt"
+
 type rolloutOptions struct {
-	server          string
-	selector        string
-	revision        string
-	dryRun          bool
-	concurrency     int
-	token           string
-	insecure        bool
-	caFile          string
-	projects        []string
-	repoURL         string
-	prune           bool
-	timeout         time.Duration
+	// Argo CD.
+	server, token, caFile string
+	insecure              bool
+	// What to roll out: a plan computed from the repository, a plan file, or a selector.
+	repo, base, head, clustersFile, settingsFile string
+	repoURLs                                     []string
+	repoName                                     string
+	planFile                                     string
+	selector, revision                           string
+	projects                                     []string
+	// How.
+	storeDSN     string
+	concurrency  int
+	prune        bool
+	dryRun       bool
+	timeout      time.Duration
+	clockSkew    time.Duration
+	drainTimeout time.Duration
+	output       string
+	// Subcommands.
+	id int64
+
+	// Unused, kept so that scripts of the selector-only command keep working.
 	resolveTimeout  time.Duration
 	requireResolved bool
-	clockSkew       time.Duration
-	output          string
 }
 
-// newRolloutCmd is `fleetwave rollout`: Fastly's orchestrator. Every app matching a selector is brought to one
-// revision through Argo CD, a bounded number at a time, and declared done only once Argo CD shows the revision
-// applied by an operation that started after the request, reconciled after it finished, and Healthy.
-func newRolloutCmd(deps *Deps) *cobra.Command {
-	o := rolloutOptions{}
-	cmd := &cobra.Command{
-		Use:   "rollout --argocd <url> --selector <labels> --revision <sha>",
-		Short: "Sync the apps matching a selector to a revision through Argo CD and wait until each is Healthy",
-		Long: `Sync every Argo CD application matching --selector to --revision, at most --concurrency at a time.
+const defaultRolloutStore = "fleetwave-rollout.db"
 
-Per app: wait until its targetRevision resolves to the revision (or sync to it explicitly after
---resolve-timeout); skip it if already Synced and Healthy at the revision; wait for an operation already in
-progress instead of starting another; otherwise sync and wait. An app is done only when Argo CD shows the
-revision applied by an operation that started after fleetwave's request and succeeded, a reconcile after that
-operation finished, and health Healthy. Degraded apps and failed operations fail the rollout (exit code 1).
+// newRolloutCmd is `fleetwave rollout`: a merge carried across the fleet by the same durable executor the App
+// runs (internal/rollout), with a terminal in place of check-runs.
+func newRolloutCmd(deps *Deps) *cobra.Command {
+	o := &rolloutOptions{}
+	cmd := &cobra.Command{
+		Use:   "rollout --argocd <url> (--base <rev> [--repo <dir>] [--head <rev>] | --plan <plan.json> | --selector <labels> --revision <sha>)",
+		Short: "Roll a change out through Argo CD wave by wave, as the App does: durable, resumable, with gates and approvals",
+		Long: `rollout carries a change across the fleet with the same executor as the GitHub App: the wave plan of the
+release policy (.fleetwave.yaml), batch by batch, with its limits, soak, metric gates, approvals and failure
+policy, every step recorded in a store so that the rollout survives Ctrl-C, a crash or kill -9.
+
+What is rolled out (one of):
+  --base <rev> [--repo <dir>] [--head <rev>]   the plan computed exactly as 'fleetwave plan' computes it (the
+                                               changed and added apps, the policy at --head); cluster labels come
+                                               from --clusters, else from Argo CD's clusters; apps are synced to
+                                               the head commit
+  --plan <plan.json>                           the output of 'fleetwave plan --output json' (its head commit)
+  --selector <labels> --revision <sha>         every app matching the selector, in one wave, to the revision (a
+                                               full commit SHA), --concurrency at a time; the first failure stops
+                                               new syncs and pauses the rollout
+
+The store is a SQLite file (--store, default ./` + defaultRolloutStore + `) or postgres://… (it can be the App's).
+Running the same command again continues the same rollout (one per repository and commit): nothing is synced
+twice, nothing skipped. Per app, an app already Synced and Healthy at the revision is skipped; done means Argo CD
+shows the revision applied by an operation started after the request, reconciled after it, and Healthy.
+
+Ctrl-C once pauses: syncs in flight finish (they are named), none starts, and the command exits 3 when they are
+done; Ctrl-C again (or SIGTERM) stops at once, leaving the store consistent (exit 130). Rerunning the command
+resumes a rollout Ctrl-C paused; 'fleetwave rollout resume|approve <wave>|rollback [wave]|abort|pause|status'
+act on the latest rollout of the store (--id for another).
+
+Output: one line per event (wave started, app synced/skipped/failed with Argo CD's message, gates, approvals
+with the command to run, soak, wave and rollout states), then a summary: synced, skipped (already synced and
+healthy), failed (with Argo CD's message), in flight, not started. --output json: one JSON object per line, the
+last one {"event":"summary"}.
+
+Exit status: 0 succeeded (or nothing to roll out); 1 failed, aborted, rolled back or superseded, or a wave failed
+and the rollout is paused by its onFailure; 2 bad input (nothing was synced); 3 paused; 130 stopped by a second
+interrupt (rerun to continue).
 
 The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the process list) or --token.`,
-		Example: `  FLEETWAVE_ARGOCD_TOKEN=... fleetwave rollout --argocd https://argocd.example.com \
-    --selector 'env=prd,region in (eu-1,eu-2)' --revision 4f1c9e0b2a7d3c5e8f6a1b0d9c2e4f7a3b5d8c1e --concurrency 20`,
+		Example: `  export FLEETWAVE_ARGOCD_TOKEN=...
+  fleetwave rollout --argocd https://argocd.example.com --repo . --base origin/main~1 --head origin/main
+  fleetwave plan --repo . --base main --head feature -o json > plan.json && fleetwave rollout --argocd https://argocd.example.com --plan plan.json
+  fleetwave rollout --argocd https://argocd.example.com --selector 'env=prd,region in (eu-1,eu-2)' \
+    --revision 4f1c9e0b2a7d3c5e8f6a1b0d9c2e4f7a3b5d8c1e --concurrency 20
+  fleetwave rollout approve production --argocd https://argocd.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRollout(cmd.Context(), deps, o)
 		},
 	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.server, "argocd", "", "Argo CD server URL, with its scheme (default $FLEETWAVE_ARGOCD_URL)")
+	pf.StringVar(&o.token, "token", "", "Argo CD token (default $FLEETWAVE_ARGOCD_TOKEN)")
+	pf.BoolVar(&o.insecure, "insecure", false, "skip TLS verification (default $FLEETWAVE_ARGOCD_INSECURE)")
+	pf.StringVar(&o.caFile, "ca-file", "", "PEM file of CAs to trust for the Argo CD server")
+	pf.StringVar(&o.storeDSN, "store", defaultRolloutStore, "the rollout store: a SQLite file path, sqlite:///path or postgres://…")
+	pf.IntVar(&o.concurrency, "concurrency", 10, "apps synced at the same time")
+	pf.DurationVar(&o.timeout, "timeout", 15*time.Minute, "limit per app")
+	pf.DurationVar(&o.clockSkew, "clock-skew", 2*time.Second, "allowed difference between this machine's clock and Argo CD's")
+	pf.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "after a second interrupt, how long syncs in flight may take to be recorded")
+	pf.StringVarP(&o.output, "output", "o", "text", "text or json (one JSON object per line per event)")
+	pf.Int64Var(&o.id, "id", 0, "the rollout to act on (default: the latest in the store)")
+
 	f := cmd.Flags()
-	f.StringVar(&o.server, "argocd", "", "Argo CD server URL (default $FLEETWAVE_ARGOCD_URL)")
+	f.StringVar(&o.repo, "repo", ".", "the GitOps repository (with --base)")
+	f.StringVar(&o.base, "base", "", "base revision: the plan is computed as 'fleetwave plan --base' does")
+	f.StringVar(&o.head, "head", "HEAD", "head revision: the change rolled out (apps are synced to its commit)")
+	f.StringVar(&o.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
+	f.StringVar(&o.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
+	f.StringArrayVar(&o.repoURLs, "repo-url", nil, "a URL under which Applications name the repository (default its origin remote); the first is also given to multi-source syncs; repeatable")
+	f.StringVar(&o.repoName, "repo-name", "", "the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan); one rollout per name and commit")
+	f.StringVar(&o.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
 	f.StringVar(&o.selector, "selector", "", "label selector of the applications, e.g. 'env=prd,region in (eu-1)'")
-	f.StringVar(&o.revision, "revision", "", "the commit SHA (or chart version) to roll out")
-	f.BoolVar(&o.dryRun, "dry-run", false, "change nothing: say what would be done for each app")
-	f.IntVar(&o.concurrency, "concurrency", 10, "apps synced at the same time")
-	f.StringVar(&o.token, "token", "", "Argo CD token (default $FLEETWAVE_ARGOCD_TOKEN)")
-	f.BoolVar(&o.insecure, "insecure", false, "skip TLS verification (default $FLEETWAVE_ARGOCD_INSECURE)")
-	f.StringVar(&o.caFile, "ca-file", "", "PEM file of CAs to trust for the Argo CD server")
-	f.StringSliceVar(&o.projects, "project", nil, "only apps of these Argo CD projects")
-	f.StringVar(&o.repoURL, "repo-url", "", "repository the revision belongs to (needed for multi-source apps)")
-	f.BoolVar(&o.prune, "prune", false, "prune resources no longer in Git")
-	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "limit per app")
-	f.DurationVar(&o.resolveTimeout, "resolve-timeout", 2*time.Minute, "wait this long for an app's targetRevision to resolve to the revision")
-	f.BoolVar(&o.requireResolved, "require-resolved", false, "fail apps whose targetRevision does not resolve to the revision instead of syncing to it explicitly")
-	f.DurationVar(&o.clockSkew, "clock-skew", 2*time.Second, "allowed difference between this machine's clock and Argo CD's")
-	f.StringVar(&o.output, "output", "text", "text or json")
+	f.StringVar(&o.revision, "revision", "", "with --selector: the commit SHA (or chart version) to roll out")
+	f.StringSliceVar(&o.projects, "project", nil, "with --selector: only apps of these Argo CD projects")
+	f.BoolVar(&o.prune, "prune", false, "prune resources no longer in Git (default: the policy's prune)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan that would run and change nothing")
+	f.DurationVar(&o.resolveTimeout, "resolve-timeout", 2*time.Minute, "unused")
+	f.BoolVar(&o.requireResolved, "require-resolved", false, "unused")
+	_ = f.MarkDeprecated("resolve-timeout", "the rollout executor decides how long to wait for a revision to resolve")
+	_ = f.MarkDeprecated("require-resolved", "the rollout executor syncs to the revision explicitly when it does not resolve")
+
+	for _, sub := range []struct {
+		verb, use, short string
+		args             cobra.PositionalArgs
+		drive            bool
+	}{
+		{"resume", "resume", "Resume the latest rollout (paused by Ctrl-C, a command or a failed wave) and run it to the end", cobra.NoArgs, true},
+		{"approve", "approve <wave>", "Approve a wave of the latest rollout and run it to the end", cobra.ExactArgs(1), true},
+		{"rollback", "rollback [wave|all]", "Roll the latest rollout back (every wave by default) and run the rollback to the end", cobra.MaximumNArgs(1), true},
+		{"abort", "abort", "Abort the latest rollout: syncs in flight finish, none starts, it ends aborted", cobra.NoArgs, false},
+		{"pause", "pause", "Pause the latest rollout (run by another process): syncs in flight finish, none starts", cobra.NoArgs, false},
+		{"status", "status", "Print the latest rollout's state and summary", cobra.NoArgs, false},
+	} {
+		sub := sub
+		cmd.AddCommand(&cobra.Command{
+			Use: sub.use, Short: sub.short, Args: sub.args,
+			Long: sub.short + `.
+
+The rollout is the latest one of --store (or --id). With --argocd (or $FLEETWAVE_ARGOCD_URL), resume, approve and
+rollback also run it here until it ends or pauses, printing its events as 'fleetwave rollout' does; without it,
+the command is recorded and whichever process runs the rollout carries it out.`,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return runRolloutCommand(cmd.Context(), deps, o, sub.verb, args, sub.drive)
+			},
+		})
+	}
 	return cmd
 }
 
 // shortSHA matches an abbreviated commit SHA, which Argo CD never reports.
 var shortSHA = regexp.MustCompile(`^[0-9a-f]{7,39}$`)
 
+// complete fills the Argo CD settings from the environment and checks what needs no network.
 func (o *rolloutOptions) complete(getenv func(string) string) error {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
 	if o.server == "" {
 		o.server = getenv("FLEETWAVE_ARGOCD_URL")
 	}
@@ -102,140 +207,618 @@ func (o *rolloutOptions) complete(getenv func(string) string) error {
 		}
 	}
 	switch {
-	case o.server == "":
-		return errors.New("rollout needs --argocd (or FLEETWAVE_ARGOCD_URL)")
-	case o.selector == "":
-		return errors.New("rollout needs --selector: rolling out every application is not an accident to allow")
-	case o.revision == "":
-		return errors.New("rollout needs --revision")
-	case shortSHA.MatchString(o.revision):
-		return fmt.Errorf("--revision %s looks like an abbreviated commit SHA: give the full SHA, which Argo CD reports", o.revision)
-	case o.concurrency < 1:
-		return fmt.Errorf("--concurrency must be at least 1, got %d", o.concurrency)
 	case o.output != "text" && o.output != "json":
 		return fmt.Errorf("--output must be text or json, got %q", o.output)
+	case o.concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1, got %d", o.concurrency)
+	case o.storeDSN == "":
+		return errors.New("--store is empty")
 	}
 	return nil
 }
 
-func runRollout(ctx context.Context, deps *Deps, o rolloutOptions) error {
+// checkServer checks the Argo CD URL and token flags (no network).
+func (o *rolloutOptions) checkServer() error {
+	switch {
+	case o.server == "":
+		return errors.New("rollout needs --argocd (or FLEETWAVE_ARGOCD_URL)")
+	case !strings.Contains(o.server, "://"):
+		return fmt.Errorf("--argocd %q has no scheme: write https://%s (http:// only for a local test server)", o.server, o.server)
+	case !strings.HasPrefix(o.server, "https://") && !strings.HasPrefix(o.server, "http://"):
+		return fmt.Errorf("--argocd %q: the scheme must be https:// (or http:// for a local test server)", o.server)
+	case o.token == "":
+		return errors.New("rollout needs an Argo CD token: set FLEETWAVE_ARGOCD_TOKEN (or --token)")
+	}
+	return nil
+}
+
+// checkMode checks the flags that say what to roll out.
+func (o *rolloutOptions) checkMode() error {
+	modes := 0
+	for _, set := range []bool{o.base != "", o.planFile != "", o.selector != "" || o.revision != ""} {
+		if set {
+			modes++
+		}
+	}
+	switch {
+	case modes == 0:
+		return errors.New("rollout needs what to roll out: --base <rev> [--repo <dir>] [--head <rev>], --plan <plan.json>, or --selector <labels> --revision <sha>")
+	case modes > 1:
+		return errors.New("give one of --base, --plan and --selector/--revision")
+	case o.selector == "" && o.revision != "":
+		return errors.New("rollout needs --selector with --revision: rolling out every application is not an accident to allow")
+	case o.selector != "" && o.revision == "":
+		return errors.New("rollout needs --revision with --selector")
+	case o.revision != "" && shortSHA.MatchString(o.revision):
+		return fmt.Errorf("--revision %s looks like an abbreviated commit SHA: give the full SHA, which Argo CD reports", o.revision)
+	}
+	if o.selector != "" {
+		if _, err := labels.Parse(o.selector); err != nil {
+			return fmt.Errorf("--selector %q is not a label selector Argo CD accepts: %v", o.selector, err)
+		}
+	}
+	return nil
+}
+
+func (o *rolloutOptions) client() (*argocd.Client, error) {
+	return argocd.New(argocd.Options{BaseURL: o.server, Token: o.token, Insecure: o.insecure, CAFile: o.caFile})
+}
+
+// argoErr says plainly what an Argo CD answer to the first call means.
+func (o *rolloutOptions) argoErr(what string, err error) error {
+	switch {
+	case errors.Is(err, argocd.ErrUnauthenticated):
+		return usageErr(fmt.Errorf("Argo CD at %s rejected the token (401 Unauthenticated) while %s: check FLEETWAVE_ARGOCD_TOKEN", o.server, what))
+	case errors.Is(err, argocd.ErrPermissionDenied):
+		return usageErr(fmt.Errorf("Argo CD at %s refused the token (403 PermissionDenied) while %s: its account lacks the RBAC permission", o.server, what))
+	}
+	return usageErr(fmt.Errorf("Argo CD at %s: %s: %w", o.server, what, err))
+}
+
+func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	if err := o.complete(deps.Getenv); err != nil {
 		return usageErr(err)
 	}
-	client, err := argocd.New(argocd.Options{BaseURL: o.server, Token: o.token, Insecure: o.insecure, CAFile: o.caFile})
+	if err := o.checkMode(); err != nil {
+		return usageErr(err)
+	}
+	if err := o.checkServer(); err != nil {
+		return usageErr(err)
+	}
+	client, err := o.client()
 	if err != nil {
 		return usageErr(err)
 	}
-	list, err := client.ListApplications(ctx, argocd.ListQuery{Selector: o.selector, Projects: o.projects})
+	var req rollout.Request
+	switch {
+	case o.selector != "":
+		req, err = o.selectorRequest(ctx, client)
+	case o.planFile != "":
+		req, err = o.planFileRequest(ctx, client)
+	default:
+		req, err = o.repoRequest(ctx, deps, client)
+	}
+	if err != nil {
+		return err
+	}
+	if req.Plan == nil {
+		fmt.Fprintln(deps.Stderr, "fleetwave: rollout: the change affects no app: nothing to roll out")
+		return nil
+	}
+	if !req.Plan.OK() {
+		for _, v := range req.Plan.Violations {
+			fmt.Fprintf(deps.Stderr, "fleetwave: rollout: %s: %s (%s)\n", v.App, v.Message, v.Rule)
+		}
+		return &ExitError{Code: 1, Err: errors.New("rollout: the plan breaks the release policy: nothing was synced")}
+	}
+	if o.dryRun {
+		if o.output == "json" {
+			b, err := json.MarshalIndent(req.Plan, "", "  ")
+			if err != nil {
+				return err
+			}
+			_, err = deps.Stdout.Write(append(b, '\n'))
+			return err
+		}
+		return req.Plan.WriteText(deps.Stdout)
+	}
+
+	st, err := openRolloutStore(ctx, o.storeDSN)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer st.Close()
+	rep := terminalReporter{wake: make(chan struct{}, 1)}
+	ex := o.executor(deps, st, client, rep)
+	bg := context.WithoutCancel(ctx)
+	r, err := ex.Submit(bg, req)
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
-	if len(list.Items) == 0 {
-		return usageErr(fmt.Errorf("no application matches selector %q", o.selector))
+	sink := &eventSink{w: deps.Stdout, json: o.output == "json"}
+	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "rollout-submitted", Rollout: r.ID,
+		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, shortRev(req.MergeSHA), countOf(req.Plan.AppCount(), "app"), countOf(len(req.Plan.Waves), "wave"))})
+	w := newWatcher(st, r.ID, sink, o.command)
+	if r.State != store.RolloutPending {
+		// A rerun: what happened before is summed up once; the events from here on are new.
+		s, err := w.prime(bg)
+		if err != nil {
+			return fmt.Errorf("rollout: reading rollout #%d: %w", r.ID, err)
+		}
+		sum := summarize(s)
+		w.emit(rolloutEvent{Event: "rollout-found", State: string(r.State), Message: fmt.Sprintf("found in the store; so far %d synced, %d skipped, %d failed, %d in flight, %d not started",
+			len(sum.Synced), len(sum.Skipped), len(sum.Failed), len(sum.InFlight), len(sum.NotStarted))})
 	}
-	var mu sync.Mutex
-	done := 0
-	opts := argosync.Options{
-		Concurrency: o.concurrency, DryRun: o.dryRun, Prune: o.prune, RepoURL: o.repoURL, Selector: o.selector,
-		Timeout: o.timeout, ResolveTimeout: o.resolveTimeout, RequireResolved: o.requireResolved, ClockSkew: o.clockSkew,
-		OnResult: func(r argosync.Result) {
-			mu.Lock()
-			defer mu.Unlock()
-			done++
-			fmt.Fprintf(deps.Stderr, "[%d/%d] %s %s (%s)\n", done, len(list.Items), r.App, r.Outcome, r.Duration().Round(100*time.Millisecond))
-		},
+	if r.State == store.RolloutPaused && r.Message == "paused by @"+interruptActor {
+		if _, err := ex.Resume(bg, r.ID, interruptActor); err != nil && !errors.Is(err, rollout.ErrRefused) {
+			return fmt.Errorf("rollout: resuming #%d: %w", r.ID, err)
+		}
 	}
-	start := time.Now()
-	results := argosync.Run(ctx, client, list.Items, o.revision, opts)
-	wall := time.Since(start)
-	if o.output == "json" {
-		err = writeRolloutJSON(deps.Stdout, o, results, wall)
-	} else {
-		err = writeRolloutTable(deps.Stdout, results, wall)
-	}
-	if err != nil {
-		return fmt.Errorf("rollout: writing the report: %w", err)
-	}
-	if n := argosync.Summary(results)[argosync.OutcomeFailed]; n > 0 {
-		return &ExitError{Code: 1, Err: fmt.Errorf("rollout of %s: %d of %d apps failed", o.revision, n, len(results))}
-	}
-	return nil
+	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
 }
 
-func writeRolloutTable(w io.Writer, results []argosync.Result, wall time.Duration) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "APP\tOUTCOME\tSYNC\tHEALTH\tDURATION\tCALLS\tMESSAGE")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.App, r.Outcome, dash(string(r.SyncStatus)), dash(string(r.Health)),
-			r.Duration().Round(100*time.Millisecond), r.APICalls, r.Message)
+// executor builds the rollout executor of this process.
+func (o *rolloutOptions) executor(deps *Deps, st *store.Store, client rollout.ArgoCD, rep rollout.Reporter) *rollout.Executor {
+	host, _ := os.Hostname()
+	log := slog.New(slog.NewTextHandler(deps.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	return rollout.New(st, client, rep,
+		// Each process its own owner: two processes on one store (a second terminal approving) never both drive a
+		// rollout. A killed process's lease expires after the TTL; the rerun then takes the rollout over.
+		rollout.WithOwner(fmt.Sprintf("fleetwave-cli@%s-%d", host, os.Getpid())),
+		rollout.WithLeaseTTL(10*time.Second),
+		rollout.WithPollIntervals(time.Second, time.Second, 2*time.Second),
+		rollout.WithConcurrency(o.concurrency),
+		rollout.WithSyncTimeouts(o.timeout, 30*time.Second, o.clockSkew),
+		rollout.WithLogger(log))
+}
+
+// openRolloutStore opens --store: a path is a SQLite file.
+func openRolloutStore(ctx context.Context, dsn string) (*store.Store, error) {
+	if !strings.Contains(dsn, "://") {
+		abs, err := filepath.Abs(dsn)
+		if err != nil {
+			return nil, err
+		}
+		dsn = "sqlite://" + abs
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return store.Open(ctx, dsn)
+}
+
+// command is the command line that acts on the rollout being run.
+func (o *rolloutOptions) command(verb string, args ...string) string {
+	parts := append([]string{"fleetwave", "rollout", verb}, args...)
+	if o.storeDSN != defaultRolloutStore {
+		parts = append(parts, "--store", o.storeDSN)
 	}
-	_, err := fmt.Fprintf(w, "%d apps: %s (wall %s)\n", len(results), summaryLine(results), wall.Round(100*time.Millisecond))
+	return strings.Join(parts, " ")
+}
+
+// drive runs the executor in this process and prints the rollout's events until it ends or pauses, then the
+// summary. The first interrupt pauses it, the second stops the executor (draining for at most --drain-timeout),
+// a third abandons the drain: in every case the store stays consistent and a rerun continues.
+func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *store.Store, ex *rollout.Executor,
+	rep terminalReporter, id int64) error {
+	bg := context.WithoutCancel(ctx) // the process's own SIGINT handling cancels ctx: the interrupts are handled here
+	sigs := deps.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	runCtx, cancelRun := context.WithCancel(bg)
+	defer cancelRun()
+	ran := make(chan error, 1)
+	go func() { ran <- ex.Run(runCtx) }()
+	running := true
+	stop := func() {
+		if !running {
+			return
+		}
+		running = false
+		dctx, cancel := context.WithTimeout(bg, o.drainTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-sigs: // a third interrupt: abandon the drain, as a crash would
+				cancel()
+			case <-dctx.Done():
+			}
+		}()
+		if err := ex.Stop(dctx); err != nil {
+			fmt.Fprintln(deps.Stderr, "fleetwave: rollout: syncs still in flight were left to Argo CD; the next run reconciles them")
+		}
+		cancelRun()
+		<-ran
+	}
+	defer stop()
+
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	interrupts := 0
+	var s snapshot
+	var err error
+	for {
+		if s, err = w.poll(bg); err != nil {
+			return fmt.Errorf("rollout: reading rollout #%d: %w", id, err)
+		}
+		if s.r.State.Terminal() || (s.r.State == store.RolloutPaused && len(s.inFlight()) == 0) {
+			break
+		}
+		select {
+		case <-rep.wake:
+		case <-tick.C:
+		case err := <-ran:
+			running = false
+			return fmt.Errorf("rollout: the executor stopped: %v", err)
+		case sig := <-sigs:
+			interrupts++
+			if interrupts == 1 && sig == os.Interrupt {
+				_, err := ex.Pause(bg, id, interruptActor)
+				if err != nil && !errors.Is(err, rollout.ErrRefused) {
+					return fmt.Errorf("rollout: pausing #%d: %w", id, err)
+				}
+				if s, err = w.read(bg); err == nil {
+					w.emit(rolloutEvent{Event: "interrupted", Apps: s.inFlight(),
+						Message: "pausing: the syncs in flight finish, none starts; interrupt again to exit now"})
+				}
+				continue
+			}
+			w.emit(rolloutEvent{Event: "interrupted", Message: "stopping: the syncs in flight are recorded, then the command exits; rerun it to continue"})
+			stop()
+			if s, err = w.poll(bg); err == nil {
+				w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: "stopped; rerun the command to continue"})
+			}
+			return &ExitError{Code: exitInterrupted, Err: fmt.Errorf("rollout #%d stopped by an interrupt: rerun the command to continue", id)}
+		}
+	}
+	stop()
+	if s2, err := w.poll(bg); err == nil {
+		s = s2
+	}
+	return finish(w, s, o)
+}
+
+// finish prints the summary and chooses the exit status.
+func finish(w *watcher, s snapshot, o *rolloutOptions) error {
+	sum := summarize(s)
+	var err error
+	msg := ""
+	switch s.r.State {
+	case store.RolloutSucceeded:
+	case store.RolloutPaused:
+		if anyWaveFailed(s) {
+			msg = "a wave failed and the rollout is paused: " + o.command("resume") + " retries its failed apps; " +
+				o.command("rollback") + " or " + o.command("abort") + " end it"
+			err = &ExitError{Code: 1, Err: fmt.Errorf("rollout #%d: a wave failed; the rollout is paused", s.r.ID)}
+		} else {
+			msg = "paused: rerun the command or run " + o.command("resume") + " to continue"
+			err = &ExitError{Code: exitPaused, Err: fmt.Errorf("rollout #%d paused", s.r.ID)}
+		}
+	default:
+		err = &ExitError{Code: 1, Err: fmt.Errorf("rollout #%d %s: %d of %d apps failed", s.r.ID, s.r.State, len(sum.Failed), len(s.steps))}
+	}
+	w.emit(rolloutEvent{Event: "summary", Summary: sum, Message: msg})
 	return err
 }
 
-func summaryLine(results []argosync.Result) string {
-	s := argosync.Summary(results)
-	var parts []string
-	for _, o := range []argosync.Outcome{argosync.OutcomeSynced, argosync.OutcomeWaited, argosync.OutcomeSkipped, argosync.OutcomeDryRun, argosync.OutcomeFailed} {
-		if s[o] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", s[o], o))
+// runRolloutCommand runs `fleetwave rollout <verb>` on the latest rollout of the store (or --id).
+func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb string, args []string, drive bool) error {
+	if err := o.complete(deps.Getenv); err != nil {
+		return usageErr(err)
+	}
+	var client *argocd.Client
+	if drive && o.server != "" {
+		if err := o.checkServer(); err != nil {
+			return usageErr(err)
 		}
+		c, err := o.client()
+		if err != nil {
+			return usageErr(err)
+		}
+		if _, err := c.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+			return o.argoErr("checking the token", err)
+		}
+		client = c
 	}
-	return strings.Join(parts, ", ")
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
+	st, err := openRolloutStore(ctx, o.storeDSN)
+	if err != nil {
+		return usageErr(err)
 	}
-	return s
-}
-
-type rolloutJSON struct {
-	Revision string            `json:"revision"`
-	Selector string            `json:"selector"`
-	DryRun   bool              `json:"dryRun"`
-	WallMS   int64             `json:"wallMs"`
-	Summary  map[string]int    `json:"summary"`
-	Apps     []rolloutJSONItem `json:"apps"`
-}
-
-type rolloutJSONItem struct {
-	Name                string     `json:"name"`
-	Outcome             string     `json:"outcome"`
-	Message             string     `json:"message,omitempty"`
-	SyncStatus          string     `json:"syncStatus,omitempty"`
-	Health              string     `json:"health,omitempty"`
-	DurationMS          int64      `json:"durationMs"`
-	TriggeredAt         *time.Time `json:"triggeredAt,omitempty"`
-	OperationStartedAt  *time.Time `json:"operationStartedAt,omitempty"`
-	OperationFinishedAt *time.Time `json:"operationFinishedAt,omitempty"`
-	APICalls            int        `json:"apiCalls"`
-}
-
-func writeRolloutJSON(w io.Writer, o rolloutOptions, results []argosync.Result, wall time.Duration) error {
-	out := rolloutJSON{Revision: o.revision, Selector: o.selector, DryRun: o.dryRun, WallMS: wall.Milliseconds(), Summary: map[string]int{}}
-	for k, v := range argosync.Summary(results) {
-		out.Summary[string(k)] = v
+	defer st.Close()
+	r, err := latestRollout(ctx, st, o.id)
+	if err != nil {
+		return usageErr(err)
 	}
-	for _, r := range results {
-		out.Apps = append(out.Apps, rolloutJSONItem{
-			Name: r.App, Outcome: string(r.Outcome), Message: r.Message, SyncStatus: string(r.SyncStatus), Health: string(r.Health),
-			DurationMS: r.Duration().Milliseconds(), TriggeredAt: timePtr(r.TriggeredAt),
-			OperationStartedAt: timePtr(r.OperationStartedAt), OperationFinishedAt: timePtr(r.OperationFinishedAt), APICalls: r.APICalls,
-		})
+	rep := terminalReporter{wake: make(chan struct{}, 1)}
+	var argo rollout.ArgoCD
+	if client != nil {
+		argo = client
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
+	ex := o.executor(deps, st, argo, rep)
+	actor := os.Getenv("USER")
+	if deps.Getenv != nil {
+		actor = deps.Getenv("USER")
+	}
+	if actor == "" {
+		actor = "cli"
+	}
+	sink := &eventSink{w: deps.Stdout, json: o.output == "json"}
+	var reply string
+	switch verb {
+	case "resume":
+		reply, err = ex.Resume(ctx, r.ID, actor)
+	case "approve":
+		reply, err = ex.Approve(ctx, r.ID, args[0], actor)
+	case "rollback":
+		target := "all"
+		if len(args) == 1 {
+			target = args[0]
+		}
+		reply, err = ex.Rollback(ctx, r.ID, target, actor)
+	case "abort":
+		reply, err = ex.Abort(ctx, r.ID, actor)
+	case "pause":
+		reply, err = ex.Pause(ctx, r.ID, actor)
+	case "status":
+		w := newWatcher(st, r.ID, sink, o.command)
+		s, err := w.read(ctx)
+		if err != nil {
+			return err
+		}
+		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, shortRev(s.r.MergeSHA))})
 		return nil
 	}
-	return &t
+	if errors.Is(err, rollout.ErrRefused) {
+		return &ExitError{Code: 1, Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("rollout %s: %w", verb, err)
+	}
+	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "command", Rollout: r.ID, State: verb, Message: strings.ReplaceAll(reply, "`/", "`fleetwave rollout ")})
+	if !drive {
+		return nil
+	}
+	if client == nil {
+		fmt.Fprintln(deps.Stderr, "fleetwave: rollout: no --argocd: the process running the rollout carries the command out (or rerun with --argocd)")
+		return nil
+	}
+	w := newWatcher(st, r.ID, sink, o.command)
+	if _, err := w.prime(ctx); err != nil {
+		return fmt.Errorf("rollout: reading rollout #%d: %w", r.ID, err)
+	}
+	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
+}
+
+func latestRollout(ctx context.Context, st *store.Store, id int64) (store.Rollout, error) {
+	if id != 0 {
+		r, err := st.GetRollout(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return r, fmt.Errorf("rollout #%d is not in the store", id)
+		}
+		return r, err
+	}
+	rs, err := st.ListRollouts(ctx, store.RolloutFilter{Limit: 1})
+	if err != nil {
+		return store.Rollout{}, err
+	}
+	if len(rs) == 0 {
+		return store.Rollout{}, errors.New("the store holds no rollout")
+	}
+	return rs[0], nil
+}
+
+// selectorRequest is the one-wave plan of the apps matching --selector.
+func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Client) (rollout.Request, error) {
+	list, err := client.ListApplications(ctx, argocd.ListQuery{Selector: o.selector, Projects: o.projects})
+	if err != nil {
+		return rollout.Request{}, o.argoErr("listing the applications", err)
+	}
+	if len(list.Items) == 0 {
+		return rollout.Request{}, usageErr(fmt.Errorf("no application matches selector %q", o.selector))
+	}
+	pl := selectorPlan(o.selector, list.Items)
+	// The store names a rollout by owner/name and revision: the selector is the "name" (its slashes escaped).
+	req := rollout.Request{Repo: "selector/" + strings.ReplaceAll(o.selector, "/", "%2F"), MergeSHA: o.revision, Plan: pl, Prune: o.prune}
+	if len(o.repoURLs) > 0 {
+		req.RepoURL = o.repoURLs[0]
+	}
+	return req, nil
+}
+
+// selectorPlan puts the apps in one wave of one batch (the executor's --concurrency bounds the syncs at once); the
+// first failure fails the wave, which pauses the rollout.
+func selectorPlan(selector string, apps []v1alpha1.Application) *plan.Plan {
+	b := plan.Batch{}
+	clusters := map[string]bool{}
+	for _, a := range apps {
+		cluster := a.Spec.Destination.Name
+		if cluster == "" {
+			cluster = a.Spec.Destination.Server
+		}
+		if !clusters[cluster] {
+			clusters[cluster] = true
+			b.Clusters = append(b.Clusters, cluster)
+		}
+		b.Apps = append(b.Apps, plan.PlannedApp{Name: a.Name, Namespace: a.Namespace, Project: a.Spec.Project, Cluster: cluster,
+			Server: a.Spec.Destination.Server, ClusterLabels: map[string]string{}, Labels: nonNilLabels(a.Labels),
+			AutomatedSync: a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled()})
+	}
+	slices.Sort(b.Clusters)
+	slices.SortFunc(b.Apps, func(x, y plan.PlannedApp) int { return strings.Compare(x.Name, y.Name) })
+	return &plan.Plan{Policy: "selector " + selector, Violations: []plan.Violation{}, Waves: []plan.Wave{{
+		Name: "selector", Limits: plan.Limits{MaxClusters: len(b.Clusters)},
+		Gates:   plan.Gates{OnFailure: plan.OnFailurePause},
+		Batches: []plan.Batch{b},
+	}}}
+}
+
+func nonNilLabels(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// planFileRequest reads --plan (fleetwave plan --output json).
+func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Client) (rollout.Request, error) {
+	data, err := os.ReadFile(o.planFile)
+	if err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("reading the plan: %w", err))
+	}
+	var doc struct {
+		Base  string          `json:"base"`
+		Head  string          `json:"head"`
+		Waves json.RawMessage `json:"waves"`
+	}
+	var pl plan.Plan
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("%s is not the JSON of 'fleetwave plan --output json': %v", o.planFile, err))
+	}
+	if len(doc.Waves) == 0 || string(doc.Waves) == "null" {
+		return rollout.Request{}, usageErr(fmt.Errorf("%s has no waves: it must be the output of 'fleetwave plan --output json' (not diff)", o.planFile))
+	}
+	if err := json.Unmarshal(data, &pl); err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("%s: reading the plan: %v", o.planFile, err))
+	}
+	if !isFullSHA(doc.Head) {
+		return rollout.Request{}, usageErr(fmt.Errorf("%s names no head commit (\"head\": %q): it must be the output of 'fleetwave plan --output json'", o.planFile, doc.Head))
+	}
+	if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+		return rollout.Request{}, o.argoErr("checking the token", err)
+	}
+	name := o.repoName
+	if name == "" {
+		name = "local/plan"
+	}
+	req := rollout.Request{Repo: name, MergeSHA: doc.Head, BaseSHA: doc.Base, Plan: &pl, Prune: o.prune}
+	if len(o.repoURLs) > 0 {
+		req.RepoURL = o.repoURLs[0]
+	}
+	if pl.AppCount() == 0 {
+		req.Plan = nil
+	}
+	return req, nil
+}
+
+func isFullSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// repoRequest computes the plan as `fleetwave plan` does, with the clusters of --clusters or Argo CD.
+func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *argocd.Client) (rollout.Request, error) {
+	in := preview.Input{RepoDir: o.repo, Base: o.base, Head: o.head, RepoURLs: o.repoURLs, Plan: true}
+	if o.settingsFile != "" {
+		s, err := render.LoadSettings(o.settingsFile)
+		if err != nil {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+		}
+		in.Settings = s
+	}
+	if o.clustersFile != "" {
+		data, err := os.ReadFile(o.clustersFile)
+		if err != nil {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: reading clusters: %w", err))
+		}
+		if in.Clusters, err = discover.ParseClusters(o.clustersFile, data); err != nil {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+		}
+		if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+			return rollout.Request{}, o.argoErr("checking the token", err)
+		}
+	} else {
+		cs, err := argoClusters(client)(ctx)
+		if err != nil {
+			return rollout.Request{}, o.argoErr("listing the clusters (their labels place apps in waves)", err)
+		}
+		in.Clusters = cs
+	}
+	rep, err := preview.Run(ctx, render.New(render.Options{}), in)
+	if err != nil {
+		var ie *preview.InputError
+		if errors.As(err, &ie) {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+		}
+		return rollout.Request{}, &ExitError{Code: 2, Err: fmt.Errorf("rollout: %w", err)}
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(deps.Stderr, "fleetwave: rollout: note: %s\n", n)
+	}
+	if rep.HasErrors() {
+		// As `plan`: an app that failed to render may be affected; the plan could miss it.
+		return rollout.Request{}, previewExit(deps.Stderr, "rollout", rep, false)
+	}
+	pl, _ := rep.Plan.(*plan.Plan)
+	if pl == nil {
+		return rollout.Request{}, errors.New("rollout: the preview made no plan")
+	}
+	req := rollout.Request{Repo: o.repoName, MergeSHA: rep.Head, BaseSHA: rep.Base, Plan: pl, Prune: o.prune}
+	origin := ""
+	if repo, err := source.Open(ctx, o.repo); err == nil {
+		origin, _ = repo.OriginURL(ctx)
+	}
+	if len(o.repoURLs) > 0 {
+		req.RepoURL = o.repoURLs[0]
+	} else {
+		req.RepoURL = origin
+	}
+	if req.Repo == "" {
+		req.Repo = repoFullName(origin, o.repo)
+	}
+	tree := rep.HeadTree
+	if tree == "" {
+		tree = rep.Head
+	}
+	policy, err := policyAt(ctx, o.repo, tree)
+	if err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+	}
+	req.AutomatedSync = policy.AutomatedSync
+	req.OnConflict = rollout.ConflictPolicy(policy.OnConflict)
+	req.Prune = req.Prune || policy.Prune
+	if pl.AppCount() == 0 {
+		req.Plan = nil
+	}
+	return req, nil
+}
+
+// repoFullName is owner/name of a remote URL (https://host/owner/name.git, git@host:owner/name.git), else
+// local/<directory name>.
+func repoFullName(remote, dir string) string {
+	u := strings.TrimSuffix(strings.TrimSuffix(remote, "/"), ".git")
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	} else if i := strings.Index(u, ":"); i >= 0 {
+		u = "host/" + u[i+1:]
+	}
+	parts := strings.Split(u, "/")
+	if len(parts) >= 3 && parts[len(parts)-2] != "" && parts[len(parts)-1] != "" {
+		return parts[len(parts)-2] + "/" + parts[len(parts)-1]
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return "local/" + filepath.Base(abs)
+}
+
+// policyAt reads the release policy at a tree-ish of the repository (the default without one): its execution
+// settings (automated sync, conflicts, prune) go with the rollout.
+func policyAt(ctx context.Context, dir, treeish string) (*plan.Policy, error) {
+	for _, name := range preview.PolicyFiles {
+		out, err := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "blob", treeish+":"+name).Output()
+		if err != nil {
+			continue // absent (git cat-file fails the same way for other reasons; the preview read the tree already)
+		}
+		return plan.ParsePolicy(name, out)
+	}
+	return plan.DefaultPolicy(), nil
 }

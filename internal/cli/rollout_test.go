@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/plan"
 )
 
 const (
@@ -30,9 +34,17 @@ const (
 // runArgo runs the rollout / argocd-sim commands in-process under the root command, mapping errors to exit
 // codes as Main does.
 func runArgo(t *testing.T, ctx context.Context, env map[string]string, stdout io.Writer, args ...string) (code int, stderr string) {
+	return runArgoSignals(t, ctx, env, stdout, nil, args...)
+}
+
+// runArgoSignals is runArgo with the interrupts sent on sigs instead of the process's.
+func runArgoSignals(t *testing.T, ctx context.Context, env map[string]string, stdout io.Writer, sigs <-chan os.Signal, args ...string) (code int, stderr string) {
 	t.Helper()
-	var errOut bytes.Buffer
-	deps := &Deps{Stdout: stdout, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}
+	var errOut outBuffer
+	deps := &Deps{Stdout: stdout, Stderr: &errOut, Getenv: func(k string) string { return env[k] }, Signals: sigs}
+	if sigs == nil {
+		deps.Signals = make(chan os.Signal) // never: the test process's own signals are not the command's
+	}
 	root := NewRootCmd(deps)
 	for _, c := range []*cobra.Command{newRolloutCmd(deps), newArgocdSimCmd(deps)} {
 		if found, _, err := root.Find([]string{c.Name()}); err != nil || found == root {
@@ -51,105 +63,202 @@ func runArgo(t *testing.T, ctx context.Context, env map[string]string, stdout io
 	return 2, errOut.String() + err.Error()
 }
 
-// rolloutSim serves a simulator over HTTP with three apps: out of sync, at the revision, failing.
-func rolloutSim(t *testing.T) (*argocdsim.Server, string) {
+// outBuffer is a bytes.Buffer safe to read while a command writes to it (and waited on).
+type outBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *outBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *outBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor waits until the buffer contains s.
+func (b *outBuffer) waitFor(t *testing.T, s string, within time.Duration) {
 	t.Helper()
-	sim := argocdsim.New(argocdsim.Config{Token: "t0ken", SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond})
+	deadline := time.Now().Add(within)
+	for !strings.Contains(b.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within %s in:\n%s", s, within, b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type simApp struct {
+	name, cluster string
+	labels        map[string]string
+	live          string
+	b             argocdsim.Behavior
+}
+
+// newRolloutSim serves a simulator over HTTP (token t0ken) with apps and their clusters; HEAD resolves to
+// rolloutNew.
+func newRolloutSim(t *testing.T, cfg argocdsim.Config, clusters []v1alpha1.Cluster, apps []simApp) (*argocdsim.Server, string) {
+	t.Helper()
+	if cfg.Token == "" {
+		cfg.Token = "t0ken"
+	}
+	sim := argocdsim.New(cfg)
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	sim.SetRef("HEAD", rolloutNew)
-	for _, a := range []struct {
-		name string
-		live string
-		b    argocdsim.Behavior
-	}{{"api", rolloutOld, argocdsim.Behavior{}}, {"web", rolloutNew, argocdsim.Behavior{}}, {"worker", rolloutOld, argocdsim.Behavior{Fail: true, FailMessage: "quota exceeded"}}} {
+	for _, c := range clusters {
+		sim.AddCluster(c)
+	}
+	for _, a := range apps {
 		app := &v1alpha1.Application{}
 		app.Name = a.name
-		app.Labels = map[string]string{"env": "prd"}
+		app.Labels = a.labels
+		app.Spec.Project = "default"
 		app.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: "https://git.example.com/gitops.git", Path: a.name, TargetRevision: "HEAD"}
-		if err := sim.AddApp(app, argocdsim.AppOptions{LiveRevisions: []string{a.live}, Behavior: a.b}); err != nil {
+		app.Spec.Destination = v1alpha1.ApplicationDestination{Name: a.cluster, Namespace: a.name}
+		live := a.live
+		if live == "" {
+			live = rolloutOld
+		}
+		if err := sim.AddApp(app, argocdsim.AppOptions{LiveRevisions: []string{live}, Behavior: a.b}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return sim, srv.URL
 }
 
+// rolloutSim serves a simulator with three apps: out of sync, at the revision, failing.
+func rolloutSim(t *testing.T) (*argocdsim.Server, string) {
+	t.Helper()
+	prd := map[string]string{"env": "prd"}
+	return newRolloutSim(t, argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, []simApp{
+		{name: "api", cluster: "in-cluster", labels: prd},
+		{name: "web", cluster: "in-cluster", labels: prd, live: rolloutNew},
+		{name: "worker", cluster: "in-cluster", labels: prd, b: argocdsim.Behavior{Fail: true, FailMessage: "quota exceeded"}},
+	})
+}
+
+// forbidding answers every request 403 PermissionDenied, as Argo CD does for a token without the permission.
+func forbidding() string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"error":"permission denied","code":7,"message":"permission denied"}`)
+	}))
+	return srv.URL
+}
+
 func TestRolloutUsageErrors(t *testing.T) {
-	_, url := rolloutSim(t)
+	sim, url := rolloutSim(t)
+	forbidden := forbidding()
+	db := filepath.Join(t.TempDir(), "r.db")
 	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+	sel := []string{"--selector", "env=prd", "--revision", rolloutNew, "--store", db}
 	tests := []struct {
 		name string
+		env  map[string]string
 		args []string
 		want string
 	}{
-		{"no server", []string{"rollout", "--selector", "env=prd", "--revision", rolloutNew}, "needs --argocd"},
-		{"no selector", []string{"rollout", "--argocd", url, "--revision", rolloutNew}, "needs --selector"},
-		{"no revision", []string{"rollout", "--argocd", url, "--selector", "env=prd"}, "needs --revision"},
-		{"short sha", []string{"rollout", "--argocd", url, "--selector", "env=prd", "--revision", "1b1b1b1"}, "abbreviated commit SHA"},
-		{"bad output", []string{"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew, "--output", "yaml"}, "--output"},
-		{"nothing matches", []string{"rollout", "--argocd", url, "--selector", "env=nowhere", "--revision", rolloutNew}, `no application matches selector "env=nowhere"`},
+		{"no server", env, append([]string{"rollout"}, sel...), "needs --argocd"},
+		{"no scheme", env, append([]string{"rollout", "--argocd", "argocd.example.com"}, sel...), `--argocd "argocd.example.com" has no scheme: write https://argocd.example.com`},
+		{"no token", nil, append([]string{"rollout", "--argocd", url}, sel...), "needs an Argo CD token: set FLEETWAVE_ARGOCD_TOKEN"},
+		{"bad token", map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "wrong"}, append([]string{"rollout", "--argocd", url}, sel...), "rejected the token (401 Unauthenticated)"},
+		{"forbidden", env, append([]string{"rollout", "--argocd", forbidden}, sel...), "refused the token (403 PermissionDenied)"},
+		{"nothing to roll out", env, []string{"rollout", "--argocd", url}, "needs what to roll out"},
+		{"two modes", env, []string{"rollout", "--argocd", url, "--base", "main", "--selector", "env=prd", "--revision", rolloutNew}, "give one of"},
+		{"no selector", env, []string{"rollout", "--argocd", url, "--revision", rolloutNew}, "needs --selector"},
+		{"no revision", env, []string{"rollout", "--argocd", url, "--selector", "env=prd"}, "needs --revision"},
+		{"bad selector", env, []string{"rollout", "--argocd", url, "--selector", "env in prd", "--revision", rolloutNew}, `--selector "env in prd" is not a label selector Argo CD accepts`},
+		{"short sha", env, []string{"rollout", "--argocd", url, "--selector", "env=prd", "--revision", "1b1b1b1"}, "abbreviated commit SHA"},
+		{"bad output", env, append([]string{"rollout", "--argocd", url, "--output", "yaml"}, sel...), "--output"},
+		{"nothing matches", env, []string{"rollout", "--argocd", url, "--selector", "env=nowhere", "--revision", rolloutNew, "--store", db}, `no application matches selector "env=nowhere"`},
+		{"not a plan", env, []string{"rollout", "--argocd", url, "--plan", writeTemp(t, `{"base":"x","apps":[]}`), "--store", db}, "has no waves"},
+		{"no rollout to resume", env, []string{"rollout", "resume", "--store", filepath.Join(t.TempDir(), "empty.db")}, "the store holds no rollout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stderr := runArgo(t, context.Background(), env, io.Discard, tt.args...)
-			if code != 2 || !strings.Contains(stderr, tt.want) {
+			code, stderr := runArgo(t, context.Background(), tt.env, io.Discard, tt.args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) || strings.Contains(stderr, "t0ken") || strings.Contains(stderr, "wrong") {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
 			}
 		})
 	}
+	for _, n := range []string{"api", "web", "worker"} {
+		if c := sim.Counts(n); c.Syncs != 0 {
+			t.Fatalf("an input error synced %s", n)
+		}
+	}
 }
 
-func TestRolloutCommand(t *testing.T) {
-	sim, url := rolloutSim(t)
-	var out bytes.Buffer
-	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_URL": url, "FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
-		"rollout", "--selector", "env=prd", "--revision", rolloutNew, "--concurrency", "3")
-	if code != 1 || !strings.Contains(stderr, "rollout of "+rolloutNew+": 1 of 3 apps failed") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	return p
+}
+
+// TestRolloutSelector: the selector mode is a one-wave plan through the executor: the failing app is reported
+// with Argo CD's message, the one already at the revision is skipped, and the rollout fails (exit 1).
+func TestRolloutSelector(t *testing.T) {
+	sim, url := rolloutSim(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_URL": url, "FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
+		"rollout", "--selector", "env=prd", "--revision", rolloutNew, "--concurrency", "3", "--store", db)
 	text := out.String()
+	if code != 1 || !strings.Contains(stderr, "a wave failed; the rollout is paused") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, text)
+	}
 	for _, want := range []string{
-		"APP     OUTCOME  SYNC       HEALTH   DURATION  CALLS  MESSAGE",
-		"api     synced   Synced     Healthy",
-		"web     skipped  Synced     Healthy",
-		"worker  failed   OutOfSync  Healthy",
-		"sync Failed: quota exceeded",
-		"3 apps: 1 synced, 1 skipped, 1 failed (wall ",
+		"rollout-submitted: selector/env=prd at 1b1b1b1b1b: 3 apps in 1 wave",
+		"wave selector: started: 3 apps in 1 batch",
+		"  api (in-cluster): synced 1b1b1b1b1b, Healthy",
+		"  web (in-cluster): skipped",
+		"  worker (in-cluster): failed",
+		"quota exceeded",
+		"wave selector: failed",
+		"rollout #1: paused",
+		"rollout #1 paused: 1 synced, 1 skipped (already synced and healthy), 1 failed, 0 in flight, 0 not started",
+		"  failed: worker (in-cluster): ",
+		"fleetwave rollout resume --store " + db + " retries its failed apps",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Count(stderr, "[") != 3 || strings.Contains(text+stderr, "t0ken") {
-		t.Errorf("progress / secrets in stderr %q", stderr)
+	if strings.Contains(text+stderr, "t0ken") {
+		t.Error("the token was printed")
 	}
 	if sim.Counts("web").Syncs != 0 || sim.Counts("api").SyncsAccepted != 1 {
 		t.Errorf("syncs: web %d, api %d", sim.Counts("web").Syncs, sim.Counts("api").SyncsAccepted)
 	}
+	// status reads the same rollout back.
+	var st bytes.Buffer
+	if code, stderr := runArgo(t, context.Background(), nil, &st, "rollout", "status", "--store", db, "-o", "json"); code != 0 ||
+		!strings.Contains(st.String(), `"failed":[{"app":"worker","cluster":"in-cluster","message":"`) {
+		t.Fatalf("status: exit %d %s\n%s", code, stderr, st.String())
+	}
 }
 
-func TestRolloutDryRunJSON(t *testing.T) {
+func TestRolloutDryRun(t *testing.T) {
 	sim, url := rolloutSim(t)
+	db := filepath.Join(t.TempDir(), "r.db")
 	var out bytes.Buffer
 	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
-		"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew, "--dry-run", "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+		"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew, "--dry-run", "--store", db)
+	if code != 0 || !strings.Contains(out.String(), "selector") || !strings.Contains(out.String(), "worker") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
 	}
-	var got struct {
-		Revision string         `json:"revision"`
-		DryRun   bool           `json:"dryRun"`
-		Summary  map[string]int `json:"summary"`
-		Apps     []struct {
-			Name, Outcome, Message string
-		} `json:"apps"`
-	}
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if !got.DryRun || got.Summary["dry-run"] != 2 || got.Summary["skipped"] != 1 || got.Apps[0].Name != "api" ||
-		!strings.Contains(got.Apps[0].Message, "would sync to 1b1b1b1b1b") {
-		t.Fatalf("report %+v", got)
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a dry run created the store")
 	}
 	for _, n := range []string{"api", "web", "worker"} {
 		if sim.Counts(n).Syncs != 0 {
@@ -158,13 +267,318 @@ func TestRolloutDryRunJSON(t *testing.T) {
 	}
 }
 
-func TestRolloutBadToken(t *testing.T) {
-	_, url := rolloutSim(t)
-	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "wrong"}, io.Discard,
-		"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew)
-	if code != 2 || !strings.Contains(stderr, "Unauthenticated") || strings.Contains(stderr, "wrong") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+// wavesFleet: canary (test-1), staging (stg-1, stg-2), production (4 clusters in 2 regions), cluster labels in
+// Argo CD only.
+func wavesFleet() ([]v1alpha1.Cluster, []simApp) {
+	var cs []v1alpha1.Cluster
+	var apps []simApp
+	for _, c := range []struct{ name, env, region string }{
+		{"test-1", "test", "eu"}, {"stg-1", "stg", "eu"}, {"stg-2", "stg", "us"},
+		{"prd-1", "prd", "eu"}, {"prd-2", "prd", "us"}, {"prd-3", "prd", "eu"}, {"prd-4", "prd", "us"},
+	} {
+		cs = append(cs, v1alpha1.Cluster{Name: c.name, Server: "https://" + c.name + ".example.com", Labels: map[string]string{"env": c.env, "region": c.region}})
+		apps = append(apps, simApp{name: "web-" + c.name, cluster: c.name})
 	}
+	return cs, apps
+}
+
+const wavesPolicy = `apiVersion: fleetwave/v1
+waves:
+  - name: canary
+    selector: {matchLabels: {env: test}}
+  - name: staging
+    selector: {matchLabels: {env: stg}}
+  - name: production
+    selector: {matchLabels: {env: prd}}
+    maxParallel: 2
+    maxPerLabel: {region: 1}
+`
+
+// wavesRepo is a GitOps repository with one directory app per cluster of wavesFleet; the change edits all of
+// them. It returns the repository and its head commit.
+func wavesRepo(t *testing.T) (dir, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	_, apps := wavesFleet()
+	files := map[string]string{".fleetwave.yaml": wavesPolicy}
+	for _, a := range apps {
+		files["apps/"+a.name+".yaml"] = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + a.name + ", namespace: argocd}\nspec:\n  project: default\n" +
+			"  source: {repoURL: https://git.example.com/gitops.git, path: manifests/" + a.name + "}\n  destination: {name: " + a.cluster + ", namespace: web}\n"
+		files["manifests/"+a.name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
+	}
+	for rel, c := range files {
+		writeFile(t, dir, rel, c)
+	}
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "change")
+	for _, a := range apps {
+		writeFile(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+	}
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "change")
+	return dir, gitOut(t, dir, "rev-parse", "change")
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// jsonEvents parses the JSON lines of a run.
+func jsonEvents(t *testing.T, s string) []rolloutEvent {
+	t.Helper()
+	var evs []rolloutEvent
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev rolloutEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", sc.Text(), err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// TestRolloutWavesFromRepo computes the plan from the repository as `plan` does, with the cluster labels from
+// Argo CD, and runs it: every wave's apps are done before the next wave starts, production's batches hold at
+// most two clusters, one per region, and every app is synced exactly once.
+func TestRolloutWavesFromRepo(t *testing.T) {
+	dir, head := wavesRepo(t)
+	cs, apps := wavesFleet()
+	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 150 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, cs, apps)
+	sim.SetRef("HEAD", head)
+	db := filepath.Join(t.TempDir(), "r.db")
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
+		"rollout", "--argocd", url, "--repo", dir, "--base", "main", "--head", "change", "--repo-url", "https://git.example.com/gitops.git",
+		"--store", db, "-o", "json", "--concurrency", "10")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
+	}
+	evs := jsonEvents(t, out.String())
+	waveOf := map[string]string{}
+	var order []string // wave-started / wave-succeeded in order
+	var syncing []rolloutEvent
+	for _, ev := range evs {
+		switch ev.Event {
+		case "wave-started", "wave-succeeded":
+			order = append(order, ev.Event+" "+ev.Wave)
+		case "app-syncing":
+			syncing = append(syncing, ev)
+		case "app-synced":
+			waveOf[ev.App] = ev.Wave
+			if !strings.Contains(strings.Join(order, ","), "wave-started "+ev.Wave) || strings.Contains(strings.Join(order, ","), "wave-succeeded "+ev.Wave) {
+				t.Errorf("%s synced outside its wave: %v", ev.App, order)
+			}
+		}
+	}
+	want := "wave-started canary,wave-succeeded canary,wave-started staging,wave-succeeded staging,wave-started production,wave-succeeded production"
+	if got := strings.Join(order, ","); got != want {
+		t.Fatalf("waves: %s\nwant %s", got, want)
+	}
+	last := evs[len(evs)-1]
+	if last.Event != "summary" || last.Summary == nil || len(last.Summary.Synced) != 7 || last.Summary.State != "succeeded" {
+		t.Fatalf("summary %+v", last)
+	}
+	// Production: batches of at most 2 clusters, one per region (eu: prd-1, prd-3; us: prd-2, prd-4).
+	batches := map[int][]string{}
+	for _, ev := range syncing {
+		if ev.Wave == "production" {
+			batches[*ev.Batch] = append(batches[*ev.Batch], ev.Cluster)
+		}
+	}
+	if len(batches) != 2 {
+		t.Fatalf("production batches %v", batches)
+	}
+	for b, clusters := range batches {
+		region := map[string]int{}
+		for _, c := range clusters {
+			for _, cl := range cs {
+				if cl.Name == c {
+					region[cl.Labels["region"]]++
+				}
+			}
+		}
+		if len(clusters) > 2 || region["eu"] > 1 || region["us"] > 1 {
+			t.Errorf("batch %d: %v", b, clusters)
+		}
+	}
+	// The simulator's clock: batch 1 of production started after batch 0 finished.
+	for _, a := range apps {
+		if c := sim.Counts(a.name); c.SyncsAccepted != 1 {
+			t.Errorf("%s: %d syncs accepted", a.name, c.SyncsAccepted)
+		}
+	}
+	// The same command again: the same rollout, finished; nothing synced again.
+	out = outBuffer{}
+	code, stderr = runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
+		"rollout", "--argocd", url, "--repo", dir, "--base", "main", "--head", "change", "--repo-url", "https://git.example.com/gitops.git", "--store", db)
+	if code != 0 || !strings.Contains(out.String(), "rollout #1 succeeded: 7 synced") {
+		t.Fatalf("rerun: exit %d %s\n%s", code, stderr, out.String())
+	}
+	for _, a := range apps {
+		if c := sim.Counts(a.name); c.SyncsAccepted != 1 {
+			t.Errorf("after the rerun, %s: %d syncs accepted", a.name, c.SyncsAccepted)
+		}
+	}
+}
+
+// TestRolloutInterruptAndResume: the first interrupt pauses (the apps in flight are named and finish, none
+// starts, exit 3); the same command again resumes the same rollout, and every app is synced exactly once.
+func TestRolloutInterruptAndResume(t *testing.T) {
+	var apps []simApp
+	for _, n := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
+		apps = append(apps, simApp{name: n, cluster: "in-cluster", labels: map[string]string{"team": "x"}})
+	}
+	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 400 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+	args := []string{"rollout", "--argocd", url, "--selector", "team=x", "--revision", rolloutNew, "--concurrency", "2", "--store", db}
+	sigs := make(chan os.Signal, 1)
+	var out outBuffer
+	done := make(chan int, 1)
+	var stderr string
+	go func() {
+		var code int
+		code, stderr = runArgoSignals(t, context.Background(), env, &out, sigs, args...)
+		done <- code
+	}()
+	out.waitFor(t, ": syncing", 20*time.Second)
+	sigs <- os.Interrupt
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after the interrupt:\n%s", out.String())
+	}
+	text := out.String()
+	if code != exitPaused || !strings.Contains(stderr, "paused") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, text)
+	}
+	for _, want := range []string{"rollout #1: interrupted: pausing: the syncs in flight finish, none starts; interrupt again to exit now (in flight: a1", "rollout #1: paused: paused by @interrupt",
+		"paused: rerun the command or run fleetwave rollout resume --store " + db} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	synced := 0
+	for _, a := range apps {
+		synced += sim.Counts(a.name).SyncsAccepted
+	}
+	if synced == 0 || synced == len(apps) || !strings.Contains(text, "not started") {
+		t.Fatalf("%d apps synced before the pause took effect\n%s", synced, text)
+	}
+
+	out = outBuffer{}
+	code, stderr = runArgo(t, context.Background(), env, &out, args...)
+	if code != 0 || !strings.Contains(out.String(), "rollout #1 succeeded: ") {
+		t.Fatalf("resume: exit %d %s\n%s", code, stderr, out.String())
+	}
+	if !strings.Contains(out.String(), "rollout #1: running: resumed") || strings.Contains(out.String(), "a1 (in-cluster): synced") {
+		t.Errorf("the rerun did not say it resumed:\n%s", out.String())
+	}
+	for _, a := range apps {
+		if c := sim.Counts(a.name); c.SyncsAccepted != 1 {
+			t.Errorf("%s: %d syncs accepted, want exactly 1", a.name, c.SyncsAccepted)
+		}
+	}
+}
+
+// TestRolloutEventsGolden: the JSON event stream of a plan file with a soak, an approval given from a second
+// command, a skipped app and a failing one, against testdata/rollout/events.jsonl (go test -update).
+func TestRolloutEventsGolden(t *testing.T) {
+	cs := []v1alpha1.Cluster{
+		{Name: "test-1", Labels: map[string]string{"env": "test"}}, {Name: "test-2", Labels: map[string]string{"env": "test"}},
+		{Name: "prd-1", Labels: map[string]string{"env": "prd"}}, {Name: "prd-2", Labels: map[string]string{"env": "prd"}},
+	}
+	apps := []simApp{
+		{name: "web-test-1", cluster: "test-1"},
+		{name: "web-test-2", cluster: "test-2", live: rolloutNew},
+		{name: "web-prd-1", cluster: "prd-1"},
+		{name: "web-prd-2", cluster: "prd-2", b: argocdsim.Behavior{Fail: true, FailMessage: "quota exceeded"}},
+	}
+	_, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, cs, apps)
+	policy, err := plan.ParsePolicy(".fleetwave.yaml", []byte(`apiVersion: fleetwave/v1
+waves:
+  - name: canary
+    selector: {matchLabels: {env: test}}
+    maxParallel: 1
+    soak: 1s
+  - name: production
+    selector: {matchLabels: {env: prd}}
+    maxParallel: 1
+    approval: {}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in []plan.App
+	for i, a := range apps {
+		in = append(in, plan.App{Name: a.name, Namespace: "argocd", Project: "default", Cluster: a.cluster, ClusterLabels: cs[i].Labels, Labels: map[string]string{}})
+	}
+	pl := plan.Build(policy, in)
+	b, _ := json.Marshal(pl)
+	doc := `{"base":"` + rolloutOld + `","head":"` + rolloutNew + `",` + string(b[1:])
+	planFile := writeTemp(t, doc)
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+
+	var out outBuffer
+	done := make(chan int, 1)
+	go func() {
+		code, _ := runArgo(t, context.Background(), env, &out, "rollout", "--argocd", url, "--plan", planFile, "--store", db, "-o", "json")
+		done <- code
+	}()
+	out.waitFor(t, `"event":"wave-awaiting-approval"`, 30*time.Second)
+	var reply bytes.Buffer
+	if code, stderr := runArgo(t, context.Background(), nil, &reply, "rollout", "approve", "production", "--store", db); code != 0 ||
+		!strings.Contains(reply.String(), "production") {
+		t.Fatalf("approve: exit %d %s\n%s", code, stderr, reply.String())
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no end:\n%s", out.String())
+	}
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (a wave failed)\n%s", code, out.String())
+	}
+	golden.Assert(t, "rollout/events.jsonl", strings.ReplaceAll(normalizeEvents(t, out.String()), db, "<store>"))
+}
+
+var durationRE = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|µs)\b`)
+
+// normalizeEvents drops what changes from run to run: times and durations.
+func normalizeEvents(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range jsonEvents(t, s) {
+		ev.Time = time.Time{}
+		if ev.Until != nil {
+			ev.Until = &time.Time{}
+		}
+		ev.Message = durationRE.ReplaceAllString(ev.Message, "<d>")
+		if ev.Summary != nil {
+			for i := range ev.Summary.Failed {
+				ev.Summary.Failed[i].Message = durationRE.ReplaceAllString(ev.Summary.Failed[i].Message, "<d>")
+			}
+		}
+		line, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // lineWriter hands the first line written to it over a channel.
@@ -210,8 +624,8 @@ simulation: {syncDuration: 50ms, reconcileDelay: 5ms}
 	}
 	var out bytes.Buffer
 	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "demo"}, &out,
-		"rollout", "--argocd", url, "--selector", "fleet=demo", "--revision", rolloutNew, "--concurrency", "10")
-	if code != 0 || !strings.Contains(out.String(), "25 apps: 25 synced") {
+		"rollout", "--argocd", url, "--selector", "fleet=demo", "--revision", rolloutNew, "--concurrency", "10", "--store", filepath.Join(t.TempDir(), "r.db"))
+	if code != 0 || !strings.Contains(out.String(), "succeeded: 25 synced") {
 		t.Fatalf("rollout against argocd-sim: exit %d\n%s\n%s", code, out.String(), stderr)
 	}
 	req, _ := http.NewRequest("GET", url+"/api/v1/clusters", nil)

@@ -31,6 +31,9 @@ type Deps struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Signals, when set, stands for the process's SIGINT and SIGTERM in commands that handle interrupts
+	// themselves (rollout: the first interrupt pauses, the second exits); tests send on it. Nil: the real ones.
+	Signals <-chan os.Signal
 }
 
 // NewRootCmd builds the fleetwave command tree.
