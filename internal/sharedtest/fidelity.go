@@ -83,7 +83,7 @@ func fidelityCaseDirs(dir string) ([]string, error) {
 	}
 	var cases []string
 	for _, e := range entries {
-		if c := filepath.Join(dir, "cases", e.Name()); e.IsDir() && exists(filepath.Join(c, "app.yaml")) {
+		if c := filepath.Join(dir, "cases", e.Name()); exists(filepath.Join(c, "app.yaml")) { // a case may be a symlink
 			cases = append(cases, c)
 		}
 	}
