@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// ErrNotRepository is returned by Open when the directory is not the top level of a git repository.
+// ErrNotRepository is returned by Open when the directory is not in a git repository.
 var ErrNotRepository = errors.New("not a git repository")
 
 // ErrUnknownRevision is returned when a revision does not name a commit of the repository.
@@ -37,7 +37,8 @@ var safetyConfig = []string{
 	"--no-replace-objects",
 }
 
-// Open returns the repository whose top level (or bare repository directory) is dir.
+// Open returns the repository dir is in: the top level of the working copy that holds dir (as git finds it from
+// a subdirectory), or the bare repository dir.
 func Open(ctx context.Context, dir string) (*Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -55,15 +56,32 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fmt.Errorf("opening repository %s: git is not installed: %w", dir, err)
 	}
 	r := &Repo{dir: abs, git: gitBin}
-	// One process: "true"/"false", then (in a working copy) the way up to its top level, "" when dir is it.
-	out, err := r.run(ctx, nil, "rev-parse", "--is-bare-repository", "--show-cdup")
+	// One process: "true"/"false", then (in a working copy) its top level. A directory inside a working copy
+	// opens the working copy, as git itself does.
+	// Only this lookup may search the parent directories (every later git process is bounded by the top level).
+	discover := func(args ...string) ([]byte, error) {
+		cmd := r.command(ctx, args...)
+		cmd.Env = gitEnv("")
+		return cmd.Output()
+	}
+	out, err := discover("rev-parse", "--is-bare-repository", "--show-toplevel")
 	if err != nil {
-		return nil, fmt.Errorf("opening repository %s: %w", dir, ErrNotRepository)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// In a bare repository --show-toplevel fails; ask again without it.
+		if out, err = discover("rev-parse", "--is-bare-repository"); err != nil {
+			return nil, fmt.Errorf("opening repository %s: %w", dir, ErrNotRepository)
+		}
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	r.bare = strings.TrimSpace(lines[0]) == "true"
-	if !r.bare && len(lines) > 1 && strings.TrimSpace(lines[1]) != "" {
-		return nil, fmt.Errorf("opening repository %s: %w (not its top level)", dir, ErrNotRepository)
+	if !r.bare {
+		if len(lines) < 2 || strings.TrimSpace(lines[1]) == "" {
+			// Inside a .git directory, say: not a working copy git can show files of.
+			return nil, fmt.Errorf("opening repository %s: %w", dir, ErrNotRepository)
+		}
+		r.dir = filepath.Clean(strings.TrimSpace(lines[1]))
 	}
 	return r, nil
 }
@@ -243,8 +261,10 @@ func gitEnv(ceiling string) []string {
 		}
 		env = append(env, kv)
 	}
+	if ceiling != "" {
+		env = append(env, "GIT_CEILING_DIRECTORIES="+ceiling)
+	}
 	return append(env,
-		"GIT_CEILING_DIRECTORIES="+ceiling,
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_OPTIONAL_LOCKS=0",
 		"GIT_NO_REPLACE_OBJECTS=1",

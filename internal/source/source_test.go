@@ -46,37 +46,61 @@ func newRepo(t *testing.T) (dir, base, head string) {
 	return dir, base, head
 }
 
-func TestOpenRefusesWhatIsNotARepositoryTopLevel(t *testing.T) {
+// Open takes the repository a directory is in, as git does (a subdirectory opens its working copy's top
+// level), and refuses a directory in no repository.
+func TestOpen(t *testing.T) {
 	ctx := context.Background()
 	dir, _, _ := newRepo(t)
-	if _, err := Open(ctx, dir); err != nil {
-		t.Fatalf("Open(repo): %v", err)
+	top, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, d := range map[string]string{
-		"plain directory": t.TempDir(),
-		"subdirectory":    filepath.Join(dir, "dir2"),
-	} {
-		if name == "subdirectory" {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		_, err := Open(ctx, d)
-		if !errors.Is(err, ErrNotRepository) {
-			t.Errorf("%s: Open error = %v, want ErrNotRepository", name, err)
-		}
-	}
-	if _, err := Open(ctx, filepath.Join(dir, "missing")); err == nil {
-		t.Error("Open(missing dir) succeeded")
+	if err := os.MkdirAll(filepath.Join(dir, "dir2", "deeper"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	bare := t.TempDir()
 	gittest.Run(t, bare, "clone", "-q", "--bare", dir, "b.git")
-	r, err := Open(ctx, filepath.Join(bare, "b.git"))
+	bareDir, err := filepath.EvalSymlinks(filepath.Join(bare, "b.git"))
 	if err != nil {
-		t.Fatalf("Open(bare): %v", err)
+		t.Fatal(err)
 	}
-	if _, err := r.Resolve(ctx, "main"); err != nil {
-		t.Fatalf("Resolve in bare: %v", err)
+	tests := []struct {
+		name, dir string
+		wantDir   string // "" = refused with ErrNotRepository
+		wantBare  bool
+	}{
+		{name: "top level", dir: dir, wantDir: top},
+		{name: "subdirectory", dir: filepath.Join(dir, "dir2"), wantDir: top},
+		{name: "nested subdirectory", dir: filepath.Join(dir, "dir2", "deeper"), wantDir: top},
+		{name: "bare repository", dir: filepath.Join(bare, "b.git"), wantDir: bareDir, wantBare: true},
+		{name: "plain directory", dir: t.TempDir()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Open(ctx, tc.dir)
+			if tc.wantDir == "" {
+				if !errors.Is(err, ErrNotRepository) {
+					t.Fatalf("Open error = %v, want ErrNotRepository", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			got, err := filepath.EvalSymlinks(r.Dir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.wantDir || r.bare != tc.wantBare {
+				t.Errorf("Open(%s) = %s (bare %v), want %s (bare %v)", tc.dir, got, r.bare, tc.wantDir, tc.wantBare)
+			}
+			if _, err := r.Resolve(ctx, "main"); err != nil {
+				t.Errorf("Resolve: %v", err)
+			}
+		})
+	}
+	if _, err := Open(ctx, filepath.Join(dir, "missing")); err == nil {
+		t.Error("Open(missing dir) succeeded")
 	}
 }
 
