@@ -63,6 +63,9 @@ type rolloutOptions struct {
 	output       string
 	// Subcommands.
 	id int64
+	// Hidden, for tests: how long a killed run's claim on its rollout lasts, and how long a sync request may
+	// take to show in Argo CD.
+	leaseTTL, intentGrace time.Duration
 
 	// Unused, kept so that scripts of the selector-only command keep working.
 	resolveTimeout  time.Duration
@@ -135,6 +138,10 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	pf.DurationVar(&o.drainTimeout, "drain-timeout", 30*time.Second, "after a second interrupt, how long syncs in flight may take to be recorded")
 	pf.StringVarP(&o.output, "output", "o", "text", "text or json (one JSON object per line per event)")
 	pf.Int64Var(&o.id, "id", 0, "the rollout to act on (default: the latest in the store)")
+	pf.DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Second, "how long a killed run's claim on its rollout lasts: a rerun takes over after it")
+	pf.DurationVar(&o.intentGrace, "intent-grace", 15*time.Second, "how long a sync request may take to show in Argo CD")
+	_ = pf.MarkHidden("lease-ttl")
+	_ = pf.MarkHidden("intent-grace")
 
 	f := cmd.Flags()
 	f.StringVar(&o.repo, "repo", ".", "the GitOps repository (with --base)")
@@ -349,6 +356,11 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 		w.emit(rolloutEvent{Event: "rollout-found", State: string(r.State), Message: fmt.Sprintf("found in the store; so far %d synced, %d skipped, %d failed, %d in flight, %d not started",
 			len(sum.Synced), len(sum.Skipped), len(sum.Failed), len(sum.InFlight), len(sum.NotStarted))})
 	}
+	if l, err := st.GetLease(bg, r.ID); err == nil && l.Live && l.Owner != ex.Owner() && !r.State.Terminal() {
+		w.emit(rolloutEvent{Event: "rollout", State: string(r.State), Message: fmt.Sprintf(
+			"another run (%s) holds the rollout until %s: if it was killed, this one takes over then, else it follows it",
+			l.Owner, l.ExpiresAt.Local().Format("15:04:05"))})
+	}
 	if r.State == store.RolloutPaused && r.Message == "paused by @"+interruptActor {
 		if _, err := ex.Resume(bg, r.ID, interruptActor); err != nil && !errors.Is(err, rollout.ErrRefused) {
 			return fmt.Errorf("rollout: resuming #%d: %w", r.ID, err)
@@ -365,7 +377,8 @@ func (o *rolloutOptions) executor(deps *Deps, st *store.Store, client rollout.Ar
 		// Each process its own owner: two processes on one store (a second terminal approving) never both drive a
 		// rollout. A killed process's lease expires after the TTL; the rerun then takes the rollout over.
 		rollout.WithOwner(fmt.Sprintf("fleetwave-cli@%s-%d", host, os.Getpid())),
-		rollout.WithLeaseTTL(10*time.Second),
+		rollout.WithLeaseTTL(o.leaseTTL),
+		rollout.WithIntentGrace(o.intentGrace),
 		rollout.WithPollIntervals(time.Second, time.Second, 2*time.Second),
 		rollout.WithConcurrency(o.concurrency),
 		rollout.WithSyncTimeouts(o.timeout, 30*time.Second, o.clockSkew),

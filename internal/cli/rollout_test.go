@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -646,5 +647,146 @@ simulation: {syncDuration: 50ms, reconcileDelay: 5ms}
 	}
 	if code, stderr := runArgo(t, context.Background(), nil, io.Discard, "argocd-sim"); code != 2 || !strings.Contains(stderr, "needs --fleet") {
 		t.Fatalf("without --fleet: exit %d %q", code, stderr)
+	}
+}
+
+// sixApps is a fleet of six apps selected by team=x, none at the revision.
+func sixApps() []simApp {
+	var apps []simApp
+	for _, n := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
+		apps = append(apps, simApp{name: n, cluster: "in-cluster", labels: map[string]string{"team": "x"}})
+	}
+	return apps
+}
+
+// TestRolloutSecondInterrupt: a second interrupt exits at once (130) with the store consistent; the rerun
+// resumes and every app is synced exactly once.
+func TestRolloutSecondInterrupt(t *testing.T) {
+	apps := sixApps()
+	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 500 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+	args := []string{"rollout", "--argocd", url, "--selector", "team=x", "--revision", rolloutNew, "--concurrency", "2", "--store", db, "-o", "json"}
+	sigs := make(chan os.Signal, 2)
+	var out outBuffer
+	done := make(chan int, 1)
+	go func() {
+		code, _ := runArgoSignals(t, context.Background(), env, &out, sigs, args...)
+		done <- code
+	}()
+	out.waitFor(t, `"event":"app-syncing"`, 20*time.Second)
+	sigs <- os.Interrupt
+	out.waitFor(t, `"event":"interrupted"`, 10*time.Second)
+	sigs <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != exitInterrupted {
+			t.Fatalf("exit %d, want %d\n%s", code, exitInterrupted, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after two interrupts:\n%s", out.String())
+	}
+	evs := jsonEvents(t, out.String())
+	if last := evs[len(evs)-1]; last.Event != "summary" || len(last.Summary.NotStarted) == 0 {
+		t.Fatalf("last event %+v", last)
+	}
+	var rerun outBuffer
+	if code, stderr := runArgo(t, context.Background(), env, &rerun, args...); code != 0 {
+		t.Fatalf("rerun: exit %d %s\n%s", code, stderr, rerun.String())
+	}
+	if first := jsonEvents(t, rerun.String())[1]; first.Event != "rollout-found" {
+		t.Errorf("the rerun did not say it found the rollout: %+v", first)
+	}
+	for _, a := range apps {
+		if c := sim.Counts(a.name); c.SyncsAccepted != 1 || c.Syncs != 1 {
+			t.Errorf("%s: %d sync requests (%d accepted), want exactly 1", a.name, c.Syncs, c.SyncsAccepted)
+		}
+	}
+}
+
+// TestRolloutHelperProcess is the CLI as its own process for TestRolloutKilled (not a test by itself).
+func TestRolloutHelperProcess(t *testing.T) {
+	if os.Getenv("FLEETWAVE_ROLLOUT_HELPER") != "1" {
+		t.Skip("a helper process of TestRolloutKilled")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv("FLEETWAVE_ROLLOUT_ARGS")), &args); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(Main(context.Background(), args, DefaultDeps()))
+}
+
+// TestRolloutKilled kills the CLI with SIGKILL at random moments of a selector rollout and runs it again, a few
+// times over: each app must end synced exactly once (the simulator lives in the test process and counts).
+func TestRolloutKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills and restarts CLI processes; skipped with -short")
+	}
+	for trial := range 3 {
+		apps := sixApps()
+		sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 600 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+		db := filepath.Join(t.TempDir(), "r.db")
+		args, _ := json.Marshal([]string{"rollout", "--argocd", url, "--selector", "team=x", "--revision", rolloutNew,
+			"--concurrency", "2", "--store", db, "--lease-ttl", "2s", "--intent-grace", "1s"})
+		start := func() (*exec.Cmd, *outBuffer) {
+			var out outBuffer
+			cmd := exec.Command(os.Args[0], "-test.run=^TestRolloutHelperProcess$")
+			cmd.Env = append(os.Environ(), "FLEETWAVE_ROLLOUT_HELPER=1", "FLEETWAVE_ROLLOUT_ARGS="+string(args), "FLEETWAVE_ARGOCD_TOKEN=t0ken")
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			return cmd, &out
+		}
+		var logs []string
+		kills := 0
+		for run := 0; ; run++ {
+			if run > 8 {
+				t.Fatalf("trial %d: not finished after %d runs:\n%s", trial, run, strings.Join(logs, "\n"))
+			}
+			cmd, out := start()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			if kills < 2 {
+				// Kill at a moment spread over the run (startup, then about 2s of syncs, or a wait for the lease).
+				delay := time.Duration(600+(trial*7+run*11)%9*225) * time.Millisecond
+				select {
+				case err := <-exited:
+					logs = append(logs, fmt.Sprintf("run %d ended before its kill: %v\n%s", run, err, out.String()))
+				case <-time.After(delay):
+					_ = cmd.Process.Kill()
+					<-exited
+					kills++
+					logs = append(logs, fmt.Sprintf("run %d killed after %s:\n%s", run, delay, out.String()))
+					continue
+				}
+			} else {
+				select {
+				case err := <-exited:
+					logs = append(logs, fmt.Sprintf("run %d: %v\n%s", run, err, out.String()))
+				case <-time.After(60 * time.Second):
+					_ = cmd.Process.Kill()
+					t.Fatalf("trial %d: run %d did not finish:\n%s", trial, run, out.String())
+				}
+			}
+			if strings.Contains(out.String(), "succeeded: 6 synced") {
+				break
+			}
+		}
+		killedMidway := 0
+		for _, l := range logs {
+			if strings.Contains(l, "killed after") && strings.Contains(l, "syncing") {
+				killedMidway++
+			}
+		}
+		t.Logf("trial %d: %d runs, %d killed, %d of them with syncs in flight", trial, len(logs), kills, killedMidway)
+		if os.Getenv("FLEETWAVE_KILL_LOG") != "" {
+			t.Log(strings.Join(logs, "\n"))
+		}
+		for _, a := range apps {
+			if c := sim.Counts(a.name); c.SyncsAccepted != 1 || c.Syncs != 1 {
+				t.Errorf("trial %d: %s: %d sync requests (%d accepted), want exactly 1\n%s", trial, a.name, c.Syncs, c.SyncsAccepted, strings.Join(logs, "\n"))
+			}
+		}
 	}
 }

@@ -422,8 +422,9 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 	hasGates := pw != nil && (pw.Gates.Soak > 0 || len(pw.Gates.Metrics) > 0)
 	logged := w.gateLog[wv.Name]
 	delete(w.gateLog, wv.Name)
-	reached := wv.State == store.WaveGating || len(logged) > 0 ||
-		(hasGates && (wv.State == store.WaveSucceeded || (wv.State == store.WaveAwaitingApproval && !wv.StartedAt.IsZero())))
+	// Every wave passes through gating, for an instant when it has no gates: only gates are worth a line.
+	reached := len(logged) > 0 || (hasGates && (wv.State == store.WaveGating || wv.State == store.WaveSucceeded ||
+		(wv.State == store.WaveAwaitingApproval && !wv.StartedAt.IsZero())))
 	if reached && !seen.gating && seen.end == "" {
 		seen.gating = true
 		w.emit(rolloutEvent{Event: "wave-gating", Wave: wv.Name, Message: gatesText(pw)})
