@@ -6,8 +6,10 @@ CACHE := .cache
 STATICCHECK_VERSION := v0.8.2
 HELM_VERSION := v3.19.4
 KUSTOMIZE_VERSION := v5.8.1
-FIDELITY_DIR ?= $(abspath ../shared/fidelity)
-export FLEETWAVE_FIDELITY_DIR := $(FIDELITY_DIR)
+# The third-party material beside the repository (fidelity corpus, GitHub's recordings and API description):
+# FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/sharedtest); scripts get it from here.
+SHARED_DIR ?= $(or $(FLEETWAVE_SHARED_DIR),$(abspath ../shared))
+FIDELITY_DIR ?= $(or $(FLEETWAVE_FIDELITY_DIR),$(SHARED_DIR)/fidelity)
 
 .DEFAULT_GOAL := help
 
@@ -33,8 +35,8 @@ test-all: test ## fast tests, the slow suites, and the end-to-end suite against 
 	$(MAKE) e2e
 
 .PHONY: fidelity
-fidelity: build ## render the fidelity corpus (../shared/fidelity) and compare with Argo CD's own output
-	bash hack/fidelity.sh
+fidelity: build ## render the fidelity corpus (shared/fidelity beside the repo) and compare with Argo CD's own output
+	FLEETWAVE_FIDELITY_DIR=$(FIDELITY_DIR) bash hack/fidelity.sh
 
 .PHONY: lint
 lint: $(CACHE)/bin/staticcheck ## gofmt, go vet, staticcheck
@@ -67,7 +69,7 @@ goldens: tools-cli ## regenerate render fixtures' expected output with Argo CD's
 bench: build tools-cli ## benchmarks: Go micro-benchmarks and end-to-end figures vs the helm/kustomize CLIs
 	FLEETWAVE_HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM_VERSION)) \
 	FLEETWAVE_KUSTOMIZE_BIN=$(abspath $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)) \
-	bash hack/bench.sh
+	FLEETWAVE_FIDELITY_DIR=$(FIDELITY_DIR) bash hack/bench.sh
 
 .PHONY: clean
 clean: ## remove build outputs (keeps the tool cache)

@@ -13,3 +13,18 @@ if [ -d "$corpus/cases" ]; then
 else
   echo "fidelity corpus not found at $corpus: CLI comparison skipped"
 fi
+
+# The binary a user builds first (make demo, make build): its size, and how long it takes with an empty build
+# cache (modules already downloaded), in a throwaway GOCACHE. FLEETWAVE_BENCH_COLD=0 skips the cold build.
+echo
+echo "== build"
+if [ -f bin/fleetwave ]; then
+  echo "bin/fleetwave: $(du -m bin/fleetwave | cut -f1) MB, $(go list -deps ./cmd/bot | wc -l) packages"
+fi
+if [ "${FLEETWAVE_BENCH_COLD:-1}" != 0 ]; then
+  cold=$(mktemp -d)
+  t0=$(date +%s)
+  GOCACHE="$cold" go build -trimpath -o "$cold/fleetwave" ./cmd/bot
+  echo "cold build (empty GOCACHE, $(nproc) cores): $(( $(date +%s) - t0 )) s"
+  rm -rf "$cold"
+fi

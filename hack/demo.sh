@@ -44,7 +44,20 @@ git_ --no-pager diff --stat main...change
 bin=${FLEETWAVE:-}
 if [ -z "$bin" ]; then
 	bin=$work/fleetwave
-	(cd "$root" && go build -o "$bin" ./cmd/bot)
+	bold "Building fleetwave (go build ./cmd/bot): the first build compiles about 1,500 packages (Argo CD, Helm, Kustomize, Kubernetes), about 5 minutes on 2 cores; later builds take seconds."
+	t0=$(date +%s)
+	(cd "$root" && go build -o "$bin" ./cmd/bot) &
+	pid=$!
+	n=0
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		n=$((n + 1))
+		if [ $((n % 20)) -eq 0 ] && kill -0 "$pid" 2>/dev/null; then
+			echo "  ... still compiling ($((n))s)"
+		fi
+	done
+	wait "$pid"
+	echo "  built in $(($(date +%s) - t0))s: $(du -m "$bin" | cut -f1) MB"
 fi
 
 status=0
