@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -411,7 +412,36 @@ func TestRolloutWavesFromRepo(t *testing.T) {
 			t.Errorf("batch %d: %v", b, clusters)
 		}
 	}
-	// The simulator's clock: batch 1 of production started after batch 0 finished.
+	// The simulator's clock: no app of a batch was synced before every operation of the batch before it ended
+	// (waves and batches in order, never overlapping).
+	type group struct {
+		key  string
+		apps []string
+	}
+	var groups []group
+	for _, ev := range syncing {
+		key := ev.Wave + "/" + strconv.Itoa(*ev.Batch)
+		if len(groups) == 0 || groups[len(groups)-1].key != key {
+			groups = append(groups, group{key: key})
+		}
+		groups[len(groups)-1].apps = append(groups[len(groups)-1].apps, ev.App)
+	}
+	if len(groups) != 4 { // canary, staging, production ×2
+		t.Fatalf("batches in order: %+v", groups)
+	}
+	for i := 1; i < len(groups); i++ {
+		var prevEnd time.Time
+		for _, a := range groups[i-1].apps {
+			if f := sim.Counts(a).LastOpFinished; f.After(prevEnd) {
+				prevEnd = f
+			}
+		}
+		for _, a := range groups[i].apps {
+			if acc := sim.Counts(a).LastSyncAccepted; acc.Before(prevEnd) {
+				t.Errorf("%s (%s) was synced at %s, before %s ended at %s", a, groups[i].key, acc, groups[i-1].key, prevEnd)
+			}
+		}
+	}
 	for _, a := range apps {
 		if c := sim.Counts(a.name); c.SyncsAccepted != 1 {
 			t.Errorf("%s: %d syncs accepted", a.name, c.SyncsAccepted)
@@ -788,5 +818,42 @@ func TestRolloutKilled(t *testing.T) {
 				t.Errorf("trial %d: %s: %d sync requests (%d accepted), want exactly 1\n%s", trial, a.name, c.Syncs, c.SyncsAccepted, strings.Join(logs, "\n"))
 			}
 		}
+	}
+}
+
+// TestRolloutCommands: after a failed wave (paused), rollback run from the CLI syncs the apps back and ends
+// rolled back (exit 1); abort on another failed rollout ends it aborted.
+func TestRolloutCommands(t *testing.T) {
+	sim, url := rolloutSim(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+	if code, stderr := runArgo(t, context.Background(), env, io.Discard,
+		"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew, "--store", db); code != 1 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "rollback", "--argocd", url, "--store", db)
+	if code != 1 || !strings.Contains(out.String(), "rollout #1: rolled-back") || !strings.Contains(out.String(), "api (in-cluster): rolled-back "+shortRev(rolloutOld)) {
+		t.Fatalf("rollback: exit %d %s\n%s", code, stderr, out.String())
+	}
+	if c := sim.Counts("api"); c.SyncsAccepted != 2 {
+		t.Errorf("api: %d syncs, want 2 (forward, back)", c.SyncsAccepted)
+	}
+	if code, stderr := runArgo(t, context.Background(), env, io.Discard, "rollout", "abort", "--store", db); code != 1 ||
+		!strings.Contains(stderr, "rolled-back") {
+		t.Fatalf("abort of a rolled-back rollout: exit %d %s", code, stderr)
+	}
+	db2 := filepath.Join(t.TempDir(), "r2.db")
+	if code, stderr := runArgo(t, context.Background(), env, io.Discard,
+		"rollout", "--argocd", url, "--selector", "env=prd", "--revision", rolloutNew, "--store", db2); code != 1 {
+		t.Fatalf("exit %d %s", code, stderr)
+	}
+	out = outBuffer{}
+	if code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "abort", "--store", db2); code != 0 || !strings.Contains(out.String(), "Aborted") {
+		t.Fatalf("abort: exit %d %s\n%s", code, stderr, out.String())
+	}
+	out = outBuffer{}
+	if code, _ := runArgo(t, context.Background(), env, &out, "rollout", "status", "--store", db2); code != 0 || !strings.Contains(out.String(), "rollout #1 aborted") {
+		t.Fatalf("status after abort: exit %d\n%s", code, out.String())
 	}
 }
