@@ -17,7 +17,7 @@ import (
 )
 
 // The tests in this file need GitHub's recorded webhook deliveries (octokit/webhooks, MIT), kept beside the
-// repository in ../shared/github/webhook-payloads and not in it: they are skipped on a clone without them, and
+// repository (github/webhook-payloads in the shared folder) and not in it: they are skipped on a clone without them, and
 // required in CI (FLEETWAVE_REQUIRE_SHARED=1).
 const recordingsDir = "github/webhook-payloads"
 

@@ -174,11 +174,11 @@ func TestReach(t *testing.T) {
 		"kustomize/base/deploy.yaml":                "kind: Deployment\n",
 		"config/app.properties":                     "a=1\n",
 		"config/extra.env":                          "B=2\n",
-		"kustomize/overlays/prd/kustomization.yaml": "resources: [../../base, ../../../shared/pdb.yaml]\npatches: [{path: patch.yaml}]\ntransformers: [../../../transformers/labels.yaml]\n",
+		"kustomize/overlays/prd/kustomization.yaml": "resources: [../../base, ../../../common/pdb.yaml]\npatches: [{path: patch.yaml}]\ntransformers: [../../../transformers/labels.yaml]\n",
 		"kustomize/overlays/prd/patch.yaml":         "kind: Deployment\n",
 		"transformers/labels.yaml":                  "apiVersion: builtin\nkind: PatchTransformer\nmetadata: {name: p}\npath: ../patches/common.yaml\n",
 		"patches/common.yaml":                       "kind: Deployment\n",
-		"shared/pdb.yaml":                           "kind: PodDisruptionBudget\n",
+		"common/pdb.yaml":                           "kind: PodDisruptionBudget\n",
 		"charts/app/Chart.yaml":                     "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies: [{name: lib, repository: 'file://../lib'}, {name: redis, repository: https://charts.example.com}]\n",
 		"charts/lib/Chart.yaml":                     "apiVersion: v2\nname: lib\nversion: 1.0.0\ntype: library\n",
 		"values/app/prd.yaml":                       "a: 1\n",
@@ -196,7 +196,7 @@ func TestReach(t *testing.T) {
 		unbounded bool
 	}{
 		{name: "kustomize closure", app: src("  source: {repoURL: " + repoURL + ", path: kustomize/overlays/prd}\n"),
-			in:  []string{"kustomize/overlays/prd/patch.yaml", "kustomize/base/deploy.yaml", "config/app.properties", "config/extra.env", "shared/pdb.yaml", "transformers/labels.yaml", "patches/common.yaml", "kustomize/overlays/prd/new.yaml"},
+			in:  []string{"kustomize/overlays/prd/patch.yaml", "kustomize/base/deploy.yaml", "config/app.properties", "config/extra.env", "common/pdb.yaml", "transformers/labels.yaml", "patches/common.yaml", "kustomize/overlays/prd/new.yaml"},
 			out: []string{"unrelated/x.yaml", "kustomize/overlays/stg/kustomization.yaml", "charts/app/Chart.yaml"}},
 		{name: "helm value files and file:// dependencies", app: src("  source: {repoURL: " + repoURL + ", path: charts/app, helm: {valueFiles: [../../values/app/prd.yaml, ../../values/app/$ARGOCD_APP_NAME.yaml]}}\n"),
 			in:  []string{"charts/app/templates/x.yaml", "charts/lib/templates/_h.tpl", "values/app/prd.yaml", "values/app/web.yaml"},

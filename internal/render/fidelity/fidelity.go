@@ -1,5 +1,5 @@
 // Package fidelity compares rendered YAML streams the way the fidelity corpus's compare tool
-// (../shared/fidelity/compare) does: documents parsed with Kubernetes YAML semantics, empty documents dropped,
+// (compare/ in the render-fidelity corpus kept beside the repository) does: documents parsed with Kubernetes YAML semantics, empty documents dropped,
 // objects keyed by apiVersion/kind/namespace/name ("#n" for repeats) and compared as parsed values.
 // Tests and the `make fidelity` check use it.
 package fidelity

@@ -178,7 +178,7 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 func TestValueFileRules(t *testing.T) {
 	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{
 		"app/values-a.yaml": "a: 1\n",
-		"shared/x.yaml":     "x: 1\n",
+		"common/x.yaml":     "x: 1\n",
 	})))
 	e := New()
 	for _, c := range []struct {
@@ -189,8 +189,8 @@ func TestValueFileRules(t *testing.T) {
 		wantErr string
 		is      error
 	}{
-		{name: "absolute path is relative to the repo root", files: []string{"/shared/x.yaml"}, want: `"x":1`},
-		{name: "relative path may leave the app dir", files: []string{"../shared/x.yaml"}, want: `"x":1`},
+		{name: "absolute path is relative to the repo root", files: []string{"/common/x.yaml"}, want: `"x":1`},
+		{name: "relative path may leave the app dir", files: []string{"../common/x.yaml"}, want: `"x":1`},
 		{name: "resolving to the root", files: []string{"/"}, wantErr: "repository root"},
 		{name: "other URL scheme", files: []string{"ftp://example.com/v.yaml"}, wantErr: "the URL scheme 'ftp' is not allowed"},
 		{name: "glob without match", files: []string{"nothing-*.yaml"}, wantErr: `values file glob "nothing-*.yaml" matched no files`, is: ErrValuesFileNotFound},
