@@ -705,6 +705,20 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 		name = "local/plan"
 	}
 	req := rollout.Request{Repo: name, MergeSHA: doc.Head, BaseSHA: doc.Base, Plan: &pl, Prune: o.prune}
+	// The plan does not carry the policy's automatedSync mode; a plan of a policy file that passed its check with
+	// apps whose automated sync is on was made under disable-during-rollout: the executor switches it off for the
+	// rollout and back on after, as it would have.
+	if slices.Contains(preview.PolicyFiles, pl.Policy) && pl.OK() {
+		for _, w := range pl.Waves {
+			for _, b := range w.Batches {
+				for _, a := range b.Apps {
+					if a.AutomatedSync {
+						req.AutomatedSync = plan.AutomatedSyncDisableDuringRollout
+					}
+				}
+			}
+		}
+	}
 	if len(o.repoURLs) > 0 {
 		req.RepoURL = o.repoURLs[0]
 	}

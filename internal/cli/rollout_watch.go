@@ -142,7 +142,11 @@ func summaryText(ev rolloutEvent) string {
 	}
 	fmt.Fprintf(&b, ", %d in flight, %d not started", len(s.InFlight), len(s.NotStarted))
 	list := func(what string, apps []string) {
-		if len(apps) > 0 {
+		const most = 30 // the JSON summary lists them all
+		switch {
+		case len(apps) > most:
+			fmt.Fprintf(&b, "\n  %s: %s … and %d more", what, strings.Join(apps[:most], ", "), len(apps)-most)
+		case len(apps) > 0:
 			fmt.Fprintf(&b, "\n  %s: %s", what, strings.Join(apps, ", "))
 		}
 	}
@@ -278,6 +282,13 @@ func (w *watcher) prime(ctx context.Context) (snapshot, error) {
 func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	// The audit log first, then the rollout, its waves, its steps: each reading is at least as new as the one
+	// before it, so a soak the log shows started is never reported ahead of the app outcomes before it, and a
+	// wave is never seen finished ahead of its apps.
+	evs, err := w.st.ListEvents(ctx, w.id, w.lastEvent, 0)
+	if err != nil {
+		return snapshot{}, err
+	}
 	s, err := w.read(ctx)
 	if err != nil {
 		return s, err
@@ -287,10 +298,6 @@ func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 		if json.Unmarshal(s.r.Plan, &p) == nil {
 			w.plan = &p
 		}
-	}
-	evs, err := w.st.ListEvents(ctx, w.id, w.lastEvent, 0)
-	if err != nil {
-		return s, err
 	}
 	for _, e := range evs {
 		w.lastEvent = e.ID
@@ -405,7 +412,13 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 		seen.approved = true
 		w.emit(rolloutEvent{Event: "wave-approved", Wave: wv.Name, Message: "by " + wv.ApprovedBy})
 	}
-	if !seen.started && !wv.StartedAt.IsZero() {
+	stepsActive := false // the steps are read after the wave: they may show it started before it does
+	for _, st := range s.steps {
+		if st.Wave == i && st.State != store.StepPending {
+			stepsActive = true
+		}
+	}
+	if !seen.started && (!wv.StartedAt.IsZero() || stepsActive) {
 		seen.started = true
 		msg := ""
 		if pw != nil {
