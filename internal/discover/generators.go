@@ -15,6 +15,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/jeremywohl/flatten"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
 // This file re-implements the ApplicationSet generators Argo CD's controller runs (applicationset/generators in
@@ -452,6 +454,9 @@ func (e *generatorEnv) paramsFromFiles(g *v1alpha1.GitGenerator, appSet *v1alpha
 		data, err := e.tree.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("unable to read file '%s': %w", p, err)
+		}
+		if err := repofs.CheckYAMLAliases(p, data, nil); err != nil {
+			return nil, err
 		}
 		ps, err := e.paramsFromFile(p, data, g, appSet)
 		if err != nil {

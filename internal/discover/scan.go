@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
 // maxManifestBytes caps a YAML file discovery parses.
@@ -164,6 +167,15 @@ func scanFile(root, rel string) *fileScan {
 	}
 	// Only files that can declare what discovery looks for are parsed.
 	if !bytes.Contains(data, []byte("argoproj.io")) && !bytes.Contains(data, []byte(secretTypeLabel)) {
+		return fs
+	}
+	// The YAML library refuses an alias bomb one document at a time; a file of many is refused as a whole.
+	if err := repofs.CheckYAMLAliases(rel, data, nil); err != nil {
+		var r *repofs.Refusal
+		if errors.As(err, &r) {
+			err = fmt.Errorf("refused (%s): %s", r.Rule, r.Detail)
+		}
+		fs.problems = append(fs.problems, Problem{File: rel, Err: err})
 		return fs
 	}
 	docs, err := splitDocuments(data)

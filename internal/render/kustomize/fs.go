@@ -41,6 +41,9 @@ type buildFS struct {
 	// checkKustomization vets a kustomization file before kustomize sees it: the directory it was read from (the
 	// kustomization root, resolved), the file (resolved) and its content.
 	checkKustomization func(dir, file string, data []byte) error
+	// aliases is the build's budget of YAML alias expansion (nil: the per-file rule only). Every file read is
+	// checked before kustomize sees it: kyaml expands aliases without limit (RNode.DeAnchor).
+	aliases *repofs.AliasBudget
 
 	mu      sync.Mutex
 	refusal error
@@ -195,6 +198,9 @@ func (f *buildFS) ReadFile(p string) ([]byte, error) {
 			return nil, f.noteRefusal(err)
 		}
 	}
+	if err := f.checkAliases(rr, b); err != nil {
+		return nil, err
+	}
 	if f.checkKustomization != nil && isKustomizationName(path.Base(r)) {
 		dir, err := f.resolve(virtual(path.Dir(r)))
 		if err != nil {
@@ -205,6 +211,11 @@ func (f *buildFS) ReadFile(p string) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// checkAliases refuses (and remembers the refusal of) a file whose YAML aliases expand too far.
+func (f *buildFS) checkAliases(resolved string, data []byte) error {
+	return f.noteRefusal(repofs.CheckYAMLAliases(resolved, data, f.aliases))
 }
 
 // ReadDir lists p, including overlay files.

@@ -111,6 +111,8 @@ type buildState struct {
 	scanned    map[string]bool
 	// openAPI: some kustomization in the tree sets `openapi`, which kustomize applies process-wide.
 	openAPI bool
+	// aliases is the YAML alias expansion budget of the whole build (every buildFS of it).
+	aliases repofs.AliasBudget
 }
 
 type pluginDir struct {
@@ -135,7 +137,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 
 	if in.Kustomize != nil {
 		ed := &editor{
-			fs:        &buildFS{repo: in.FS, cwd: appPath, overlay: st.overlay},
+			fs:        &buildFS{repo: in.FS, cwd: appPath, overlay: st.overlay, aliases: &st.aliases},
 			appPath:   appPath,
 			validator: e.validator,
 			env:       in.Env,
@@ -160,6 +162,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 		return nil, err
 	}
 	bfs := newBuildFS(in.FS, st.overlay)
+	bfs.aliases = &st.aliases
 	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
 	rdir, err := bfs.resolve(virtual(appPath))
 	if err != nil {
@@ -201,6 +204,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 // build's options and builtin plugins only.
 func (e *Engine) krustyRun(ctx context.Context, st *buildState, dir string) (rm resmap.ResMap, err error) {
 	bfs := newBuildFS(st.in.FS, st.overlay)
+	bfs.aliases = &st.aliases
 	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
 	bfs.checkKustomization = w.checkServed
 	pc := types.DisabledPluginConfig() // builtin plugins only: no exec, container or Go plugins, ever

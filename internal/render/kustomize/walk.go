@@ -63,6 +63,9 @@ func (w *walker) readKustomization(dir string) (file string, data []byte, ok boo
 			return "", nil, false, err
 		}
 	}
+	if err := w.fs.checkAliases(rr, b); err != nil {
+		return "", nil, false, err
+	}
 	return rr, b, true, nil
 }
 
