@@ -56,7 +56,7 @@ func (r *recorder) got() []Event {
 // appHandles is what the App's use cases subscribe to.
 var appHandles = []string{
 	"pull_request", "issue_comment.created", "check_run.rerequested", "check_run.requested_action",
-	"check_suite.rerequested", "push",
+	"check_suite.rerequested", "push", "merge_group.checks_requested", "merge_group.destroyed",
 }
 
 func newTestServer(t *testing.T, h Handler, store DeliveryStore, opts ...Option) *Server {
@@ -183,6 +183,8 @@ func TestFixtures(t *testing.T) {
 		"check_suite/rerequested.json":               {code: 202, action: "rerequested", inst: 1, repo: repo, number: 2},
 		"installation/created.json":                  {code: 204},
 		"issue_comment/created-on-pull-request.json": {code: 202, action: "created", inst: 1, repo: repo, number: 2},
+		"merge_group/checks_requested.json":          {code: 202, action: "checks_requested", inst: 1, repo: repo},
+		"merge_group/destroyed.json":                 {code: 202, action: "destroyed", inst: 1, repo: repo},
 		"ping/app-hook.json":                         {code: 200},
 		"pull_request/closed-merged.json":            {code: 202, action: "closed", inst: 1, repo: repo, number: 2},
 		"pull_request/opened.json":                   {code: 202, action: "opened", inst: 1, repo: repo, number: 2},
@@ -252,6 +254,11 @@ func TestFixtures(t *testing.T) {
 		case *github.PushEvent:
 			bad = p.GetRef() != "refs/heads/master" || p.GetDeleted() || len(p.GetBefore()) != 40 || len(p.GetAfter()) != 40 ||
 				p.GetRepo().GetCloneURL() != "https://github.com/"+repo+".git"
+		case *github.MergeGroupEvent:
+			mg := p.GetMergeGroup()
+			bad = len(mg.GetHeadSHA()) != 40 || len(mg.GetBaseSHA()) != 40 || mg.GetBaseRef() != "refs/heads/master" ||
+				!strings.HasPrefix(mg.GetHeadRef(), "refs/heads/gh-readonly-queue/master/pr-2-") ||
+				mg.GetHeadCommit().GetMessage() == "" || p.GetRepo().GetCloneURL() != "https://github.com/"+repo+".git"
 		default:
 			bad = true
 		}

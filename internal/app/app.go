@@ -39,9 +39,10 @@ type App struct {
 	concurrency int
 	tempDir     string
 
-	mu     sync.Mutex
-	prs    map[prKey]*prState
-	merged *recent // merge SHAs already handed to Merges
+	mu         sync.Mutex
+	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
+	merged     *recent            // merge SHAs already handed to Merges
+	goneGroups *recent            // merge queue groups destroyed ("owner/name@head_ref")
 }
 
 // Option configures an App.
@@ -89,7 +90,7 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
 	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
-		prs: map[prKey]*prState{}, merged: newRecent(1024)}
+		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024)}
 	for _, o := range opts {
 		o(a)
 	}
@@ -128,6 +129,7 @@ func (a *App) Handles() []string {
 		"check_suite.rerequested",
 		"issue_comment.created",
 		"push",
+		"merge_group.checks_requested", "merge_group.destroyed",
 	}
 }
 
@@ -159,6 +161,8 @@ func (a *App) Handle(ctx context.Context, ev Event) error {
 		}
 	case *gh.PushEvent:
 		return a.onPush(ctx, p)
+	case *gh.MergeGroupEvent:
+		return a.onMergeGroupEvent(ctx, ev.Action, p)
 	}
 	return nil
 }

@@ -70,6 +70,30 @@
 // the Commands port with the reply posted back. Check-run buttons (check_run requested_action) are mapped by
 // command.FromAction and authorised the same way with the policy at the check run's commit.
 //
+// # Merge queues (OnMergeGroup)
+//
+// A branch protected by GitHub's merge queue requires the checks on each queued group: merge_group
+// checks_requested (mergegroup.go). fleetwave/diff and fleetwave/plan are created in_progress on the group's
+// head_sha at once and completed with the preview of the group's combined change, head_sha against base_sha
+// (the group's parent commit): every pull request of the group together, the policy at head_sha and its limits
+// applying to the combination. Conclusions are those of a pull request; the summary names the group (its
+// gh-readonly-queue/ branch) and the change, and the text carries the report — there is no comment, a group
+// being no single pull request. External ids are "fleetwave-queue:<branch>" (":plan:<digest>" on the plan).
+//
+// Older deliveries have no base_sha (nor head_commit, which fleetwave does not read): the base is then the
+// merge base of head_sha and base_ref, fetched with the group — the branch commit the queue built on. Not the
+// first parent of head_sha, which in a group of several pull requests leaves out all but the last, so that a
+// combination breaking the policy could pass. The merge base may be wider than the group (the groups queued
+// ahead when they have not landed yet): it errs on the side of checking more. No base found: both checks fail.
+//
+// A group is keyed by its head_ref, as a pull request by its number: a second checks_requested of the same head
+// while one runs is left to it, another head cancels it. merge_group destroyed (merged, dequeued, invalidated)
+// cancels a check still running (its check runs end cancelled, nothing else is posted) and makes a later
+// checks_requested of that group a no-op. Nothing is rolled out from a queue: merge_group never reaches the
+// Merges port, and pushes to gh-readonly-queue/ branches are not the default branch. The rollout starts when
+// the group lands (below). "Re-run" on a group's check run names no pull request and is ignored: a group that
+// failed leaves the queue, and queuing again brings a new group and a new checks_requested.
+//
 // # Merges
 //
 // pull_request closed with merged: the plan is recomputed at the merge commit against its first parent and

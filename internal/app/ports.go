@@ -31,7 +31,8 @@ type GitHubFactory func(installationID int64) (GitHub, error)
 // Clones keeps local copies of the repositories. *gitcache.Cache satisfies it.
 type Clones interface {
 	// Fetch makes commits present in a local repository of cloneURL, fetching refs (full remote ref names)
-	// and, failing that, the commits by id; it returns the repository's directory.
+	// and, failing that, the commits by id; it returns the repository's directory. Refs fetched are kept there
+	// as refs/fleetwave/<ref without "refs/"> (a merge group without base_sha finds its base branch there).
 	Fetch(ctx context.Context, installationID int64, cloneURL string, refs, commits []string) (dir string, err error)
 	// ReadFile returns path at commit in the local repository dir; an error wrapping fs.ErrNotExist when absent.
 	ReadFile(ctx context.Context, dir, commit, path string) ([]byte, error)
