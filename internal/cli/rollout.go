@@ -342,7 +342,7 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
-	sink := &eventSink{w: deps.Stdout, json: o.output == "json"}
+	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "rollout-submitted", Rollout: r.ID,
 		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, shortRev(req.MergeSHA), countOf(req.Plan.AppCount(), "app"), countOf(len(req.Plan.Waves), "wave"))})
 	w := newWatcher(st, r.ID, sink, o.command)
@@ -458,6 +458,7 @@ func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *
 		if s.r.State.Terminal() || (s.r.State == store.RolloutPaused && len(s.inFlight()) == 0) {
 			break
 		}
+		w.sink.setStatus(w.statusLine(s))
 		select {
 		case <-rep.wake:
 		case <-tick.C:
@@ -556,7 +557,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	if actor == "" {
 		actor = "cli"
 	}
-	sink := &eventSink{w: deps.Stdout, json: o.output == "json"}
+	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	var reply string
 	switch verb {
 	case "resume":

@@ -26,6 +26,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 const (
@@ -855,5 +856,42 @@ func TestRolloutCommands(t *testing.T) {
 	out = outBuffer{}
 	if code, _ := runArgo(t, context.Background(), env, &out, "rollout", "status", "--store", db2); code != 0 || !strings.Contains(out.String(), "rollout #1 aborted") {
 		t.Fatalf("status after abort: exit %d\n%s", code, out.String())
+	}
+}
+
+// TestRolloutTerminalStatus: on a terminal, event lines scroll above a status line redrawn in place (the wave,
+// its counts, the apps in flight, the soak left), cleared before the summary.
+func TestRolloutTerminalStatus(t *testing.T) {
+	var b bytes.Buffer
+	sink := &eventSink{w: &b, tty: true}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	w := newWatcher(nil, 7, sink, (&rolloutOptions{storeDSN: defaultRolloutStore}).command)
+	w.now = func() time.Time { return now }
+	w.soakUntil["canary"] = now.Add(42 * time.Second)
+	s := snapshot{
+		r:     store.Rollout{ID: 7, State: store.RolloutRunning},
+		waves: []store.Wave{{Index: 0, Name: "canary", State: store.WaveGating}, {Index: 1, Name: "production", State: store.WavePending}},
+		steps: []store.AppStep{{Wave: 0, App: store.AppKey{Name: "a"}, State: store.StepSynced}, {Wave: 1, App: store.AppKey{Name: "b"}}},
+	}
+	if got, want := w.statusLine(s), "▶ rollout #7 running · wave 1/2 canary gating · 1/1 done · soak 42s left"; got != want {
+		t.Fatalf("status %q\nwant   %q", got, want)
+	}
+	s.waves[0].State, s.waves[1].State = store.WaveSucceeded, store.WaveRunning
+	s.steps[1].State = store.StepTriggered
+	sink.setStatus(w.statusLine(s))
+	w.emit(rolloutEvent{Time: now, Event: "app-syncing", App: "b", Wave: "production"})
+	w.emit(rolloutEvent{Time: now, Event: "summary", Summary: &rolloutSummary{State: "running"}})
+	out := b.String()
+	for _, want := range []string{
+		clearLine + "▶ rollout #7 running · wave 2/2 production running · 0/1 done · syncing b",
+		clearLine + now.Local().Format("15:04:05") + "   b: syncing\n▶ rollout #7",
+		clearLine + now.Local().Format("15:04:05") + " rollout #7 running: 0 synced",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%q", want, out)
+		}
+	}
+	if strings.HasSuffix(out, "syncing b") {
+		t.Errorf("the status line outlived the summary: %q", out)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -66,12 +67,18 @@ type waveSummaryRow struct {
 	State string `json:"state"`
 }
 
-// eventSink writes events as text lines or JSON lines; it is safe for concurrent use.
+// eventSink writes events as text lines or JSON lines; it is safe for concurrent use. On a terminal (tty) the
+// text lines scroll above a status line redrawn in place: the wave, its counts, the apps in flight, the soak's
+// countdown.
 type eventSink struct {
-	mu   sync.Mutex
-	w    io.Writer
-	json bool
+	mu     sync.Mutex
+	w      io.Writer
+	json   bool
+	tty    bool
+	status string
 }
+
+const clearLine = "\r\033[K"
 
 func (s *eventSink) emit(ev rolloutEvent) {
 	s.mu.Lock()
@@ -81,7 +88,87 @@ func (s *eventSink) emit(ev rolloutEvent) {
 		_, _ = s.w.Write(append(b, '\n'))
 		return
 	}
-	_, _ = io.WriteString(s.w, ev.Time.Local().Format("15:04:05")+" "+eventText(ev)+"\n")
+	line := ev.Time.Local().Format("15:04:05") + " " + eventText(ev) + "\n"
+	if s.tty {
+		if ev.Event == "summary" {
+			s.status = ""
+		}
+		line = clearLine + line + s.status
+	}
+	_, _ = io.WriteString(s.w, line)
+}
+
+// setStatus redraws the status line (terminals only).
+func (s *eventSink) setStatus(status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tty || s.json || status == s.status {
+		return
+	}
+	s.status = status
+	_, _ = io.WriteString(s.w, clearLine+status)
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Stat() (os.FileInfo, error) })
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// statusLine is the live line of a reading: the current wave, its apps by state, those in flight, the soak left.
+func (w *watcher) statusLine(s snapshot) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cur := -1
+	for i, wv := range s.waves {
+		if wv.State != store.WaveSucceeded {
+			cur = i
+			break
+		}
+	}
+	if cur < 0 || s.r.State.Terminal() {
+		return ""
+	}
+	wv := s.waves[cur]
+	var total, done, failed int
+	var flying []string
+	for _, st := range s.steps {
+		if st.Wave != cur {
+			continue
+		}
+		total++
+		switch {
+		case st.State == store.StepSynced || st.State == store.StepSkipped:
+			done++
+		case st.State == store.StepFailed:
+			failed++
+		case st.State.InFlight():
+			flying = append(flying, st.App.Name)
+		}
+	}
+	line := fmt.Sprintf("▶ rollout #%d %s · wave %d/%d %s %s · %d/%d done", s.r.ID, s.r.State, cur+1, len(s.waves), wv.Name, wv.State, done, total)
+	if failed > 0 {
+		line += fmt.Sprintf(", %d failed", failed)
+	}
+	if len(flying) > 0 {
+		if len(flying) > 3 {
+			flying = append(flying[:3], fmt.Sprintf("+%d", len(flying)-3))
+		}
+		line += " · syncing " + strings.Join(flying, ", ")
+	}
+	if until, ok := w.soakUntil[wv.Name]; ok && wv.State == store.WaveGating {
+		if left := until.Sub(w.now()); left > 0 {
+			line += " · soak " + left.Round(time.Second).String() + " left"
+		}
+	}
+	if wv.State == store.WaveAwaitingApproval {
+		line += " · " + w.commands("approve", wv.Name)
+	}
+	return line
 }
 
 // eventText is the plain line of an event (without its time).
@@ -199,6 +286,7 @@ type watcher struct {
 	plan      *plan.Plan
 	quiet     bool // prime: take the state in without a word
 	waitNoted bool
+	soakUntil map[string]time.Time
 }
 
 // noteWait says which older unfinished rollouts a pending one waits for (never two rollouts on one app).
@@ -226,7 +314,7 @@ func (w *watcher) noteWait(ctx context.Context, s snapshot) {
 
 func newWatcher(st *store.Store, id int64, sink *eventSink, commands func(string, ...string) string) *watcher {
 	return &watcher{st: st, id: id, sink: sink, now: time.Now, commands: commands,
-		waves: map[int]*waveSeen{}, steps: map[int64]string{}, gateLog: map[string][]rolloutEvent{}}
+		waves: map[int]*waveSeen{}, steps: map[int64]string{}, gateLog: map[string][]rolloutEvent{}, soakUntil: map[string]time.Time{}}
 }
 
 // snapshot is one reading of the rollout.
@@ -307,6 +395,7 @@ func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 			ev.Event = "soak-started"
 			if t, err := time.Parse(time.RFC3339, strings.TrimPrefix(e.Message, "until ")); err == nil {
 				ev.Until = &t
+				w.soakUntil[e.Target] = t
 			}
 		case "soak-passed", "metrics-passed":
 			ev.Event = e.Action
