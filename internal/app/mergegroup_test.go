@@ -207,3 +207,40 @@ func TestDestroyedMergeGroupCancelsItsCheck(t *testing.T) {
 		t.Errorf("merges handed over = %+v, want none", h.merges.merges)
 	}
 }
+
+// TestLandedMergeGroupRollsOutOnce: the rollout of a queued pull request starts when its group lands on the
+// default branch, by the existing paths — the push of the branch and the pull request closed as merged, both
+// naming the group's head — and once: the second, and a redelivered push, are skipped.
+func TestLandedMergeGroupRollsOutOnce(t *testing.T) {
+	f := newFixture(t, edit(t, "manifests/payments/deployment.yaml", func(s string) string { return strings.Replace(s, "replicas: 2", "replicas: 3", 1) }))
+	_, head := queueGroup(t, f, f.head())
+	gittest.Run(t, f.dir, "update-ref", "refs/heads/master", head) // the queue fast-forwards master to the group
+	h := newHarness(t, nil)
+	push := payload(t, "push/to-default-branch.json", map[string]any{
+		"ref": "refs/heads/master", "before": f.base, "after": head, "repository.clone_url": f.cloneURL(),
+	})
+	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
+		"repository.clone_url":          f.cloneURL(),
+		"pull_request.head.sha":         f.head(),
+		"pull_request.base.sha":         f.base,
+		"pull_request.merged":           true,
+		"pull_request.merge_commit_sha": head,
+	})
+	for _, d := range []struct {
+		event string
+		body  []byte
+	}{{"push", push}, {"pull_request", closed}, {"push", push}} {
+		if code := h.send(d.event, "", d.body); code != http.StatusAccepted {
+			t.Fatalf("%s answered %d", d.event, code)
+		}
+	}
+	h.wait()
+	h.merges.mu.Lock()
+	defer h.merges.mu.Unlock()
+	if len(h.merges.merges) != 1 {
+		t.Fatalf("%d merges handed over, want 1: %+v", len(h.merges.merges), h.merges.merges)
+	}
+	if m := h.merges.merges[0]; m.MergeSHA != head || m.BaseSHA != f.base || m.Plan == nil || m.Plan.AppCount() == 0 {
+		t.Errorf("merge = %+v, want the group's head against master before it, with a plan", m)
+	}
+}
