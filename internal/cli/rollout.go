@@ -107,8 +107,14 @@ act on the latest rollout of the store (--id for another).
 
 Output: one line per event (wave started, app synced/skipped/failed with Argo CD's message, gates, approvals
 with the command to run, soak, wave and rollout states), then a summary: synced, skipped (already synced and
-healthy), failed (with Argo CD's message), in flight, not started. --output json: one JSON object per line, the
-last one {"event":"summary"}.
+healthy), failed (with Argo CD's message), in flight, not started. --output json: one JSON object per line
+(fields time, event, rollout, wave, batch, app, cluster, state, revision, health, until, command, apps, message,
+summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
+wave-awaiting-approval, wave-approved, wave-started, wave-retried, app-syncing, app-synced, app-skipped,
+app-failed, app-rolling-back, app-rolled-back, wave-gating, soak-started, soak-passed, metrics-passed,
+wave-succeeded, wave-failed, wave-cancelled, wave-rolling-back, wave-rolled-back; the last line is
+{"event":"summary"}. On a terminal a status line under the events shows the wave, the apps in flight and the
+soak's countdown.
 
 Exit status: 0 succeeded (or nothing to roll out); 1 failed, aborted, rolled back or superseded, or a wave failed
 and the rollout is paused by its onFailure; 2 bad input (nothing was synced); 3 paused; 130 stopped by a second
