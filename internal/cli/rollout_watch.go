@@ -109,8 +109,16 @@ func (s *eventSink) setStatus(status string) {
 	_, _ = io.WriteString(s.w, clearLine+status)
 }
 
-// isTerminal reports whether w is a terminal (a character device).
+// isTerminal reports whether w is a terminal (a character device), looking through writers that wrap another
+// and say so with Unwrap.
 func isTerminal(w io.Writer) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(interface{ Stat() (os.FileInfo, error) })
 	if !ok {
 		return false
