@@ -70,7 +70,12 @@ type Checkout struct {
 	index   []string
 	marksMu sync.Mutex
 	marks   map[string]uint64 // path -> bit i set when the file contains index[i]
+	skipped []string
 }
+
+// Skipped lists the paths of the revision that were not written because no git checkout would write them
+// (a ".." or ".git" component, an empty one, a repeated entry), in tree order.
+func (c *Checkout) Skipped() []string { return c.skipped }
 
 // Files lists the checkout's files (slash paths relative to Dir, sorted), as `git ls-files` would.
 func (c *Checkout) Files() []string { return c.files }
@@ -155,7 +160,7 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 	if len(opts.Index) > 64 {
 		return nil, errors.New("exporting: at most 64 index strings")
 	}
-	entries, err := r.listTree(ctx, treeish, lim)
+	entries, skipped, err := r.listTree(ctx, treeish, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +168,7 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("creating checkout directory: %w", err)
 	}
-	co := &Checkout{Dir: dir, Rev: treeish, entries: make(map[string]entry, len(entries)), index: opts.Index, marks: map[string]uint64{}}
+	co := &Checkout{Dir: dir, Rev: treeish, entries: make(map[string]entry, len(entries)), index: opts.Index, marks: map[string]uint64{}, skipped: skipped}
 	for _, e := range entries {
 		co.entries[e.path] = e
 		co.files = append(co.files, e.path)
@@ -179,7 +184,7 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 // Export writes the files of treeish into dst (an existing, empty directory).
 func (r *Repo) Export(ctx context.Context, treeish, dst string, lim Limits) error {
 	lim = lim.withDefaults()
-	entries, err := r.listTree(ctx, treeish, lim)
+	entries, _, err := r.listTree(ctx, treeish, lim)
 	if err != nil {
 		return err
 	}
@@ -465,13 +470,13 @@ func parallel(ctx context.Context, items []entry, fn func(entry) error) error {
 	return ctx.Err()
 }
 
-// listTree lists the blobs and links of treeish, recursively, refusing paths no git checkout would write.
-func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) ([]entry, error) {
+// listTree lists the blobs and links of treeish, recursively. Paths no git checkout would write (and repeated
+// ones) are left out and returned as skipped: one odd name must not cost every app its preview.
+func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) (entries []entry, skipped []string, err error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", treeish)
 	if err != nil {
-		return nil, fmt.Errorf("listing files of %s: %w", short(treeish), err)
+		return nil, nil, fmt.Errorf("listing files of %s: %w", short(treeish), err)
 	}
-	var entries []entry
 	seen := map[string]bool{}
 	for _, rec := range bytes.Split(out, []byte{0}) {
 		if len(rec) == 0 {
@@ -479,11 +484,11 @@ func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) ([]entr
 		}
 		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
-			return nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
+			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
 		}
 		parts := strings.Fields(string(meta))
 		if len(parts) != 3 {
-			return nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
+			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
 		}
 		mode, typ, oid := parts[0], parts[1], parts[2]
 		if typ != "blob" { // submodules ("commit") are not fetched
@@ -491,26 +496,32 @@ func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) ([]entr
 		}
 		name := string(p)
 		if !validPath(name) || seen[name] {
-			return nil, fmt.Errorf("listing files of %s: refusing path %q", short(treeish), name)
+			// Not written: only an app that reads this path is affected (it finds no such file).
+			skipped = append(skipped, name)
+			continue
 		}
 		seen[name] = true
 		entries = append(entries, entry{mode: mode, oid: oid, path: name})
 		if len(entries) > lim.MaxFiles {
-			return nil, fmt.Errorf("listing files of %s: %w: more than %d files", short(treeish), ErrTooLarge, lim.MaxFiles)
+			return nil, nil, fmt.Errorf("listing files of %s: %w: more than %d files", short(treeish), ErrTooLarge, lim.MaxFiles)
 		}
 	}
-	return entries, nil
+	return entries, skipped, nil
 }
 
-// validPath accepts the relative slash paths git itself would check out (no "..", ".git", empty or absolute
-// components).
+// validPath accepts the relative slash paths git itself checks out on Linux, as Argo CD's repo-server does (git
+// read-cache.c verify_path): no "..", "." or empty components, no ".git" component, also where a backslash ends it
+// (core.protectNTFS, git's default). A backslash is otherwise an ordinary character of a file name.
 func validPath(p string) bool {
-	if p == "" || strings.HasPrefix(p, "/") || strings.ContainsRune(p, '\\') {
+	if p == "" || strings.HasPrefix(p, "/") {
 		return false
 	}
 	for _, seg := range strings.Split(p, "/") {
 		switch strings.ToLower(seg) {
 		case "", ".", "..", ".git":
+			return false
+		}
+		if first, _, ok := strings.Cut(seg, "\\"); ok && strings.EqualFold(first, ".git") {
 			return false
 		}
 	}

@@ -258,7 +258,9 @@ func TestCheckoutLimits(t *testing.T) {
 func TestValidPath(t *testing.T) {
 	for p, want := range map[string]bool{
 		"a/b.yaml": true, ".github/x": true, "..a": true,
-		"": false, "/abs": false, "a/../b": false, "../x": false, ".git/config": false, "a/.GIT/x": false, "a//b": false, `a\b`: false,
+		"": false, "/abs": false, "a/../b": false, "../x": false, ".git/config": false, "a/.GIT/x": false, "a//b": false,
+		// A backslash is part of a file name on Linux; git refuses ".git" before one (core.protectNTFS).
+		`a\b`: true, `a/b\`: true, `\x`: true, `.gitx\y`: true, `.git\config`: false, `a/.GIT\x/y`: false,
 	} {
 		if got := validPath(p); got != want {
 			t.Errorf("validPath(%q) = %v, want %v", p, got, want)
@@ -507,5 +509,34 @@ func TestGrep(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Grep(%v, %q) = %q, %v; want %q", tc.all, tc.patterns, got, err, tc.want)
 		}
+	}
+}
+
+// TestCheckoutSkipsPathsGitWouldNotWrite: an entry no git checkout would write is left out (and listed by
+// Skipped) instead of failing the checkout, and a backslash is an ordinary character of a name.
+func TestCheckoutSkipsPathsGitWouldNotWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	blob := gitHashObject(t, dir, "x")
+	sub := gitMktree(t, dir, "100644 blob "+blob+"\tok.yaml\n100644 blob "+blob+"\t..\n")
+	tree := gitMktree(t, dir, "100644 blob "+blob+"\t.git\\config\n100644 blob "+blob+"\ta\\b.yaml\n040000 tree "+sub+"\td\n")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co, err := r.Checkout(ctx, tree, ExportOptions{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer co.Close()
+	if got, want := strings.Join(co.Files(), " "), `a\b.yaml d/ok.yaml`; got != want {
+		t.Errorf("files = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(co.Skipped(), " "), `.git\config d/..`; got != want {
+		t.Errorf("skipped = %q, want %q", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(co.Dir, `a\b.yaml`)); err != nil || string(b) != "x" {
+		t.Errorf(`a\b.yaml: %q, %v`, b, err)
 	}
 }
