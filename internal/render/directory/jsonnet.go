@@ -54,7 +54,52 @@ func evaluateJsonnet(repo *repofs.FS, appPath, file string, opts *v1alpha1.Appli
 		jpaths = append(jpaths, p)
 	}
 	vm.Importer(&importer{repo: repo, jpaths: jpaths, cache: map[string]*cacheEntry{}})
-	return vm.EvaluateFile(file)
+	out, err := vm.EvaluateFile(file)
+	if err != nil {
+		return "", errors.New(shortTrace(err.Error()))
+	}
+	return out, nil
+}
+
+// shortTrace turns go-jsonnet's multi-line error (the message, then a stack trace of up to 20 frames, a stack
+// overflow's all the same) into one short line: the message, the first frame, and how many frames followed it
+// and how many of those repeat it.
+func shortTrace(msg string) string {
+	lines := strings.Split(msg, "\n")
+	head := strings.TrimSpace(lines[0])
+	var frames []string
+	cut := false
+	for _, l := range lines[1:] {
+		l = strings.Join(strings.Fields(l), " ")
+		switch l {
+		case "", "During evaluation":
+		case "...":
+			cut = true
+		default:
+			frames = append(frames, l)
+		}
+	}
+	if len(frames) == 0 {
+		return head
+	}
+	out := head + " at " + frames[0]
+	if rest := frames[1:]; len(rest) > 0 {
+		same := 0
+		for _, f := range rest {
+			if f == frames[0] {
+				same++
+			}
+		}
+		out += fmt.Sprintf(" (then %d more frames", len(rest))
+		if same > 0 {
+			out += fmt.Sprintf(", %d of them the same as this one", same)
+		}
+		if cut {
+			out += ", and more not shown"
+		}
+		out += ")"
+	}
+	return out
 }
 
 // envsubst is v1alpha1.Env.Envsubst, tolerating a nil environment.
