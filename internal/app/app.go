@@ -11,6 +11,7 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
@@ -282,8 +283,9 @@ func short(sha string) string {
 	return sha
 }
 
+// oneLine is an error as the App posts it (comments, check-runs): its first line, credentials masked.
 func oneLine(err error) string {
-	s := err.Error()
+	s := config.Redact(err.Error())
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}

@@ -64,7 +64,14 @@ var commands = []func(*Deps) *cobra.Command{
 }
 
 // Main runs the CLI with args and returns the process exit code. User errors are printed as one line.
+// Everything every command writes, errors and logs included, goes through config.Redact: passwords of URLs,
+// and the tokens and secrets given in flags or the environment, are masked.
 func Main(ctx context.Context, args []string, deps *Deps) int {
+	secrets := secretsOf(args, deps.Getenv)
+	d := *deps
+	d.Stdout = &redactingWriter{w: deps.Stdout, secrets: secrets}
+	d.Stderr = &redactingWriter{w: deps.Stderr, secrets: secrets}
+	deps = &d
 	root := NewRootCmd(deps)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

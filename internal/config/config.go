@@ -130,10 +130,10 @@ func (c *Serve) GoString() string { return "config.Serve{" + c.String() + "}" }
 // LogValue implements slog.LogValuer.
 func (c *Serve) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// RedactDSN masks a password in a store DSN.
+// RedactDSN masks a password in a store DSN (Redact, and key=value connection strings as a whole).
 func RedactDSN(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		return u.Redacted()
+		return Redact(dsn)
 	}
 	if strings.Contains(dsn, "password=") { // key=value connection strings
 		return "[redacted connection string]"
