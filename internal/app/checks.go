@@ -40,7 +40,8 @@ func (h *headFiles) read(path string) []byte {
 
 // diffCheck is the fleetwave/diff check run of a preview:
 //   - failure when an app failed to render or the repository has problems (broken manifests, failing
-//     generators), with an annotation on the manifest each failing app is declared in;
+//     generators), with an annotation on the manifest each failing app is declared in; failure too when no
+//     app takes a source from this repository (nothing was rendered: no all-clear);
 //   - neutral when the change alters no app's manifests (nothing to review; GitHub counts neutral as passing
 //     for required checks);
 //   - success otherwise.
@@ -92,6 +93,10 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		fmt.Fprintf(&sb, "\n> %s\n", n)
 	}
 	switch {
+	case rep.NoSourceInRepo:
+		// Nothing was rendered: no all-clear, whatever else the report says.
+		run.Conclusion = github.ConclusionFailure
+		run.Output = &github.CheckOutput{Title: "No app takes a source from this repository: nothing was rendered"}
 	case rep.HasErrors():
 		run.Conclusion = github.ConclusionFailure
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("%d of %d apps failed to render", rep.Summary.Failed, rep.Summary.Apps)}
@@ -114,6 +119,7 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 // planCheck is the fleetwave/plan check run of a preview:
 //   - failure when the release policy at head is invalid (an annotation at each error's line) or the plan breaks
 //     it (an annotation on the manifest of each app concerned, at the line that matters for the rule);
+//   - failure when the plan is incomplete: apps of the change failed to render, so it cannot place them;
 //   - neutral when the change has nothing to roll out;
 //   - success otherwise.
 //
@@ -163,6 +169,14 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 			anns = append(anns, a.violationAnnotations(out.rep, files, v, policyFile, policyData)...)
 		}
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("%d policy violation(s)", len(pl.Violations))}
+	case !pl.Complete():
+		// Never an all-clear: apps of the change are missing from the plan.
+		run.Conclusion = github.ConclusionFailure
+		fmt.Fprintf(&sb, "The plan is incomplete: %d app(s) of the change could not be rendered, so the plan does not place them:\n\n", len(pl.Unplaced))
+		for _, u := range pl.Unplaced {
+			fmt.Fprintf(&sb, "- `%s/%s` → %s\n", u.Namespace, u.App, u.Cluster)
+		}
+		run.Output = &github.CheckOutput{Title: fmt.Sprintf("Incomplete plan: %d app(s) not placed", len(pl.Unplaced))}
 	case pl.AppCount() == 0:
 		run.Conclusion = github.ConclusionNeutral
 		fmt.Fprintf(&sb, "The change alters no app's manifests: there is nothing to roll out (policy %s).\n", pl.Policy)

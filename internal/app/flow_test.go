@@ -343,6 +343,12 @@ func TestRenderFailureFailsTheDiffCheck(t *testing.T) {
 		}
 	}
 	golden.Assert(t, "render-failure-check-diff.txt", normalizer(f)(describeRun(diffRun)))
+	// The plan lacks the apps that failed: it says so and is no all-clear.
+	planRun := runs[app.CheckPlan][0]
+	if planRun.Conclusion != "failure" || !strings.Contains(planRun.Title, "Incomplete plan: 3 app(s) not placed") ||
+		!strings.Contains(planRun.Summary, "argocd/api-prd-eu-1") {
+		t.Errorf("fleetwave/plan: %s %q\n%s", planRun.Conclusion, planRun.Title, planRun.Summary)
+	}
 }
 
 // TestPolicyViolationFailsThePlanCheck: a change to payments, whose Application turns on automated sync,

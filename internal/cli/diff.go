@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -33,14 +34,14 @@ type previewFlags struct {
 
 func (f *previewFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.repo, "repo", ".", "the GitOps repository (top level of a git working copy, or a bare repository)")
+	fl.StringVar(&f.repo, "repo", ".", "the GitOps repository: a directory of a git working copy (its top level is found as git does), or a bare repository")
 	fl.StringVar(&f.base, "base", "", "base revision: the branch the change goes into (required)")
 	fl.StringVar(&f.head, "head", "HEAD", "head revision: the change")
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, markdown or json")
 	fl.StringVar(&f.clustersFile, "clusters", "", "destination clusters: a YAML stream of Argo CD cluster Secrets, or a list under 'clusters:' (default: the cluster Secrets in the repository)")
 	fl.StringArrayVar(&f.repoURLs, "repo-url", nil, "a URL (or owner/name) under which Applications name this repository, in addition to its origin remote; repeatable")
 	fl.StringVar(&f.settingsFile, "settings", "", "render settings file (keys of render-env.yaml: kubeVersion, apiVersions, appLabelKey, trackingMethod, ...)")
-	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file; parts beyond GitHub's size limit go to numbered files next to it")
+	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file, as the App posts it: over GitHub's size limit, part 1 here and parts 2.. in numbered files next to it (<name>.part2.md, ...)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
 	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
@@ -140,8 +141,13 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: writing output: %w", name, err)}
 	}
 	if f.markdownOut != "" {
-		if err := writeComment(f.markdownOut, rep); err != nil {
+		files, err := writeComment(f.markdownOut, rep)
+		if err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		if len(files) > 1 {
+			fmt.Fprintf(deps.Stderr, "fleetwave: %s: the comment is over GitHub's limit of %d bytes: %d parts, as the App posts them: %s\n",
+				name, github.MaxCommentBody, len(files), strings.Join(files, ", "))
 		}
 	}
 	return previewExit(deps.Stderr, name, rep, f.exitCode)
@@ -166,25 +172,32 @@ func writePreview(w io.Writer, rep *report.Report, output string) error {
 	}
 }
 
-// writeComment writes the PR comment to path; when it needs several comments, parts 2.. go to
-// <path-without-ext>.part<N><ext> as well.
-func writeComment(path string, rep *report.Report) error {
-	if err := os.WriteFile(path, []byte(rep.Markdown()), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	parts := rep.MarkdownParts(0)
-	if len(parts) < 2 {
-		return nil
-	}
+// writeComment writes the pull-request comment to path as the App would post it: split into the same parts
+// (report.MarkdownParts at github.MaxCommentPart), part 1 to path and parts 2.. to
+// <path-without-ext>.part<N><ext>. It returns the files written, in order. Numbered files of an earlier, longer
+// comment are removed, so the files on disk are the comment.
+func writeComment(path string, rep *report.Report) ([]string, error) {
+	parts := rep.MarkdownParts(github.MaxCommentPart)
 	ext := filepath.Ext(path)
 	stem := strings.TrimSuffix(path, ext)
+	partName := func(n int) string { return fmt.Sprintf("%s.part%d%s", stem, n, ext) }
+	files := make([]string, 0, len(parts))
 	for i, p := range parts {
-		name := fmt.Sprintf("%s.part%d%s", stem, i+1, ext)
+		name := path
+		if i > 0 {
+			name = partName(i + 1)
+		}
 		if err := os.WriteFile(name, []byte(p), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", name, err)
+			return files, fmt.Errorf("writing %s: %w", name, err)
+		}
+		files = append(files, name)
+	}
+	for n := len(parts) + 1; ; n++ {
+		if err := os.Remove(partName(n)); err != nil {
+			break
 		}
 	}
-	return nil
+	return files, nil
 }
 
 // previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render
@@ -198,12 +211,27 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "fleetwave: %s: %s\n", name, p)
 	}
+	if rep.NoSourceInRepo {
+		// One clear line: nothing was rendered, which is no all-clear, and how to fix it.
+		msg := fmt.Sprintf("%s: no app takes a source from this repository, so nothing was rendered", name)
+		if len(rep.AppRepoURLs) > 0 {
+			msg += fmt.Sprintf(" (the apps name %s, not its origin remote)", strings.Join(rep.AppRepoURLs, ", "))
+		}
+		hint := "<url>"
+		if len(rep.AppRepoURLs) == 1 {
+			hint = rep.AppRepoURLs[0]
+		}
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: if this checkout is a fork or mirror, give the URL the Applications use: --repo-url %s", msg, hint)}
+	}
 	if rep.HasErrors() {
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %d of %d apps failed to render, %s",
 			name, rep.Summary.Failed, rep.Summary.Apps, countOf(len(rep.Problems), "repository problem"))}
 	}
 	if rep.Plan != nil && !rep.Plan.OK() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan breaks the release policy", name)}
+	}
+	if pl, ok := rep.Plan.(interface{ Complete() bool }); ok && !pl.Complete() {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan is incomplete: some apps of the change could not be rendered, so they are not placed", name)}
 	}
 	if exitOnChange && rep.HasChanges() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: %s", name, rep.SummaryLine())}

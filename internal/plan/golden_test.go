@@ -83,19 +83,27 @@ func rollingSyncApps() []App {
 
 func TestGolden(t *testing.T) {
 	tests := []struct {
-		name   string
-		policy func(t testing.TB) *Policy
-		apps   []App
+		name     string
+		policy   func(t testing.TB) *Policy
+		apps     []App
+		unplaced []Unplaced // apps the preview could not render
 	}{
-		{"sketch", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps()},
-		{"full", func(t testing.TB) *Policy { return mustPolicy(t, "full.yaml") }, exampleApps()},
-		{"default", func(testing.TB) *Policy { return DefaultPolicy() }, exampleApps()},
-		{"rollingsync", func(testing.TB) *Policy { return DefaultPolicy() }, rollingSyncApps()},
-		{"empty", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, nil},
+		{"sketch", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps(), nil},
+		{"full", func(t testing.TB) *Policy { return mustPolicy(t, "full.yaml") }, exampleApps(), nil},
+		{"default", func(testing.TB) *Policy { return DefaultPolicy() }, exampleApps(), nil},
+		{"rollingsync", func(testing.TB) *Policy { return DefaultPolicy() }, rollingSyncApps(), nil},
+		{"empty", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, nil, nil},
+		// A plan without violations that lacks apps which failed to render is incomplete, not "follows the policy".
+		{"incomplete", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps()[:len(exampleApps())-1], []Unplaced{
+			{App: "api-prd-eu-1", Namespace: "argocd", Cluster: "prd-eu-1", Reason: "kustomize build: missing.yaml: no such file or directory"},
+			{App: "web", Namespace: "argocd", Cluster: "in-cluster", Reason: "helm template: parse error"}}},
+		{"incomplete-with-violations", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps(), []Unplaced{
+			{App: "web", Namespace: "argocd", Cluster: "in-cluster", Reason: "helm template: parse error"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			plan := Build(tt.policy(t), tt.apps)
+			plan.SetUnplaced(tt.unplaced)
 			var text, md bytes.Buffer
 			if err := plan.WriteText(&text); err != nil {
 				t.Fatal(err)

@@ -111,9 +111,20 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.SkippedWaves) > 0 {
 		fmt.Fprintf(bw, "\nwaves without apps: %s\n", strings.Join(p.SkippedWaves, ", "))
 	}
-	if p.OK() {
+	if !p.Complete() {
+		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", plural(len(p.Unplaced), "app"))
+		for _, u := range p.Unplaced {
+			fmt.Fprintf(bw, "  %s -> %s: %s\n", u.ref(), u.Cluster, u.Reason)
+		}
+	}
+	switch {
+	case p.OK() && !p.Complete() && p.AppCount() == 0:
+		bw.WriteString("\nresult: incomplete\n")
+	case p.OK() && !p.Complete():
+		bw.WriteString("\nresult: incomplete; the apps it places follow the policy\n")
+	case p.OK():
 		bw.WriteString("\nresult: ok, the plan follows the policy\n")
-	} else {
+	default:
 		fmt.Fprintf(bw, "\nresult: %s\n", plural(len(p.Violations), "violation"))
 		for _, v := range p.Violations {
 			fmt.Fprintf(bw, "  %s: %s\n", v.Rule, v.Message)
@@ -177,9 +188,22 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		p.writeBatches(bw)
 	}
 	bw.WriteString("\n")
-	if p.OK() {
+	if !p.Complete() {
+		refs := make([]string, 0, len(p.Unplaced))
+		for _, u := range p.Unplaced {
+			refs = append(refs, "`"+strings.ReplaceAll(u.ref(), "`", "")+"`")
+		}
+		fmt.Fprintf(bw, "❌ **The plan is incomplete**: %s of the change could not be rendered, so the plan does not place them: %s.\n\n",
+			plural(len(p.Unplaced), "app"), strings.Join(refs, ", "))
+	}
+	switch {
+	case p.OK() && !p.Complete():
+		if p.AppCount() > 0 {
+			bw.WriteString("The apps it places follow the release policy.\n")
+		}
+	case p.OK():
 		bw.WriteString("✅ The plan follows the release policy.\n")
-	} else {
+	default:
 		fmt.Fprintf(bw, "❌ **%s of the release policy** (the plan check fails):\n\n", capitalize(plural(len(p.Violations), "violation")))
 		bw.WriteString("| App | Cluster | Rule | Message |\n|---|---|---|---|\n")
 		for i, v := range p.Violations {

@@ -37,10 +37,41 @@ type Plan struct {
 	Waves        []Wave      `json:"waves"`
 	SkippedWaves []string    `json:"skippedWaves,omitempty"`
 	Violations   []Violation `json:"violations"`
+	// Incomplete is set when some app of the change could not be placed in a wave (Unplaced says which): the
+	// plan covers only the others, so it is no all-clear even without violations.
+	Incomplete bool `json:"incomplete,omitempty"`
+	// Unplaced are the apps of the change the plan could not place, sorted by namespace and name.
+	Unplaced []Unplaced `json:"unplaced,omitempty"`
 }
 
-// OK reports whether the plan breaks no policy rule.
+// Unplaced is an app of the change left out of the plan: it failed to render (or could not be rendered), so
+// nothing is known of what it rolls out.
+type Unplaced struct {
+	App       string `json:"app"`
+	Namespace string `json:"namespace,omitempty"`
+	Cluster   string `json:"cluster,omitempty"`
+	// Reason is why, one line (the render error).
+	Reason string `json:"reason"`
+}
+
+// SetUnplaced records the apps the plan could not place and marks it incomplete when there are any.
+func (p *Plan) SetUnplaced(u []Unplaced) {
+	p.Unplaced = u
+	p.Incomplete = len(u) > 0
+}
+
+// OK reports whether the plan breaks no policy rule. An incomplete plan may be OK: see Complete.
 func (p *Plan) OK() bool { return len(p.Violations) == 0 }
+
+// Complete reports whether every app of the change was placed.
+func (p *Plan) Complete() bool { return !p.Incomplete && len(p.Unplaced) == 0 }
+
+func (u Unplaced) ref() string {
+	if u.Namespace != "" {
+		return u.Namespace + "/" + u.App
+	}
+	return u.App
+}
 
 // Digest is a hash of the plan's JSON form, to compare the plan shown on a PR with the one recomputed at merge.
 func (p *Plan) Digest() string {

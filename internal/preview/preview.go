@@ -284,6 +284,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 
 	rep.Apps = p.pair(ctx)
+	if foreign, named := foreignFleet(p.matcher.Match, p.base.inv, p.head.inv); foreign {
+		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
+		rep.Notes = append(rep.Notes, noSourceNote(names, named))
+	}
 	if in.Live != nil {
 		if err := p.live(ctx, in.Live, rep); err != nil {
 			return nil, err
@@ -424,7 +428,7 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			p.fill(&ra, b.App.Spec.Destination.Namespace, p.renderBase(ctx, b), nil)
 		default:
 			ra = describe(h)
-			p.fillBoth(&ra, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
+			p.fillBoth(&ra, h, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
 		}
 		apps = append(apps, ra)
 	}
@@ -529,12 +533,17 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 }
 
 // fillBoth describes an app present on both sides.
-func (p *pipeline) fillBoth(ra *report.App, baseNS, headNS string, bo, ho *outcome) {
+func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS string, bo, ho *outcome) {
 	if ho == nil {
 		ra.Status, ra.Error = report.StatusError, "not rendered (app-of-apps nesting too deep?)"
 		return
 	}
 	if ho.notRendered {
+		if src := p.externalSource(a); src != "" {
+			// Never "unchanged": nothing is known of what a source outside the checkout renders.
+			ra.Status, ra.Error = report.StatusSkipped, notRenderedMessage(src)
+			return
+		}
 		ra.Status = report.StatusUnchanged // the change cannot reach what it renders from
 		return
 	}
@@ -546,11 +555,8 @@ func (p *pipeline) fillBoth(ra *report.App, baseNS, headNS string, bo, ho *outco
 	ra.AffectedBy = reasons(ho.verdict)
 	switch {
 	case ho.external():
-		if ho.reused {
-			ra.Status = report.StatusUnchanged
-		} else {
-			ra.Status, ra.Error = report.StatusSkipped, externalMessage(ho.err)
-		}
+		// Reused (the change does not reach it) or not, an app that could not be rendered is never "unchanged".
+		ra.Status, ra.Error = report.StatusSkipped, externalMessage(ho.err)
 		return
 	case ho.failed():
 		ra.Status, ra.Error = report.StatusError, oneLine(ho.err)
@@ -592,6 +598,77 @@ func reasons(v discover.Verdict) []string {
 		out = append(out, r.String())
 	}
 	return out
+}
+
+// externalSource returns the repoURL of the first source of a that is not in the checkout ("" when all are).
+func (p *pipeline) externalSource(a *discover.App) string {
+	for _, src := range a.App.Spec.GetSources() {
+		if !p.matcher.Match(src.RepoURL) {
+			if src.RepoURL == "" {
+				return "(no repoURL)"
+			}
+			return src.RepoURL
+		}
+	}
+	return ""
+}
+
+// notRenderedMessage is the error of an app left unrendered because a source is outside the checkout.
+func notRenderedMessage(repoURL string) string {
+	return "not rendered locally: source " + repoURL + " is not this repository, so what it renders is not known here"
+}
+
+// foreignFleet reports whether the fleet has apps and not one of them takes a source from this repository
+// (the checkout's names are wrong: a fork, a mirror, another remote), with the repoURLs the apps do name,
+// most named first (at most three).
+func foreignFleet(match func(string) bool, invs ...*discover.Inventory) (bool, []string) {
+	count := map[string]int{}
+	apps := 0
+	for _, inv := range invs {
+		for _, a := range inv.Apps() {
+			apps++
+			for _, src := range a.App.Spec.GetSources() {
+				if match(src.RepoURL) {
+					return false, nil
+				}
+				if src.RepoURL != "" {
+					count[src.RepoURL]++
+				}
+			}
+		}
+	}
+	if apps == 0 {
+		return false, nil
+	}
+	named := make([]string, 0, len(count))
+	for u := range count {
+		named = append(named, u)
+	}
+	sort.Slice(named, func(i, j int) bool {
+		if count[named[i]] != count[named[j]] {
+			return count[named[i]] > count[named[j]]
+		}
+		return named[i] < named[j]
+	})
+	if len(named) > 3 {
+		named = named[:3]
+	}
+	return true, named
+}
+
+// noSourceNote says that no app's source is this repository, naming what the repository is known as and what
+// the apps name.
+func noSourceNote(known, named []string) string {
+	s := "no app takes a source from this repository"
+	if len(known) > 0 {
+		s += " (known as " + strings.Join(known, ", ") + ")"
+	} else {
+		s += " (it has no origin remote and no other name was given)"
+	}
+	if len(named) > 0 {
+		s += "; the apps name " + strings.Join(named, ", ")
+	}
+	return s + ": nothing was rendered, so no app is known to be unchanged"
 }
 
 func externalMessage(err error) string {
@@ -647,7 +724,14 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 		break
 	}
 	var apps []plan.App
+	var unplaced []plan.Unplaced
 	for _, ra := range rep.Apps {
+		// An app that failed to render, or that the change affects but could not be rendered, may roll out
+		// too: the plan cannot place it, and says so.
+		if ra.Status == report.StatusError || ra.Status == report.StatusSkipped && len(ra.AffectedBy) > 0 {
+			unplaced = append(unplaced, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: ra.Error})
+			continue
+		}
 		if ra.Status != report.StatusChanged && ra.Status != report.StatusAdded {
 			continue
 		}
@@ -657,7 +741,9 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 		}
 		apps = append(apps, PlanApp(a))
 	}
-	return plan.Build(policy, apps), nil
+	pl := plan.Build(policy, apps)
+	pl.SetUnplaced(unplaced)
+	return pl, nil
 }
 
 // PlanApp is how the planner sees a discovered app.

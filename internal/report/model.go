@@ -34,6 +34,12 @@ type Report struct {
 	Problems []string `json:"problems,omitempty"`
 	// Notes are informational lines (e.g. how the head side was built).
 	Notes []string `json:"notes,omitempty"`
+	// NoSourceInRepo is set when the fleet has apps but none takes a source from the repository under the names
+	// it was given (origin remote, --repo-url, the App's repository): a fork or mirror whose URL the
+	// Applications do not use. Nothing was rendered; the preview is no all-clear.
+	NoSourceInRepo bool `json:"noSourceInRepo,omitempty"`
+	// AppRepoURLs are, when NoSourceInRepo is set, the repoURLs the apps do name (most used first, at most 3).
+	AppRepoURLs []string `json:"appRepoURLs,omitempty"`
 	// Plan is the wave plan (plan command); its JSON fields are merged into the report's top level.
 	Plan Plan `json:"-"`
 }
