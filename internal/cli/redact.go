@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/config"
@@ -29,13 +27,9 @@ func (r *redactingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Stat lets commands see whether the stream underneath is a terminal.
-func (r *redactingWriter) Stat() (os.FileInfo, error) {
-	if f, ok := r.w.(interface{ Stat() (os.FileInfo, error) }); ok {
-		return f.Stat()
-	}
-	return nil, errors.New("not a file")
-}
+// Unwrap is the stream underneath, for commands that ask whether it is a terminal (isTerminal); they write
+// through the redactingWriter.
+func (r *redactingWriter) Unwrap() io.Writer { return r.w }
 
 // secretEnv are the environment variables holding credentials that commands read.
 var secretEnv = []string{config.EnvArgoCDToken, config.EnvWebhookSecret, config.EnvPrivateKey}

@@ -60,3 +60,15 @@ func TestCommandsRedactCredentials(t *testing.T) {
 		})
 	}
 }
+
+// Commands still see the terminal behind the redacting streams.
+func TestRedactingWriterUnwrapsToTheStream(t *testing.T) {
+	var buf bytes.Buffer
+	w := &redactingWriter{w: &buf, secrets: []string{"tok-123456"}}
+	if w.Unwrap() != &buf {
+		t.Fatal("Unwrap does not return the stream")
+	}
+	if n, err := w.Write([]byte("Bearer tok-123456\n")); err != nil || n != len("Bearer tok-123456\n") || buf.String() != "Bearer [redacted]\n" {
+		t.Errorf("Write = %d, %v; wrote %q", n, err, buf.String())
+	}
+}
