@@ -259,17 +259,17 @@ spec:
       - path: apps/skip
         exclude: true
   template:
-    metadata: {name: '{{path.basename}}-{{path[0]}}'}
+    metadata: {name: '{{path.basenameNormalized}}-{{path[0]}}', labels: {dir: '{{path.basename}}'}}
     spec:
       project: default
       source: {repoURL: ` + repoURL + `, path: '{{path}}'}
       destination: {name: in-cluster, namespace: '{{path.basenameNormalized}}'}
 `,
 			extra: map[string]string{"apps/Web_App/x.yaml": "a: 1", "apps/api/x.yaml": "a: 1", "apps/skip/x.yaml": "a: 1", "apps/.hidden/x.yaml": "a: 1", "apps/api/deep/x.yaml": "a: 1"},
-			want:  []string{"Web_App-apps", "api-apps"},
+			want:  []string{"api-apps", "web-app-apps"},
 			check: func(t *testing.T, apps map[string]*App) {
-				if got := apps["Web_App-apps"].App.Spec.Destination.Namespace; got != "web-app" {
-					t.Errorf("basenameNormalized = %q", got)
+				if got := apps["web-app-apps"].App.Labels["dir"]; got != "Web_App" {
+					t.Errorf("basename = %q", got)
 				}
 			},
 		},

@@ -338,6 +338,18 @@ func (e *generatorEnv) gitParams(g *v1alpha1.GitGenerator, appSet *v1alpha1.Appl
 	if e.tree == nil {
 		return nil, errors.New("git generator: no checkout to read")
 	}
+	// A path outside the repository selects nothing (directories) or fails `git ls-files` (files): either way the
+	// generator produces no application, which must not pass unnoticed.
+	for _, it := range g.Directories {
+		if !it.Exclude && leavesRepo(it.Path) {
+			return nil, fmt.Errorf("git generator: directories path %q leaves the repository: it selects nothing", it.Path)
+		}
+	}
+	for _, it := range g.Files {
+		if !it.Exclude && leavesRepo(it.Path) {
+			return nil, fmt.Errorf("git generator: files path %q leaves the repository: it selects nothing", it.Path)
+		}
+	}
 	switch {
 	case len(g.Directories) != 0:
 		all, err := e.tree.Dirs()
@@ -350,6 +362,15 @@ func (e *generatorEnv) gitParams(g *v1alpha1.GitGenerator, appSet *v1alpha1.Appl
 	default:
 		return nil, errEmptyAppSetGenerator
 	}
+}
+
+// leavesRepo reports a generator path that is absolute or climbs above the repository root.
+func leavesRepo(p string) bool {
+	if strings.HasPrefix(p, "/") {
+		return true
+	}
+	c := path.Clean(p)
+	return c == ".." || strings.HasPrefix(c, "../")
 }
 
 // filterDirs is git.go filterApps: path.Match against each item; an exclude match always wins.

@@ -11,6 +11,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // App is one Application of the fleet at one revision.
@@ -199,6 +200,13 @@ func (inv *Inventory) generate(set *v1alpha1.ApplicationSet, file, parent string
 				}
 				if app.Name == "" {
 					inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: generated application has no name", i+1)})
+					continue
+				}
+				// The API server refuses such an Application, so Argo CD never has it (a template left unresolved:
+				// "{{.missing", "{{unknown}}", "<no value>").
+				if errs := validation.IsDNS1123Subdomain(app.Name); len(errs) > 0 {
+					inv.Problems = append(inv.Problems, Problem{File: file, App: key,
+						Err: fmt.Errorf("generator %d: generated application name %q is not a valid Kubernetes name (is a template unresolved?): %s", i+1, app.Name, errs[0])})
 					continue
 				}
 				out = append(out, &App{App: app, File: file, AppSet: key, Parent: parent, Strategy: set.Spec.Strategy})
