@@ -26,7 +26,10 @@
 //
 //  4. Build. krusty runs on buildFS (fs.go), a kyaml filesys.FileSystem over repofs: paths appear under a
 //     virtual root, reads are confined and recorded, the overlay shadows the checkout, and each kustomization
-//     file read is vetted again before kustomize sees it. Any confinement refusal met during the build fails it.
+//     file read is vetted again before kustomize sees it. Every file read (kustomizations, resources, patches,
+//     generator inputs, rendered charts) is refused when its YAML aliases expand too far (repofs.CheckYAMLAliases:
+//     the YAML libraries' excessive-aliasing rule over the whole file, and a budget over the build), since kyaml
+//     expands aliases without any limit. Any confinement refusal met during the build fails it.
 //
 // Proof: TestFidelity (the shared corpus), TestGoldens (testdata/diff cases whose goldens come from Argo CD's own
 // util/kustomize Build run with the pinned kustomize and helm binaries by the opt-in TestDifferential, build tag
@@ -38,7 +41,8 @@
 //
 // kustomize writes deprecation warnings to the process's standard error; they cannot be silenced from here.
 //
-// Known differences from Argo CD: with sortOptions fifo, rendered charts come before configMapGenerator and
+// Known differences from Argo CD: a generator input (configMapGenerator/secretGenerator file) with excessive YAML
+// aliasing is refused, where kustomize would embed it as text; with sortOptions fifo, rendered charts come before configMapGenerator and
 // secretGenerator output instead of after it; a kustomization with helmCharts reached from parents with
 // different namespaces is refused; Argo CD's --generate-name release names are time-based on both sides.
 package kustomize

@@ -7,6 +7,10 @@
 // the renderer can report exactly which repository files an application's manifests depend on (affected-app
 // detection compares them with a change's files).
 //
+// CheckYAMLAliases (aliases.go) refuses, with the same *Refusal, a YAML file whose aliases expand too far, for
+// readers whose YAML library has no limit of its own (kustomize's kyaml) or applies it to one document at a time
+// (discovery).
+//
 // Argo CD's repo-server refuses a checkout with out-of-bounds symlinks (util/io/path/resolved.go,
 // CheckOutOfBoundsSymlinks); repofs enforces the same bound at each access instead of walking the whole repository.
 package repofs
