@@ -61,6 +61,10 @@ func TestAliasBombs(t *testing.T) {
 			"app/kustomization.yaml": "resources: [cm.yaml]\n",
 			"app/cm.yaml":            cm + "---\n" + cm + "data:\n" + bomb,
 		}, wantFile: "app/cm.yaml"},
+		{name: "resource part after a document only kyaml skips", files: map[string]string{
+			"app/kustomization.yaml": "resources: [cm.yaml]\n",
+			"app/cm.yaml":            cm + "...\n]]: [\n---\n" + cm + "data:\n" + bomb,
+		}, wantFile: "app/cm.yaml"},
 		{name: "kustomization", files: map[string]string{
 			"app/kustomization.yaml": "resources: [cm.yaml]\ncommonAnnotations:\n" + bomb,
 			"app/cm.yaml":            cm,

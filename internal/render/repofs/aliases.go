@@ -3,6 +3,8 @@ package repofs
 import (
 	"bytes"
 	"fmt"
+	"regexp"
+	"strings"
 	"sync"
 
 	"gopkg.in/yaml.v3"
@@ -59,23 +61,36 @@ func CheckYAMLAliases(rel string, data []byte, budget *AliasBudget) error {
 	if !bytes.Contains(data, []byte("&")) || !bytes.Contains(data, []byte("*")) {
 		return nil
 	}
+	refuse := func(t *tally) error {
+		return &Refusal{Rule: RuleYAMLAliases, Path: rel, Detail: fmt.Sprintf(
+			"YAML aliases expand %d nodes written to %d or more (excessive aliasing)", t.literal, min(t.total, aliasRatioHigh))}
+	}
+	// The file as a YAML stream (go-yaml's decoders), then as kyaml reads it (kio.ByteReader: split at every line
+	// starting with "---", the first document of each part).
+	var stream tally
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var total, literal int64
 	for {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
 			break // end of the stream, or not YAML: not this rule's to judge
 		}
-		s := sizer{memo: map[*yaml.Node]int64{}, active: map[*yaml.Node]bool{}}
-		total = sat(total + s.expanded(&doc))
-		literal += s.literal
-		aliased := total - literal
-		if aliased > aliasMinAliased && total > aliasMinTotal && float64(aliased)/float64(total) > allowedAliasRatio(total) {
-			return &Refusal{Rule: RuleYAMLAliases, Path: rel,
-				Detail: fmt.Sprintf("YAML aliases expand to more than %d nodes from %d written (excessive aliasing)", min(total, aliasRatioHigh), literal)}
+		if stream.add(&doc) {
+			return refuse(&stream)
 		}
 	}
-	aliased := total - literal
+	var parts tally
+	if bytes.Contains(data, []byte("\n---")) {
+		for _, part := range kyamlSeparator.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), -1) {
+			var doc yaml.Node
+			if err := yaml.NewDecoder(strings.NewReader(part + "\n")).Decode(&doc); err != nil {
+				continue
+			}
+			if parts.add(&doc) {
+				return refuse(&parts)
+			}
+		}
+	}
+	aliased := max(stream.total-stream.literal, parts.total-parts.literal)
 	if budget == nil || aliased <= 0 {
 		return nil
 	}
@@ -98,6 +113,21 @@ func CheckYAMLAliases(rel string, data []byte, budget *AliasBudget) error {
 	}
 	budget.counted[rel] = true
 	return nil
+}
+
+// kyamlSeparator is kyaml's document separator (kio/byteio_reader.go splitDocuments).
+var kyamlSeparator = regexp.MustCompile(`\n---.*\n`)
+
+// tally counts the nodes of a file's documents, aliases expanded and as written.
+type tally struct{ total, literal int64 }
+
+// add counts doc and reports whether the file so far breaks the alias rule.
+func (t *tally) add(doc *yaml.Node) bool {
+	s := sizer{memo: map[*yaml.Node]int64{}, active: map[*yaml.Node]bool{}}
+	t.total = sat(t.total + s.expanded(doc))
+	t.literal += s.literal
+	aliased := t.total - t.literal
+	return aliased > aliasMinAliased && t.total > aliasMinTotal && float64(aliased)/float64(t.total) > allowedAliasRatio(t.total)
 }
 
 func sat(n int64) int64 { return min(n, saturate) }

@@ -35,6 +35,9 @@ func TestCheckYAMLAliases(t *testing.T) {
 		{name: "billion laughs", data: bomb(9), refuse: true},
 		{name: "100 levels", data: bomb(100), refuse: true},
 		{name: "bomb in a later document", data: "a: 1\n---\n" + bomb(9), refuse: true},
+		// kyaml decodes the first document of each part between "---" lines: a broken second document in the first
+		// part stops a stream decoder but not kyaml, which goes on to the bomb.
+		{name: "bomb after a part kyaml reads and a stream decoder does not", data: "a: 1\n...\n]]: [\n---\n" + bomb(9), refuse: true},
 		{name: "one small bomb", data: bomb(3)},
 		{name: "bomb padded to pass the ratio", data: padded(5)},
 		{name: "padded bombs in many documents", data: strings.Repeat(padded(5)+"---\n", 40), refuse: true},
