@@ -20,6 +20,9 @@ const childEnv = "FLEETWAVE_MEMCEILING_CHILD"
 // DefaultCeiling is the heap ceiling Run uses when given 0.
 const DefaultCeiling = 1 << 30
 
+// ChildTimeout bounds a child run, so that a guard that regresses into a loop fails too.
+const ChildTimeout = 5 * time.Minute
+
 // Run runs fn as the test t in a child process of the test binary whose live heap may not exceed ceiling bytes
 // (0: DefaultCeiling): the child exits as soon as it does, and t fails with the child's output. fn's own failures
 // fail t the same way. Call Run before any other work of t: the child re-runs t from its start.
@@ -38,7 +41,7 @@ func Run(t *testing.T, ceiling uint64, fn func(t *testing.T)) {
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
-	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run="+strings.Join(parts, "/"), "-test.count=1", "-test.v", "-test.timeout="+ChildTimeout.String())
 	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
