@@ -405,6 +405,12 @@ func TestInvalidPolicyFailsThePlanCheckAtItsLine(t *testing.T) {
 	if d := runs[app.CheckDiff][0]; d.Conclusion == "failure" {
 		t.Errorf("fleetwave/diff failed (%s): the diff does not depend on the policy", d.Title)
 	}
+	// The comment shows the diff and, in place of the plan, the policy's error at its line.
+	comments := h.fake.Comments(repoFullName, prNumber)
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, "The release policy is invalid") ||
+		!strings.Contains(comments[0].Body, fmt.Sprintf(".fleetwave.yaml:%d:", wantLine)) || !strings.Contains(comments[0].Body, "**24 apps: ") {
+		t.Errorf("comment does not show the diff and the policy error at line %d:\n%v", wantLine, comments)
+	}
 }
 
 // TestPlanCommandRecomputes: "/plan" from someone with write permission recomputes; from a reader it is

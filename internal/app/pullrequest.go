@@ -222,9 +222,14 @@ func (a *App) compute(ctx context.Context, ch Change) *outcome {
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
 		// The diff does not depend on the policy: show it, and fail the plan check on the policy's lines.
+		// preview.Run returns the diff with the policy error (its PolicyErrors say why there is no plan).
 		out.policyErr = pe
-		in.Plan = false
-		rep, err = a.runPreview(ctx, in)
+		if rep != nil {
+			err = nil
+		} else {
+			in.Plan = false
+			rep, err = a.runPreview(ctx, in)
+		}
 	}
 	out.rep, out.err = rep, err
 	out.elapsed = time.Since(t0)

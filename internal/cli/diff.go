@@ -14,6 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
@@ -82,8 +83,13 @@ would change, and drift is noted where live differs from the base render. Apps m
 an unreachable Argo CD is an error (exit 2). Apps whose source is a config-management plugin, which only Argo CD
 can run, are rendered by Argo CD's repo-server at both revisions (the manifests endpoint) and diffed as well.
 
-Exit status: 0 when every app rendered; 1 with --exit-code when some app's manifests changed; 2 on bad input or
-when an app failed to render (the report still lists every other app).`,
+An app that could not be rendered here (a source outside the checkout) is listed as not rendered, never as
+unchanged. When no app takes a source from this repository, typically a fork or a mirror whose origin is not the
+URL the Applications use, nothing is rendered: diff says so and exits 2; pass that URL with --repo-url.
+
+Exit status: 0 when every app rendered; 1 with --exit-code when some app's manifests changed; 2 on bad input,
+when an app failed to render (the report still lists every other app), or when no app's source is this
+repository.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPreview(cmd, deps, &f, false)
@@ -130,6 +136,11 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	in.Live = live
 	r := render.New(render.Options{})
 	rep, err := preview.Run(cmd.Context(), r, in)
+	var pe *plan.PolicyError
+	if errors.As(err, &pe) && rep != nil {
+		// A broken policy does not hide the diff: show it, then fail the plan part with the policy's errors.
+		return policyFailed(deps, name, f, rep, pe)
+	}
 	if err != nil {
 		var ie *preview.InputError
 		if errors.As(err, &ie) {
@@ -198,6 +209,24 @@ func writeComment(path string, rep *report.Report) ([]string, error) {
 		}
 	}
 	return files, nil
+}
+
+// policyFailed writes a report made without its plan because the release policy is invalid, prints each policy
+// error on stderr and exits 2.
+func policyFailed(deps *Deps, name string, f *previewFlags, rep *report.Report, pe *plan.PolicyError) error {
+	if err := writePreview(deps.Stdout, rep, f.output); err != nil {
+		return &ExitError{Code: 2, Err: fmt.Errorf("%s: writing output: %w", name, err)}
+	}
+	if f.markdownOut != "" {
+		if _, err := writeComment(f.markdownOut, rep); err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+	}
+	_ = previewExit(deps.Stderr, name, rep, false) // the apps' and repository's errors, one line each
+	for _, e := range rep.PolicyErrors {
+		fmt.Fprintf(deps.Stderr, "fleetwave: %s: %s\n", name, e)
+	}
+	return usageErr(fmt.Errorf("%s: invalid release policy %s (%s): no plan was made; the diff above is complete", name, pe.File, countOf(len(pe.Diagnostics), "error")))
 }
 
 // previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render

@@ -219,3 +219,39 @@ func TestPlanWithAFailedRenderIsIncomplete(t *testing.T) {
 		})
 	}
 }
+
+// A broken .fleetwave.yaml does not hide the diff: plan shows it, then fails the plan part with the policy's
+// error at its line (exit 2).
+func TestPlanWithABrokenPolicyStillShowsTheDiff(t *testing.T) {
+	repo := previewRepo(t, map[string]string{".fleetwave.yaml": "apiVersion: fleetwave/v1\nwaves:\n  - name: production\n    selector: {matchLabels: {env: prd}}\n    soak: 10 minutes\n"})
+	common := []string{"plan", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL}
+	for _, tc := range []struct {
+		output string
+		want   []string
+	}{
+		{"text", []string{"+  color: green", "plan: not made, the release policy is invalid:", "  .fleetwave.yaml:5:"}},
+		{"markdown", []string{"+  color: green", "❌ **The release policy is invalid**, so no plan was made", "- .fleetwave.yaml:5:"}},
+		{"json", []string{`"status": "changed"`, `"policyErrors": [`, `".fleetwave.yaml:5:`}},
+	} {
+		t.Run(tc.output, func(t *testing.T) {
+			code, out, stderr := runPreviewCmd(t, append(common, "-o", tc.output)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s output lacks %q:\n%s", tc.output, w, out)
+				}
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "fleetwave: plan: .fleetwave.yaml:5:") ||
+				!strings.Contains(lines[1], "invalid release policy .fleetwave.yaml (1 error): no plan was made") {
+				t.Errorf("stderr = %q", stderr)
+			}
+		})
+	}
+	// diff does not read the policy.
+	if code, _, stderr := runPreviewCmd(t, "diff", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL); code != 0 {
+		t.Errorf("diff: exit %d\n%s", code, stderr)
+	}
+}

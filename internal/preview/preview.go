@@ -191,7 +191,8 @@ func newSide(co *source.Checkout) *side {
 // head, renders at base the apps the change can reach (what each render reads decides which apps the change
 // affects), renders the affected apps at head, diffs them and, when asked, plans the rollout. Apps that fail to
 // render are reported in the Report, not returned as an error; an error (an *InputError for bad input) means no
-// report could be made.
+// report could be made, except an invalid release policy (a *plan.PolicyError, wrapped in an *InputError): the
+// report is then returned too, complete but without a plan, its PolicyErrors saying why.
 func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	repo, err := source.Open(ctx, in.RepoDir)
 	if err != nil {
@@ -301,6 +302,17 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 
 	if in.Plan {
 		pl, err := p.plan(headCo.Dir, p.head.inv, rep)
+		var pe *plan.PolicyError
+		if errors.As(err, &pe) {
+			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
+			for _, d := range pe.Diagnostics {
+				rep.PolicyErrors = append(rep.PolicyErrors, d.String())
+			}
+			if len(pe.Diagnostics) == 0 {
+				rep.PolicyErrors = []string{pe.Error()}
+			}
+			return rep, err
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -120,6 +120,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(bw, "  %s\n", p)
 		}
 	}
+	if len(r.PolicyErrors) > 0 {
+		bw.WriteString("\nplan: not made, the release policy is invalid:\n")
+		for _, e := range r.PolicyErrors {
+			fmt.Fprintf(bw, "  %s\n", e)
+		}
+	}
 	if r.Plan != nil {
 		bw.WriteString("\n")
 		if err := bw.Flush(); err != nil {
@@ -335,6 +341,13 @@ func (r *Report) markdownBlocks() (string, []string) {
 			head.Write(pb.Bytes())
 			head.WriteString("\n")
 		}
+	}
+	if len(r.PolicyErrors) > 0 {
+		head.WriteString("### Wave plan\n\n❌ **The release policy is invalid**, so no plan was made (the diff below is complete):\n\n")
+		for _, e := range r.PolicyErrors {
+			fmt.Fprintf(&head, "- %s\n", mdEscape(e))
+		}
+		head.WriteString("\n")
 	}
 	var blocks []string
 	if r.Summary.Failed > 0 || len(r.Problems) > 0 {

@@ -40,6 +40,9 @@ type Report struct {
 	NoSourceInRepo bool `json:"noSourceInRepo,omitempty"`
 	// AppRepoURLs are, when NoSourceInRepo is set, the repoURLs the apps do name (most used first, at most 3).
 	AppRepoURLs []string `json:"appRepoURLs,omitempty"`
+	// PolicyErrors are set when a plan was asked for and the release policy at head is invalid: no plan was
+	// made (the diff is complete). One line per error, "file:line:col: message (hint: ...)".
+	PolicyErrors []string `json:"policyErrors,omitempty"`
 	// Plan is the wave plan (plan command); its JSON fields are merged into the report's top level.
 	Plan Plan `json:"-"`
 }
