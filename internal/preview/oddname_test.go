@@ -59,6 +59,15 @@ func TestOddFileNamesAffectOnlyTheirApps(t *testing.T) {
 			if mon.Status != report.StatusChanged {
 				t.Fatalf("monitoring is %q (%s), want changed: the file with a backslash in its name was not rendered", mon.Status, mon.Error)
 			}
+			var skipped []string
+			for _, pr := range rep.Problems {
+				if strings.Contains(pr, "not checked out") {
+					skipped = append(skipped, pr)
+				}
+			}
+			if want := map[string]int{"odd": 0, "crafted": 2}[head]; len(skipped) != want {
+				t.Errorf("%d problems name a path that was not checked out, want %d: %q", len(skipped), want, rep.Problems)
+			}
 			text := outputs(t, rep)["txt"]
 			if !strings.Contains(text, "odd-rules") || strings.Contains(text, "not-in-the-app-path") {
 				t.Errorf("the monitoring diff does not show exactly the ConfigMap read from manifests/monitoring/extra\\rule.yaml:\n%s", text)

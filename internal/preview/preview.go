@@ -297,6 +297,9 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	for _, pr := range p.head.inv.Problems {
 		rep.Problems = append(rep.Problems, pr.Error())
 	}
+	for _, name := range headCo.Skipped() {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%q: not checked out: git refuses to write such a path (an app that reads it finds it missing)", name))
+	}
 	sort.Strings(rep.Problems)
 	rep.Summarize()
 
