@@ -281,11 +281,11 @@ func (o *rolloutOptions) client() (*argocd.Client, error) {
 func (o *rolloutOptions) argoErr(what string, err error) error {
 	switch {
 	case errors.Is(err, argocd.ErrUnauthenticated):
-		return usageErr(fmt.Errorf("Argo CD at %s rejected the token (401 Unauthenticated) while %s: check FLEETWAVE_ARGOCD_TOKEN", o.server, what))
+		return usageErr(fmt.Errorf("the token was rejected by Argo CD at %s (401 Unauthenticated) while %s: check FLEETWAVE_ARGOCD_TOKEN", o.server, what))
 	case errors.Is(err, argocd.ErrPermissionDenied):
-		return usageErr(fmt.Errorf("Argo CD at %s refused the token (403 PermissionDenied) while %s: its account lacks the RBAC permission", o.server, what))
+		return usageErr(fmt.Errorf("the token was refused by Argo CD at %s (403 PermissionDenied) while %s: its account lacks the RBAC permission", o.server, what))
 	}
-	return usageErr(fmt.Errorf("Argo CD at %s: %s: %w", o.server, what, err))
+	return usageErr(fmt.Errorf("asking Argo CD at %s: %s: %w", o.server, what, err))
 }
 
 func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {

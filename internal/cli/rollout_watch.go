@@ -285,7 +285,6 @@ type watcher struct {
 	commands func(verb string, args ...string) string // the command line to suggest
 
 	mu        sync.Mutex
-	started   bool
 	state     store.RolloutState
 	lastEvent int64
 	waves     map[int]*waveSeen
