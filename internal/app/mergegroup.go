@@ -155,24 +155,10 @@ func (a *App) endGroup(k prKey, run *prRun) {
 // startGroupChecks creates both check runs in progress on the group's head (a failure is logged: the check
 // runs are created when completing them).
 func (a *App) startGroupChecks(ctx context.Context, client GitHub, g MergeGroup, at time.Time) checkRuns {
-	var ids checkRuns
-	for _, c := range []struct {
-		name string
-		id   *int64
-	}{{CheckDiff, &ids.diff}, {CheckPlan, &ids.plan}} {
-		id, err := client.CreateCheckRun(ctx, g.Repo, github.CheckRun{
-			Name: c.name, HeadSHA: g.HeadSHA, Status: github.StatusInProgress, StartedAt: at,
-			ExternalID: groupExternalID(g.HeadRef, ""),
-			Output: &github.CheckOutput{Title: "Rendering the merge group…",
-				Summary: fmt.Sprintf("fleetwave is rendering the change of merge group `%s` (`%s`) as Argo CD would.", groupName(g.HeadRef), short(g.HeadSHA))},
-		})
-		if err != nil {
-			logFrom(ctx).Warn("creating check run", slog.String("check", c.name), slog.Any("error", err))
-			continue
-		}
-		*c.id = id
-	}
-	return ids
+	return startCheckRuns(ctx, client, g.Repo, g.HeadSHA, groupExternalID(g.HeadRef, ""), at, &github.CheckOutput{
+		Title: "Rendering the merge group…",
+		Summary: fmt.Sprintf("fleetwave is rendering the change of merge group `%s` (`%s`) as Argo CD would.",
+			groupName(g.HeadRef), short(g.HeadSHA))})
 }
 
 // computeGroup fetches the group and previews its change; ch.Base is set to the base used.

@@ -165,16 +165,20 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 // startChecks creates both check runs in progress on the head. A failure is logged: the results are still
 // worth a comment, and the check runs are created when completing them.
 func (a *App) startChecks(ctx context.Context, client GitHub, ch Change, at time.Time) checkRuns {
+	return startCheckRuns(ctx, client, ch.Repo, ch.Head, externalID(ch.Number, ""), at, &github.CheckOutput{
+		Title: "Rendering the change…", Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))})
+}
+
+// startCheckRuns creates fleetwave/diff and fleetwave/plan in progress on head, with out as their output; a
+// failure is logged and leaves that id 0.
+func startCheckRuns(ctx context.Context, client GitHub, repo, head, extID string, at time.Time, out *github.CheckOutput) checkRuns {
 	var ids checkRuns
 	for _, c := range []struct {
 		name string
 		id   *int64
 	}{{CheckDiff, &ids.diff}, {CheckPlan, &ids.plan}} {
-		id, err := client.CreateCheckRun(ctx, ch.Repo, github.CheckRun{
-			Name: c.name, HeadSHA: ch.Head, Status: github.StatusInProgress, StartedAt: at,
-			ExternalID: externalID(ch.Number, ""),
-			Output: &github.CheckOutput{Title: "Rendering the change…",
-				Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))},
+		id, err := client.CreateCheckRun(ctx, repo, github.CheckRun{
+			Name: c.name, HeadSHA: head, Status: github.StatusInProgress, StartedAt: at, ExternalID: extID, Output: out,
 		})
 		if err != nil {
 			logFrom(ctx).Warn("creating check run", slog.String("check", c.name), slog.Any("error", err))
