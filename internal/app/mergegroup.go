@@ -13,7 +13,6 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/source"
 )
 
@@ -182,24 +181,7 @@ func (a *App) computeGroup(ctx context.Context, g MergeGroup, ch *Change) *outco
 		}
 		logFrom(ctx).Info("the delivery has no base_sha: the base is the merge base with the base branch", slog.String("base", short(ch.Base)))
 	}
-	in := preview.Input{RepoDir: dir, Base: ch.Base, Head: ch.Head, RepoURLs: ch.RepoURLs, Settings: a.settings,
-		Plan: true, Concurrency: a.concurrency, TempDir: a.tempDir}
-	if a.clusters != nil {
-		cs, err := a.clusters(ctx)
-		if err != nil {
-			out.err = fmt.Errorf("listing destination clusters: %w", err)
-			return out
-		}
-		in.Clusters = cs
-	}
-	rep, err := a.runPreview(ctx, in)
-	var pe *plan.PolicyError
-	if errors.As(err, &pe) {
-		out.policyErr = pe
-		in.Plan = false
-		rep, err = a.runPreview(ctx, in)
-	}
-	out.rep, out.err = rep, err
+	a.previewInto(ctx, out, *ch)
 	out.elapsed = time.Since(t0)
 	return out
 }

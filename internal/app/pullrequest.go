@@ -212,13 +212,20 @@ func (a *App) compute(ctx context.Context, ch Change) *outcome {
 		return out
 	}
 	out.dir = dir
-	in := preview.Input{RepoDir: dir, Base: ch.Base, Head: ch.Head, RepoURLs: ch.RepoURLs, Settings: a.settings,
+	a.previewInto(ctx, out, ch)
+	out.elapsed = time.Since(t0)
+	return out
+}
+
+// previewInto previews ch in out.dir, which holds both revisions, and fills out's report or error.
+func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
+	in := preview.Input{RepoDir: out.dir, Base: ch.Base, Head: ch.Head, RepoURLs: ch.RepoURLs, Settings: a.settings,
 		Plan: true, Concurrency: a.concurrency, TempDir: a.tempDir}
 	if a.clusters != nil {
 		cs, err := a.clusters(ctx)
 		if err != nil {
 			out.err = fmt.Errorf("listing destination clusters: %w", err)
-			return out
+			return
 		}
 		in.Clusters = cs
 	}
@@ -236,8 +243,6 @@ func (a *App) compute(ctx context.Context, ch Change) *outcome {
 		}
 	}
 	out.rep, out.err = rep, err
-	out.elapsed = time.Since(t0)
-	return out
 }
 
 // runPreview runs the preview, with the live state when a comparer is configured; when the preview fails with
