@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/source"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -155,7 +156,7 @@ func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL strin
 
 // readPolicy parses the release policy at commit of the local repository dir.
 func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
-	if !isSHA(commit) {
+	if !source.IsFullSHA(commit) {
 		return plan.DefaultPolicy(), nil
 	}
 	for _, name := range preview.PolicyFiles {
@@ -173,16 +174,4 @@ func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy,
 		return p, nil
 	}
 	return plan.DefaultPolicy(), nil
-}
-
-func isSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }

@@ -73,8 +73,8 @@ func groupKey(repo, headRef string) prKey { return prKey{repo: repo + "@" + head
 func (a *App) OnMergeGroup(ctx context.Context, g MergeGroup) error {
 	log := logFrom(ctx).With(slog.String("group", g.HeadRef), slog.String("head", short(g.HeadSHA)))
 	ctx = withLog(ctx, log)
-	if g.Repo == "" || !isSHA(g.HeadSHA) || g.HeadRef == "" || g.BaseRef == "" || g.CloneURL == "" ||
-		(g.BaseSHA != "" && !isSHA(g.BaseSHA)) {
+	if g.Repo == "" || !source.IsFullSHA(g.HeadSHA) || g.HeadRef == "" || g.BaseRef == "" || g.CloneURL == "" ||
+		(g.BaseSHA != "" && !source.IsFullSHA(g.BaseSHA)) {
 		return fmt.Errorf("checking merge group %q of %s: incomplete merge group (head %q, base %q %q, clone URL %q)",
 			g.HeadRef, g.Repo, g.HeadSHA, g.BaseSHA, g.BaseRef, g.CloneURL)
 	}

@@ -701,7 +701,7 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 	if err := json.Unmarshal(data, &pl); err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("%s: reading the plan: %v", o.planFile, err))
 	}
-	if !isFullSHA(doc.Head) {
+	if !source.IsFullSHA(doc.Head) {
 		return rollout.Request{}, usageErr(fmt.Errorf("%s names no head commit (\"head\": %q): it must be the output of 'fleetwave plan --output json'", o.planFile, doc.Head))
 	}
 	if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
@@ -733,18 +733,6 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 		req.Plan = nil
 	}
 	return req, nil
-}
-
-func isFullSHA(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }
 
 // repoRequest computes the plan as `fleetwave plan` does, with the clusters of --clusters or Argo CD.

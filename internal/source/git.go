@@ -279,3 +279,17 @@ func short(sha string) string {
 	}
 	return sha
 }
+
+// IsFullSHA reports whether s is a whole commit id as git and Argo CD write it: 40 (SHA-1) or 64 (SHA-256)
+// lower-case hexadecimal digits, never an abbreviation.
+func IsFullSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}

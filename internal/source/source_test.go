@@ -540,3 +540,21 @@ func TestCheckoutSkipsPathsGitWouldNotWrite(t *testing.T) {
 		t.Errorf(`a\b.yaml: %q, %v`, b, err)
 	}
 }
+
+func TestIsFullSHA(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{strings.Repeat("a1", 20), true},
+		{strings.Repeat("0f", 32), true},
+		{strings.Repeat("a1", 19), false},                  // abbreviated
+		{strings.ToUpper(strings.Repeat("a1", 20)), false}, // git and Argo CD write lower case
+		{strings.Repeat("g1", 20), false},
+		{"", false},
+	} {
+		if got := IsFullSHA(tc.in); got != tc.want {
+			t.Errorf("IsFullSHA(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
