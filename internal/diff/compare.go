@@ -79,6 +79,8 @@ type Resource struct {
 	HookTypes []string `json:"hookTypes,omitempty"`
 	// SecretKeys are the per-key changes of a Secret (values never included).
 	SecretKeys []SecretKey `json:"secretKeys,omitempty"`
+	// Images are the containers whose image the change sets, adds or removes.
+	Images []ImageChange `json:"images,omitempty"`
 }
 
 // Summary counts resources by change; hooks are not counted.
@@ -175,6 +177,7 @@ func Compare(base, head []*unstructured.Unstructured, opts Options) (*Result, er
 		r := Resource{Key: k, Change: change}
 		if change != Unchanged {
 			r.Diff = Unified(bText, hText, label("base", k, bo == nil), label("head", k, ho == nil), ctxLines)
+			r.Images = imageChanges(bo, ho)
 		}
 		if change != Unchanged || isHook {
 			r.SecretKeys = changedKeys(secretKeys)
