@@ -1,0 +1,463 @@
+// Package isolate renders Applications in worker processes of the running binary, so that no render, whatever
+// its templates do, can take the process that asked for it down, hang it or keep a core busy after its cap.
+//
+// Go's text/template, kyaml and go-jsonnet take no context and allocate as they please: a render cannot be
+// interrupted in-process, only abandoned, and an allocation bomb outruns any check made after it. A worker is a
+// process: the kernel caps its address space (RLIMIT_AS) and its CPU time per render (RLIMIT_CPU), a watch of its
+// own heap ends it at the memory cap, and the parent kills it at the time cap or when the caller gives up. The
+// caller gets a one-line error of the app ("refused (time-limit): render exceeded 60 s") and the pool starts a
+// fresh worker for the next render. Workers are reused across renders (their chart caches stay warm), so a
+// render costs a round trip of JSON over pipes, not a process start.
+//
+// The binary must call WorkerMain first thing in main (tests: in TestMain): a worker is the same binary
+// started with FLEETWAVE_RENDER_WORKER=1.
+package isolate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+)
+
+// DefaultMemoryBytes is a worker's memory cap when Options.MemoryBytes is 0.
+const DefaultMemoryBytes = 1 << 30
+
+// startTimeout bounds a worker's start (the binary's init and the hello), on a loaded machine too.
+const startTimeout = 30 * time.Second
+
+// Options configure a Pool.
+type Options struct {
+	// Render configures each worker's renderer: its Limits (Limits.Timeout is enforced by killing the worker)
+	// and AllowRemote.
+	Render render.Options
+	// Workers is the number of worker processes, the most renders run at once (default GOMAXPROCS).
+	Workers int
+	// MemoryBytes caps a worker's memory (default DefaultMemoryBytes).
+	MemoryBytes int64
+	// CPU caps the CPU time of one render, enforced by the kernel (default: the time cap times the number of
+	// CPUs, plus a second; the wall-time kill normally comes first).
+	CPU time.Duration
+}
+
+// ErrUnavailable is returned by New in a binary that does not call WorkerMain at its start.
+var ErrUnavailable = errors.New("this binary cannot start render workers (isolate.WorkerMain is not called at its start)")
+
+// ErrClosed is returned by Render after Close.
+var ErrClosed = errors.New("render worker pool is closed")
+
+// Available reports whether this binary can start render workers.
+func Available() bool { return capable.Load() }
+
+// Pool renders Applications in worker processes. It implements preview.Renderer; it is safe for concurrent use.
+type Pool struct {
+	opts    Options
+	timeout time.Duration
+	sem     chan struct{}
+	nextID  atomic.Uint64
+	started atomic.Int64
+
+	mu     sync.Mutex
+	idle   []*worker
+	all    map[*worker]bool
+	closed bool
+}
+
+// New returns a pool; workers are started when first needed, and again after one is killed.
+func New(opts Options) (*Pool, error) {
+	if !Available() {
+		return nil, ErrUnavailable
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.MemoryBytes <= 0 {
+		opts.MemoryBytes = DefaultMemoryBytes
+	}
+	timeout := opts.Render.Limits.Timeout
+	if timeout <= 0 {
+		timeout = render.DefaultTimeout
+	}
+	if opts.CPU <= 0 {
+		opts.CPU = timeout*time.Duration(runtime.NumCPU()) + time.Second
+	}
+	return &Pool{opts: opts, timeout: timeout, sem: make(chan struct{}, opts.Workers), all: map[*worker]bool{}}, nil
+}
+
+// Started is the number of workers started so far (a killed worker is replaced by a new one).
+func (p *Pool) Started() int64 { return p.started.Load() }
+
+// Render renders req.App in a worker. Errors are those of render.Renderer.Render (a *render.Error naming the app,
+// matching render.ErrExternalSource and render.ErrPluginSource), plus the worker's own end: past the time cap,
+// the memory cap or the CPU cap, or a crash, the error is one line and the worker is replaced.
+func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, error) {
+	app := req.App
+	if app == nil {
+		return nil, errors.New("render: no application")
+	}
+	wreq := &request{App: app, Settings: req.Settings}
+	if req.Repos != nil {
+		for _, src := range app.Spec.GetSources() {
+			if root, ok := req.Repos(src.RepoURL); ok {
+				if wreq.Repos == nil {
+					wreq.Repos = map[string]string{}
+				}
+				wreq.Repos[src.RepoURL] = root
+			}
+		}
+	}
+	fail := func(err error) (*render.Result, error) { return nil, &render.Error{App: app.Name, Err: err} }
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			<-p.sem
+		}
+	}
+	defer release()
+	w, err := p.get()
+	if err != nil {
+		return fail(err)
+	}
+	wreq.ID = p.nextID.Add(1)
+	timer := time.NewTimer(p.timeout)
+	defer timer.Stop()
+	if err := w.send(wreq); err != nil {
+		p.kill(w)
+		return fail(w.cause(p.opts))
+	}
+	var resp *response
+	select {
+	case r, ok := <-w.resps:
+		if !ok {
+			p.kill(w)
+			return fail(w.cause(p.opts))
+		}
+		resp = r
+	case <-timer.C:
+		p.kill(w)
+		return fail(fmt.Errorf("refused (time-limit): render exceeded %s", seconds(p.timeout)))
+	case <-ctx.Done():
+		p.kill(w)
+		return fail(ctx.Err())
+	}
+	if resp.ID != wreq.ID {
+		p.kill(w)
+		return fail(fmt.Errorf("render worker answered request %d to request %d", resp.ID, wreq.ID))
+	}
+	p.put(w)
+	release()
+	if resp.Err != nil {
+		return nil, resp.Err.err()
+	}
+	res := &render.Result{ReadFiles: resp.ReadFiles, ReadDirs: resp.ReadDirs, SourceTypes: resp.SourceTypes,
+		Objects: make([]*unstructured.Unstructured, 0, len(resp.Objects))}
+	for _, raw := range resp.Objects {
+		var obj map[string]any
+		// As Argo CD's controller reads the repo-server's manifests: integers stay int64.
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return fail(fmt.Errorf("decoding the worker's manifest: %w", err))
+		}
+		res.Objects = append(res.Objects, &unstructured.Unstructured{Object: obj})
+	}
+	return res, nil
+}
+
+// Close kills the workers and waits for them; Render fails after it.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	ws := make([]*worker, 0, len(p.all))
+	for w := range p.all {
+		ws = append(ws, w)
+	}
+	p.idle = nil
+	p.mu.Unlock()
+	for _, w := range ws {
+		p.kill(w)
+	}
+	return nil
+}
+
+func (p *Pool) get() (*worker, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if n := len(p.idle); n > 0 {
+		w := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return w, nil
+	}
+	p.mu.Unlock()
+	w, err := p.spawn()
+	if err != nil {
+		return nil, fmt.Errorf("starting a render worker: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		go p.kill(w)
+		return nil, ErrClosed
+	}
+	p.all[w] = true
+	return w, nil
+}
+
+func (p *Pool) put(w *worker) {
+	p.mu.Lock()
+	if !p.closed {
+		p.idle = append(p.idle, w)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.kill(w)
+}
+
+// kill ends w and waits until its process is reaped and its goroutines are done.
+func (p *Pool) kill(w *worker) {
+	w.kill()
+	p.mu.Lock()
+	delete(p.all, w)
+	p.mu.Unlock()
+}
+
+// worker is one worker process.
+type worker struct {
+	cmd    *exec.Cmd
+	in     *os.File
+	bw     *bufio.Writer
+	enc    *json.Encoder
+	resps  chan *response // closed when the worker's stdout ends
+	exited chan struct{}  // closed when the process is reaped
+	stderr *headBuffer
+	once   sync.Once
+}
+
+func (p *Pool) spawn() (*worker, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	w := &worker{in: inW, resps: make(chan *response, 1), exited: make(chan struct{}), stderr: &headBuffer{max: 16 << 10}}
+	w.cmd = exec.Command(exe)
+	w.cmd.Env = append(os.Environ(), envWorker+"=1")
+	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = inR, outW, w.stderr
+	// Its own process group (a terminal's ^C is for the parent, which cancels by killing), and killed with it.
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = w.cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, err
+	}
+	p.started.Add(1)
+	w.bw = bufio.NewWriterSize(inW, 1<<16)
+	w.enc = json.NewEncoder(w.bw)
+	go func() {
+		defer close(w.resps)
+		defer outR.Close()
+		dec := json.NewDecoder(bufio.NewReaderSize(outR, 1<<16))
+		for {
+			r := new(response)
+			if err := dec.Decode(r); err != nil {
+				return
+			}
+			w.resps <- r
+		}
+	}()
+	go func() {
+		_ = w.cmd.Wait()
+		close(w.exited)
+	}()
+
+	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU}
+	if err := w.send(cfg); err != nil {
+		w.kill()
+		return nil, fmt.Errorf("%w: %s", err, w.stderr.firstLine())
+	}
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case r, ok := <-w.resps:
+		if ok && r.Hello != nil {
+			return w, nil
+		}
+		w.kill()
+		return nil, fmt.Errorf("the worker did not start: %s", w.cause(p.opts))
+	case <-timer.C:
+		w.kill()
+		return nil, fmt.Errorf("the worker did not answer within %s", startTimeout)
+	}
+}
+
+func (w *worker) send(v any) error {
+	if err := w.enc.Encode(v); err != nil {
+		return err
+	}
+	return w.bw.Flush()
+}
+
+// kill ends the process (if it still runs) and waits for it and for the goroutines reading it.
+func (w *worker) kill() {
+	w.once.Do(func() {
+		_ = w.cmd.Process.Kill()
+		<-w.exited
+		for range w.resps {
+		}
+		w.in.Close()
+	})
+}
+
+// cause says, in one line, why a worker ended during a render. The worker must have been killed first (or have
+// died): it waits for the process to be reaped.
+func (w *worker) cause(o Options) error {
+	w.kill()
+	memory := fmt.Errorf("refused (memory-limit): render exceeded %s of memory", FormatBytes(o.MemoryBytes))
+	st := w.cmd.ProcessState
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Exited() && ws.ExitStatus() == exitMemory:
+			return memory
+		case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && w.stderr.contains("CPU time limit")):
+			return fmt.Errorf("refused (cpu-limit): render exceeded %s of CPU time", seconds(o.CPU))
+		}
+	}
+	if w.stderr.contains("out of memory") || w.stderr.contains("cannot allocate memory") {
+		return memory
+	}
+	if line := w.stderr.crashLine(); line != "" {
+		return fmt.Errorf("render worker crashed: %s", line)
+	}
+	return fmt.Errorf("render worker ended: %s", st)
+}
+
+// headBuffer keeps the first max bytes written to it (a crash's first lines say why).
+type headBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *headBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *headBuffer) contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+func (b *headBuffer) firstLine() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	line, _, _ := strings.Cut(strings.TrimSpace(b.buf.String()), "\n")
+	return line
+}
+
+// crashLine is the line of the worker's stderr that says why it crashed: Go's "fatal error:" or "panic:" line,
+// else its first line.
+func (b *headBuffer) crashLine() string {
+	b.mu.Lock()
+	text := b.buf.String()
+	b.mu.Unlock()
+	first := ""
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if first == "" {
+			first = l
+		}
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") {
+			return shorten(l)
+		}
+	}
+	return shorten(first)
+}
+
+func shorten(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// seconds writes a duration as "60 s" or "1.5 s".
+func seconds(d time.Duration) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", d.Seconds()), "0"), ".") + " s"
+}
+
+// FormatBytes writes a byte count as "1 GiB", "512 MiB" or "1.5 GiB".
+func FormatBytes(n int64) string {
+	trim := func(f float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", f), "0"), ".") }
+	switch {
+	case n >= 1<<30:
+		return trim(float64(n)/(1<<30)) + " GiB"
+	case n >= 1<<20:
+		return trim(float64(n)/(1<<20)) + " MiB"
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// ParseBytes reads a size: a number of bytes, or with a unit K, M, G (KiB, MiB, GiB; powers of 1024): "1GiB",
+// "512MiB", "1.5G".
+func ParseBytes(s string) (int64, error) {
+	num := strings.TrimSpace(s)
+	mult := int64(1)
+	upper := strings.ToUpper(num)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(upper, u.suffix) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 || f*float64(mult) > 1<<50 {
+		return 0, fmt.Errorf("%q is not a size (bytes, or a number with K, M or G)", s)
+	}
+	return int64(f * float64(mult)), nil
+}

@@ -1,0 +1,175 @@
+package isolate_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
+)
+
+// TestMain lets the test binary be its own render worker, so `go test` needs no build first.
+func TestMain(m *testing.M) {
+	isolate.WorkerMain()
+	os.Exit(m.Run())
+}
+
+func tree(t testing.TB, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func appReq(t testing.TB, name, source string, root string) render.Request {
+	t.Helper()
+	app, err := render.ParseApplication([]byte("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name +
+		", namespace: argocd}\nspec:\n  destination: {namespace: d}\n  source: " + source + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render.Request{App: app, Repos: func(u string) (string, bool) { return root, u == "https://example.com/r.git" }}
+}
+
+func yamlOf(t *testing.T, res *render.Result) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := render.WriteYAML(&b, res.Objects); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestPoolRendersAsInProcess: a worker's render is the in-process render (objects, read files, source types),
+// and its errors are the same lines, matching the same sentinels.
+func TestPoolRendersAsInProcess(t *testing.T) {
+	root := tree(t, map[string]string{
+		"chart/Chart.yaml":          "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+		"chart/values.yaml":         "replicas: 3\nratio: 0.5\n",
+		"chart/templates/d.yaml":    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ .Release.Name }}}\nspec: {replicas: {{ .Values.replicas }}, x: {{ .Values.ratio }}}\n",
+		"kust/kustomization.yaml":   "resources: [cm.yaml]\nnamePrefix: p-\n",
+		"kust/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {a: '1'}\n",
+		"dir/main.jsonnet":          "[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'j'}, data: {n: '2'}}]",
+		"dir/list.yaml":             "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+		"plugin/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+		"badset/kustomization.yaml": "resources: [missing.yaml]\n",
+	})
+	pool, err := isolate.New(isolate.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	inproc := render.New(render.Options{})
+	ctx := context.Background()
+	for _, src := range []string{
+		"{repoURL: https://example.com/r.git, path: chart}",
+		"{repoURL: https://example.com/r.git, path: kust}",
+		"{repoURL: https://example.com/r.git, path: dir}",
+	} {
+		req := appReq(t, "a", src, root)
+		want, err := inproc.Render(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pool.Render(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if w, g := yamlOf(t, want), yamlOf(t, got); w != g {
+			t.Errorf("%s: worker render differs:\n%s\nin-process:\n%s", src, g, w)
+		}
+		if strings.Join(want.ReadFiles, ",") != strings.Join(got.ReadFiles, ",") || strings.Join(want.ReadDirs, ",") != strings.Join(got.ReadDirs, ",") ||
+			strings.Join(want.SourceTypes, ",") != strings.Join(got.SourceTypes, ",") {
+			t.Errorf("%s: read sets or types differ: %v %v %v, want %v %v %v", src, got.ReadFiles, got.ReadDirs, got.SourceTypes, want.ReadFiles, want.ReadDirs, want.SourceTypes)
+		}
+	}
+	for _, tc := range []struct {
+		src      string
+		sentinel error
+	}{
+		{"{repoURL: https://other.example/x.git, path: chart}", render.ErrExternalSource},
+		{"{repoURL: https://example.com/r.git, path: plugin, plugin: {name: p}}", render.ErrPluginSource},
+		{"{repoURL: https://example.com/r.git, path: badset}", nil},
+	} {
+		req := appReq(t, "e", tc.src, root)
+		_, want := inproc.Render(ctx, req)
+		_, got := pool.Render(ctx, req)
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Errorf("%s: error %v, want %v", tc.src, got, want)
+			continue
+		}
+		var re *render.Error
+		if !errors.As(got, &re) || re.App != "e" {
+			t.Errorf("%s: %T is not a *render.Error of the app", tc.src, got)
+		}
+		if tc.sentinel != nil && !errors.Is(got, tc.sentinel) {
+			t.Errorf("%s: errors.Is(%v) is false", tc.src, tc.sentinel)
+		}
+	}
+	if n := pool.Started(); n > 2 {
+		t.Errorf("%d workers started for 6 renders; want them reused (at most 2)", n)
+	}
+}
+
+// TestPoolCancelKillsTheRender: a caller that gives up (a newer commit) gets its error at once and the worker
+// burning CPU is killed, then replaced.
+func TestPoolCancelKillsTheRender(t *testing.T) {
+	root := tree(t, map[string]string{
+		"loop/Chart.yaml":       "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
+		"loop/templates/x.yaml": "{{ range $i := until 100000000 }}{{ range $j := until 100000000 }}{{ end }}{{ end }}",
+		"ok/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+	})
+	pool, err := isolate.New(isolate.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = pool.Render(ctx, appReq(t, "loop", "{repoURL: https://example.com/r.git, path: loop}", root))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the caller's deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %s", d)
+	}
+	if _, err := pool.Render(context.Background(), appReq(t, "ok", "{repoURL: https://example.com/r.git, path: ok}", root)); err != nil {
+		t.Fatal(err)
+	}
+	if n := pool.Started(); n != 2 {
+		t.Errorf("%d workers started; want the killed one replaced (2)", n)
+	}
+}
+
+func TestSizesAndDurations(t *testing.T) {
+	for in, want := range map[string]string{"1GiB": "1 GiB", "512MiB": "512 MiB", "1073741824": "1 GiB", "1.5GiB": "1.5 GiB", "64M": "64 MiB"} {
+		n, err := isolate.ParseBytes(in)
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got := isolate.FormatBytes(n); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1TB?"} {
+		if _, err := isolate.ParseBytes(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package isolate
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+)
+
+// The worker speaks newline-delimited JSON: the parent writes a config, then requests, on the worker's stdin; the
+// worker answers a hello, then one response per request, on its stdout (its own writes to os.Stdout go to stderr).
+
+// config is the first message to a worker: what its renderer and its limits are.
+type config struct {
+	Limits      render.Limits `json:"limits"`
+	AllowRemote bool          `json:"allowRemote,omitempty"`
+	// MemoryBytes is the worker's memory cap: its Go heap is watched against it, and its address space is
+	// capped by the kernel a little above it.
+	MemoryBytes int64 `json:"memoryBytes"`
+	// CPU is the CPU time one request may take before the kernel stops the worker (SIGXCPU).
+	CPU time.Duration `json:"cpu"`
+}
+
+// hello is the worker's answer to its config.
+type hello struct {
+	Worker int    `json:"worker"` // the worker's pid
+	Limits string `json:"limits"` // the kernel limits it runs under, for the parent's log
+}
+
+// request is one application to render. Repos holds the checkout of every source's repoURL that has one.
+type request struct {
+	ID       uint64                `json:"id"`
+	App      *v1alpha1.Application `json:"app"`
+	Repos    map[string]string     `json:"repos,omitempty"`
+	Settings render.Settings       `json:"settings"`
+}
+
+// response is one render's outcome.
+type response struct {
+	Hello       *hello            `json:"hello,omitempty"` // the worker's first message only
+	ID          uint64            `json:"id"`
+	Objects     []json.RawMessage `json:"objects,omitempty"`
+	ReadFiles   []string          `json:"readFiles,omitempty"`
+	ReadDirs    []string          `json:"readDirs,omitempty"`
+	SourceTypes []string          `json:"sourceTypes,omitempty"`
+	Err         *wireError        `json:"err,omitempty"`
+}
+
+// wireError carries a render error across the pipe: a *render.Error keeps its app and path, and the sentinel its
+// cause wraps (callers test errors.Is(err, render.ErrExternalSource) and render.ErrPluginSource).
+type wireError struct {
+	Render bool   `json:"render,omitempty"` // a *render.Error
+	App    string `json:"app,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Msg    string `json:"msg"`          // the cause's message (the whole message when not a *render.Error)
+	Is     string `json:"is,omitempty"` // the sentinel the cause wraps
+}
+
+var sentinels = map[string]error{
+	"external": render.ErrExternalSource,
+	"plugin":   render.ErrPluginSource,
+}
+
+func toWire(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	w := &wireError{Msg: err.Error()}
+	var re *render.Error
+	if errors.As(err, &re) {
+		w.Render, w.App, w.Path, w.Msg = true, re.App, re.Path, re.Err.Error()
+	}
+	for name, s := range sentinels {
+		if errors.Is(err, s) {
+			w.Is = name
+		}
+	}
+	return w
+}
+
+// remoteErr is a worker's error message that still matches its sentinel with errors.Is.
+type remoteErr struct {
+	msg string
+	is  error
+}
+
+func (e *remoteErr) Error() string { return e.msg }
+func (e *remoteErr) Unwrap() error { return e.is }
+
+func (w *wireError) err() error {
+	cause := error(&remoteErr{msg: w.Msg, is: sentinels[w.Is]})
+	if w.Render {
+		return &render.Error{App: w.App, Path: w.Path, Err: cause}
+	}
+	return cause
+}

@@ -1,0 +1,200 @@
+package isolate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+)
+
+// envWorker marks a process started as a render worker.
+const envWorker = "FLEETWAVE_RENDER_WORKER"
+
+// Exit codes a worker ends with on its own.
+const (
+	exitMemory   = 86 // its heap passed the memory cap
+	exitProtocol = 87 // the parent spoke nonsense
+)
+
+// capable records that this binary serves workers: WorkerMain ran at its start and returned.
+var capable atomic.Bool
+
+// WorkerMain makes the running binary able to serve render workers. Call it first thing in main (and in the
+// TestMain of tests that start a Pool): in a process started as a worker it serves renders on stdin/stdout and
+// exits; in any other process it returns at once. A Pool starts its workers by re-executing the binary it runs
+// in, so a binary that does not call WorkerMain cannot have one (New says so).
+func WorkerMain() {
+	if os.Getenv(envWorker) != "1" {
+		capable.Store(true)
+		return
+	}
+	os.Exit(serve(os.Stdin, os.Stdout))
+}
+
+// serve is a worker's life: read the config, apply the kernel limits, answer requests one at a time.
+func serve(in io.Reader, out *os.File) int {
+	// Whatever the libraries print goes to stderr, never into the responses; Kustomize's deprecation warnings
+	// through the standard logger are dropped, as in the CLI.
+	os.Stdout = os.Stderr
+	log.SetOutput(io.Discard)
+	// Terminal signals are the parent's business: it cancels by killing. Keep rendering until told.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
+	w := bufio.NewWriterSize(out, 1<<16)
+	enc := json.NewEncoder(w)
+	var cfg config
+	if err := dec.Decode(&cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "render worker: reading config: %v\n", err)
+		return exitProtocol
+	}
+	limits := applyLimits(cfg)
+	go watchMemory(cfg.MemoryBytes)
+
+	lim := cfg.Limits
+	// The parent enforces the time cap by killing this process: the in-process cap must never fire first, as
+	// it would abandon a goroutine that keeps running into the next render.
+	lim.Timeout = 1000 * time.Hour
+	r := render.New(render.Options{Limits: lim, AllowRemote: cfg.AllowRemote})
+	if err := enc.Encode(response{Hello: &hello{Worker: os.Getpid(), Limits: limits}}); err != nil || w.Flush() != nil {
+		return exitProtocol
+	}
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			if err == io.EOF {
+				return 0 // the parent closed the pipe: the pool is closing or the parent died
+			}
+			fmt.Fprintf(os.Stderr, "render worker: reading request: %v\n", err)
+			return exitProtocol
+		}
+		armCPU(cfg.CPU)
+		resp := handle(r, &req)
+		if err := enc.Encode(resp); err != nil {
+			fmt.Fprintf(os.Stderr, "render worker: writing response: %v\n", err)
+			return exitProtocol
+		}
+		if err := w.Flush(); err != nil {
+			return exitProtocol
+		}
+	}
+}
+
+func handle(r *render.Renderer, req *request) *response {
+	resp := &response{ID: req.ID}
+	repos := req.Repos
+	res, err := r.Render(context.Background(), render.Request{
+		App: req.App,
+		Repos: func(repoURL string) (string, bool) {
+			root, ok := repos[repoURL]
+			return root, ok
+		},
+		Settings: req.Settings,
+	})
+	if err != nil {
+		resp.Err = toWire(err)
+		return resp
+	}
+	resp.Objects = make([]json.RawMessage, 0, len(res.Objects))
+	for _, o := range res.Objects {
+		b, err := json.Marshal(o.Object)
+		if err != nil {
+			resp.Objects, resp.Err = nil, toWire(&render.Error{App: req.App.Name, Err: err})
+			return resp
+		}
+		resp.Objects = append(resp.Objects, b)
+	}
+	resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
+	return resp
+}
+
+// applyLimits sets the limits the kernel enforces on this process: its address space (a backstop above the heap
+// watch, as Go reserves address space it never uses) and a stack cap that makes runaway recursion fail fast.
+// It returns a description for the parent's log.
+func applyLimits(cfg config) string {
+	desc := ""
+	if cfg.MemoryBytes > 0 {
+		// The Go runtime has reserved its arenas' bookkeeping by now (hundreds of MiB of address space, little
+		// of it resident): the cap is what is mapped now plus room for the heap cap and the runtime around it.
+		as := uint64(vmSize() + cfg.MemoryBytes + cfg.MemoryBytes/4 + 256<<20)
+		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err == nil {
+			desc = fmt.Sprintf("RLIMIT_AS %d MiB", as>>20)
+		} else {
+			desc = "RLIMIT_AS not set: " + err.Error()
+		}
+		debug.SetMemoryLimit(cfg.MemoryBytes * 3 / 4)
+		debug.SetMaxStack(int(min(cfg.MemoryBytes/4, 256<<20)))
+	}
+	if cfg.CPU > 0 {
+		desc += ", RLIMIT_CPU per render"
+	}
+	return desc
+}
+
+// armCPU lets the next render use cpu of CPU time from now: past it the kernel sends SIGXCPU, which kills the
+// worker. The soft limit moves with each request; the hard limit is left alone so it can.
+func armCPU(cpu time.Duration) {
+	if cpu <= 0 {
+		return
+	}
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return
+	}
+	used := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_CPU, &lim); err != nil {
+		return
+	}
+	cur := uint64((used + cpu + time.Second - 1) / time.Second)
+	if lim.Max != unix.RLIM_INFINITY && cur > lim.Max {
+		cur = lim.Max
+	}
+	lim.Cur = cur
+	_ = unix.Setrlimit(unix.RLIMIT_CPU, &lim)
+}
+
+// watchMemory ends the worker as soon as its heap passes limit. The render itself cannot be stopped (templates,
+// kyaml and go-jsonnet take no context), but this goroutine is preempted in, so it sees the heap grow within
+// milliseconds, long before the kernel's address-space cap would fail an allocation.
+func watchMemory(limit int64) {
+	if limit <= 0 {
+		return
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		metrics.Read(s)
+		if int64(s[0].Value.Uint64()+s[1].Value.Uint64()) > limit {
+			fmt.Fprintf(os.Stderr, "render worker: heap passed %d bytes\n", limit)
+			os.Exit(exitMemory)
+		}
+	}
+}
+
+// vmSize is this process's mapped address space in bytes (0 if unknown).
+func vmSize() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var pages int64
+	if _, err := fmt.Sscan(string(b), &pages); err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
