@@ -1,0 +1,315 @@
+// Package repocreds reads the repositories an operator allows fleetwave to fetch from: a file of Argo CD
+// declarative repository Secrets, the format platform teams already keep for Argo CD
+// (https://argo-cd.readthedocs.io/en/stable/operator-manual/declarative-setup/#repositories).
+//
+// Two kinds of Secret are read, told apart by the label argocd.argoproj.io/secret-type:
+//   - "repository": one repository, matched by URL as argo-cd's util/db/repository_secrets.go getRepositorySecret
+//     matches it (git.SameURL: case-insensitive, a ".git" suffix ignored);
+//   - "repo-creds": a credential template, matched by URL prefix as getRepositoryCredentialIndex matches it (the
+//     longest normalised url that prefixes the repository's wins). A repository without credentials of its own
+//     inherits a template's, as util/db/repository.go enrichCredsToRepo does.
+//
+// A repository is allowed when either kind matches its URL: a pull request cannot add a host. The fields read are
+// secretToRepository's: url, type (helm, git, oci), name, enableOCI, username, password, insecure,
+// tlsClientCertData, tlsClientCertKey, from data (base64) or stringData.
+//
+// Credentials are kept out of every message: Repository's String and the package's errors never print them, and
+// Secrets lists them for redaction of anything else that might.
+package repocreds
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Argo CD's label and its values (argo-cd common.LabelKeySecretType, LabelValueSecretTypeRepository,
+// LabelValueSecretTypeRepoCreds).
+const (
+	LabelSecretType = "argocd.argoproj.io/secret-type"
+	TypeRepository  = "repository"
+	TypeRepoCreds   = "repo-creds"
+)
+
+// Repository is one allowed repository (or credential template) with its credentials.
+type Repository struct {
+	URL               string
+	Type              string // "helm", "git", "oci"; "" is git, as in Argo CD
+	Name              string
+	EnableOCI         bool
+	Username          string
+	Password          string
+	Insecure          bool
+	TLSClientCertData string
+	TLSClientCertKey  string
+	// Source names where the entry was read (file and Secret name), for messages.
+	Source string
+}
+
+// HasCredentials is v1alpha1.Repository.HasCredentials for the fields read here.
+func (r Repository) HasCredentials() bool {
+	return r.Username != "" || r.Password != "" || r.TLSClientCertData != "" || r.TLSClientCertKey != ""
+}
+
+// String prints the repository without any credential.
+func (r Repository) String() string {
+	return fmt.Sprintf("%s (%s)", RedactURL(r.URL), r.Source)
+}
+
+// Set is the allowed repositories. The zero value and nil allow nothing.
+type Set struct {
+	repos []Repository // secret-type repository
+	creds []Repository // secret-type repo-creds
+}
+
+// Load reads the file at path. An empty path returns an empty Set.
+func Load(path string) (*Set, error) {
+	if path == "" {
+		return &Set{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("repositories file: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads a YAML (or JSON) stream of Secrets, or a List of them. Every document must be a Secret labelled as a
+// repository or repo-creds Secret with a url; anything else is an error naming the document, so a typo does not
+// silently allow nothing.
+func Parse(name string, data []byte) (*Set, error) {
+	s := &Set{}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; doc++ {
+		var raw map[string]interface{}
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: document %d: %v", name, doc, err)
+		}
+		if raw == nil {
+			continue
+		}
+		items := []interface{}{raw}
+		if k, _ := raw["kind"].(string); strings.HasSuffix(k, "List") {
+			items, _ = raw["items"].([]interface{})
+		}
+		for i, it := range items {
+			where := fmt.Sprintf("%s: document %d", name, doc)
+			if len(items) > 1 || raw["items"] != nil {
+				where = fmt.Sprintf("%s item %d", where, i+1)
+			}
+			b, err := yaml.Marshal(it)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", where, err)
+			}
+			if err := s.add(name, where, b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func (s *Set) add(file, where string, b []byte) error {
+	var sec corev1.Secret
+	if err := yaml.UnmarshalStrict(b, &sec); err != nil {
+		return fmt.Errorf("%s: not a Secret: %v", where, scrub(err))
+	}
+	if sec.Kind != "Secret" {
+		return fmt.Errorf("%s: kind %q, want Secret", where, sec.Kind)
+	}
+	if sec.Name != "" {
+		where = fmt.Sprintf("%s (Secret %s)", where, sec.Name)
+	}
+	typ := sec.Labels[LabelSecretType]
+	if typ != TypeRepository && typ != TypeRepoCreds {
+		return fmt.Errorf("%s: label %s is %q, want %q or %q", where, LabelSecretType, typ, TypeRepository, TypeRepoCreds)
+	}
+	get := func(k string) string {
+		if v, ok := sec.StringData[k]; ok {
+			return v
+		}
+		return string(sec.Data[k])
+	}
+	boolean := func(k string) (bool, error) {
+		v := get(k)
+		if v == "" {
+			return false, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("%s: %s: %q is not a boolean", where, k, v)
+		}
+		return b, nil
+	}
+	r := Repository{
+		URL: strings.TrimSpace(get("url")), Type: get("type"), Name: get("name"),
+		Username: get("username"), Password: get("password"),
+		TLSClientCertData: get("tlsClientCertData"), TLSClientCertKey: get("tlsClientCertKey"),
+		Source: file,
+	}
+	if sec.Name != "" {
+		r.Source = file + " Secret " + sec.Name
+	}
+	var err error
+	if r.EnableOCI, err = boolean("enableOCI"); err != nil {
+		return err
+	}
+	if r.Insecure, err = boolean("insecure"); err != nil {
+		return err
+	}
+	if r.URL == "" {
+		return fmt.Errorf("%s: no url", where)
+	}
+	switch r.Type {
+	case "", "git", "helm", "oci":
+	default:
+		return fmt.Errorf("%s: type %q, want helm, git or oci", where, r.Type)
+	}
+	if typ == TypeRepository {
+		s.repos = append(s.repos, r)
+	} else {
+		s.creds = append(s.creds, r)
+	}
+	return nil
+}
+
+// scrub drops the YAML error's quoting of values, which could hold a credential; the message keeps its field.
+func scrub(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 && strings.Contains(msg, "unknown field") {
+		return msg[i+2:]
+	}
+	if strings.Contains(msg, "illegal base64") {
+		return "a data value is not valid base64"
+	}
+	return "malformed document"
+}
+
+// Len is the number of entries (repositories and credential templates).
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.repos) + len(s.creds)
+}
+
+// Lookup returns the repository repoURL is allowed as, with its credentials: a repository Secret of the same URL
+// (inheriting a matching template's credentials when it has none), else the longest matching repo-creds template
+// with repoURL as its URL. ok is false when nothing allows repoURL.
+func (s *Set) Lookup(repoURL string) (Repository, bool) {
+	if s == nil || repoURL == "" {
+		return Repository{}, false
+	}
+	creds, hasCreds := s.credsFor(repoURL)
+	for _, r := range s.repos {
+		if SameURL(r.URL, repoURL) {
+			if !r.HasCredentials() && hasCreds {
+				r.Username, r.Password = creds.Username, creds.Password
+				r.TLSClientCertData, r.TLSClientCertKey = creds.TLSClientCertData, creds.TLSClientCertKey
+			}
+			return r, true
+		}
+	}
+	if hasCreds {
+		creds.URL = repoURL
+		creds.Name = ""
+		return creds, true
+	}
+	return Repository{}, false
+}
+
+// ByName returns the repository Secret whose name is name (Helm dependencies may name a repository "@name" or
+// "alias:name", which Argo CD resolves against the names of its repositories).
+func (s *Set) ByName(name string) (Repository, bool) {
+	if s == nil || name == "" {
+		return Repository{}, false
+	}
+	for _, r := range s.repos {
+		if r.Name == name {
+			return s.Lookup(r.URL)
+		}
+	}
+	return Repository{}, false
+}
+
+// credsFor is getRepositoryCredentialIndex: the template with the longest normalised url that prefixes repoURL's.
+func (s *Set) credsFor(repoURL string) (Repository, bool) {
+	norm := NormalizeURL(repoURL)
+	best, maxLen := -1, 0
+	for i, c := range s.creds {
+		cu := NormalizeURL(c.URL)
+		if strings.HasPrefix(norm, cu) && len(cu) > maxLen {
+			best, maxLen = i, len(cu)
+		}
+	}
+	if best < 0 {
+		return Repository{}, false
+	}
+	return s.creds[best], true
+}
+
+// Secrets returns every credential value, for redaction (config.Redact) of text that might contain one.
+func (s *Set) Secrets() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, list := range [][]Repository{s.repos, s.creds} {
+		for _, r := range list {
+			for _, v := range []string{r.Password, r.TLSClientCertKey} {
+				if v != "" {
+					out = append(out, v)
+				}
+			}
+			if u, err := url.Parse(r.URL); err == nil && u.User != nil {
+				if p, ok := u.User.Password(); ok {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// NormalizeURL is argo-cd util/git NormalizeGitURL for http(s) and scheme-less URLs: lower case, surrounding space
+// and a ".git" suffix dropped, re-printed by net/url. An unparsable URL normalises to itself, lower-cased.
+func NormalizeURL(u string) string {
+	u = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(u)), ".git")
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.String()
+}
+
+// SameURL is argo-cd util/git SameURL.
+func SameURL(a, b string) bool {
+	na, nb := NormalizeURL(a), NormalizeURL(b)
+	return na != "" && na == nb
+}
+
+// RedactURL returns u without user information, for messages: a repoURL written with credentials in it must not
+// carry them into an error.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.User == nil {
+		if i := strings.Index(u, "@"); i >= 0 && strings.Contains(u[:i], "://") {
+			return u[:strings.Index(u, "://")+3] + u[i+1:]
+		}
+		return u
+	}
+	p.User = nil
+	return p.String()
+}

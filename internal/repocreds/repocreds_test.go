@@ -1,0 +1,140 @@
+package repocreds_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/repocreds"
+)
+
+const file = `apiVersion: v1
+kind: Secret
+metadata:
+  name: ingress-nginx
+  labels:
+    argocd.argoproj.io/secret-type: repository
+stringData:
+  type: helm
+  name: ingress-nginx
+  url: https://kubernetes.github.io/ingress-nginx
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: private
+  labels:
+    argocd.argoproj.io/secret-type: repository
+data:
+  url: aHR0cHM6Ly9jaGFydHMuZXhhbXBsZS5jb20vcHJpdmF0ZQ== # https://charts.example.com/private
+  username: Ym90 # bot
+  password: aHVudGVyMg== # hunter2
+  insecure: dHJ1ZQ== # true
+---
+apiVersion: v1
+kind: SecretList
+items:
+- apiVersion: v1
+  kind: Secret
+  metadata:
+    name: example-creds
+    labels:
+      argocd.argoproj.io/secret-type: repo-creds
+  stringData:
+    url: https://charts.example.com
+    username: org
+    password: org-password
+- apiVersion: v1
+  kind: Secret
+  metadata:
+    name: example-team-creds
+    labels:
+      argocd.argoproj.io/secret-type: repo-creds
+  stringData:
+    url: https://charts.example.com/team
+    username: team
+    password: team-password
+`
+
+func TestLookup(t *testing.T) {
+	s, err := repocreds.Parse("repos.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		url, user, pass string
+		ok, insecure    bool
+	}{
+		{url: "https://kubernetes.github.io/ingress-nginx", ok: true},
+		{url: "HTTPS://Kubernetes.github.io/ingress-nginx.git", ok: true}, // git.SameURL
+		{url: "https://kubernetes.github.io/ingress", ok: false},
+		{url: "https://charts.example.com/private", user: "bot", pass: "hunter2", ok: true, insecure: true},
+		{url: "https://charts.example.com/other", user: "org", pass: "org-password", ok: true},     // repo-creds prefix
+		{url: "https://charts.example.com/team/x", user: "team", pass: "team-password", ok: true},  // the longest prefix wins
+		{url: "https://charts.example.com.evil.io/x", user: "org", pass: "org-password", ok: true}, // Argo CD's plain prefix match
+		{url: "https://evil.io/https://charts.example.com", ok: false},
+	} {
+		r, ok := s.Lookup(tc.url)
+		if ok != tc.ok || r.Username != tc.user || r.Password != tc.pass || r.Insecure != tc.insecure {
+			t.Errorf("Lookup(%s) = %+v, %v", tc.url, r, ok)
+		}
+		if strings.Contains(r.String(), "password") || strings.Contains(r.String(), "hunter2") {
+			t.Errorf("String() prints a credential: %s", r)
+		}
+	}
+	if r, ok := s.ByName("ingress-nginx"); !ok || r.URL != "https://kubernetes.github.io/ingress-nginx" {
+		t.Errorf("ByName = %+v, %v", r, ok)
+	}
+	got := strings.Join(s.Secrets(), ",")
+	if got != "hunter2,org-password,team-password" {
+		t.Errorf("Secrets() = %s", got)
+	}
+}
+
+func TestInheritedCredentials(t *testing.T) {
+	s, err := repocreds.Parse("repos.yaml", []byte(`apiVersion: v1
+kind: Secret
+metadata:
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {url: "https://charts.example.com/a", type: helm}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  labels: {argocd.argoproj.io/secret-type: repo-creds}
+stringData: {url: "https://charts.example.com", username: u, password: p-inherited}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := s.Lookup("https://charts.example.com/a")
+	if !ok || r.Type != "helm" || r.Password != "p-inherited" {
+		t.Errorf("Lookup = %+v, %v", r, ok)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ in, want string }{
+		"no label":     {"apiVersion: v1\nkind: Secret\nstringData: {url: x}\n", `label argocd.argoproj.io/secret-type is ""`},
+		"no url":       {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {password: topsecret1}\n", "no url"},
+		"bad type":     {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {url: x, type: svn}\n", `type "svn"`},
+		"bad bool":     {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {url: x, insecure: maybe}\n", "insecure"},
+		"not a secret": {"apiVersion: v1\nkind: ConfigMap\n", `kind "ConfigMap"`},
+		"bad base64":   {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\ndata: {password: 'topsecret!!'}\n", "not valid base64"},
+		"unknown key":  {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstrData: {password: topsecret1}\n", "unknown field"},
+	} {
+		_, err := repocreds.Parse("repos.yaml", []byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", name, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "topsecret") {
+			t.Errorf("%s: error leaks the secret: %v", name, err)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	if got := repocreds.RedactURL("https://bot:hunter2@charts.example.com/x"); got != "https://charts.example.com/x" {
+		t.Errorf("RedactURL = %s", got)
+	}
+}
