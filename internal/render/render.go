@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render/directory"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
@@ -61,9 +62,13 @@ func (l Limits) withDefaults() Limits {
 // Options configure a Renderer.
 type Options struct {
 	Limits Limits
-	// AllowRemote lets an operator allow remote Kustomize bases and Helm chart repositories. Fetching is not
-	// implemented: with or without it, a remote reference is refused, with a message that says which.
+	// AllowRemote lets an operator allow remote Kustomize bases. Fetching them is not implemented: with or without
+	// it, a remote base is refused, with a message that says which.
 	AllowRemote bool
+	// Charts fetches charts from the Helm chart repositories the operator allows (internal/chartfetch): chart
+	// sources (repoURL + chart) and chart dependencies that are not vendored. nil leaves chart sources external
+	// (ErrExternalSource) and unvendored dependencies failing, as before.
+	Charts *chartfetch.Fetcher
 }
 
 // Renderer renders Applications in-process. It is safe for concurrent use; its engines cache parsed charts.
@@ -279,14 +284,11 @@ func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
 
 func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
 	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS, s Settings) ([]*unstructured.Unstructured, string, error) {
-	if src.IsHelm() || src.IsOCI() {
-		return nil, "", fmt.Errorf("%w: chart %q from %s (chart and OCI repositories are not fetched)", ErrExternalSource, src.Chart, src.RepoURL)
-	}
-	fsys, err := open(src.RepoURL)
+	fsys, appPath, err := r.openSource(ctx, src, open)
 	if err != nil {
 		return nil, "", err
 	}
-	appPath, err := repofs.Clean(src.Path)
+	appPath, err = repofs.Clean(appPath)
 	if err != nil {
 		return nil, "", err
 	}
@@ -313,7 +315,7 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		objs, err = r.helm.Template(ctx, helmengine.Input{
 			FS: fsys, AppPath: appPath, Helm: src.Helm, Env: env, AppName: instance,
 			Namespace: app.Spec.Destination.Namespace, KubeVersion: kubeVersion, APIVersions: apiVersions,
-			RefSources: refs, AllowRemote: r.opts.AllowRemote,
+			RefSources: refs, AllowRemote: r.opts.AllowRemote, Charts: r.chartSource(),
 		})
 	case v1alpha1.ApplicationSourceTypeKustomize:
 		objs, err = r.kust.Build(ctx, kustengine.Input{

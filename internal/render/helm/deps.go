@@ -2,6 +2,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,14 +44,15 @@ outer:
 //   - `repository: ""` dependencies must already be charts/<name> directories satisfying the version;
 //   - `file://` dependencies are loaded from their directory inside the checkout (confined) and added as the
 //     archive helm would package (<name>-<version>.tgz replaces a file of that name);
-//   - dependencies from chart repositories (https, oci, @alias) would be downloaded: a vendored copy under
-//     charts/ that satisfies the version stands for the download, otherwise the build fails, as nothing is
-//     fetched;
+//   - dependencies from chart repositories (https, @alias): a vendored copy under charts/ that satisfies the
+//     version stands for the download; otherwise the archive is downloaded through in.Charts (the allowed
+//     repositories only) and added as charts/<name>-<version>.tgz, as the downloader saves it; without
+//     in.Charts, or for an oci:// repository, the build fails;
 //   - chart archives under charts/ that the build did not produce are deleted, unless they hold a
 //     `repository: ""` dependency, as safeMoveDeps does.
 //
 // It returns the chart's files as they would be after the build.
-func (e *Engine) buildDependencies(in Input, dir string, ch *chart.Chart, cf *chartFiles) (*chartFiles, error) {
+func (e *Engine) buildDependencies(ctx context.Context, in Input, dir string, ch *chart.Chart, cf *chartFiles) (*chartFiles, error) {
 	deps := ch.Metadata.Dependencies
 	if ch.Lock != nil {
 		if err := checkLock(ch); err != nil {
@@ -170,6 +172,17 @@ func (e *Engine) buildDependencies(in Input, dir string, ch *chart.Chart, cf *ch
 					}
 				}
 			}
+			if !found && in.Charts != nil && !strings.HasPrefix(dep.Repository, "oci://") {
+				data, version, err := in.Charts.Archive(ctx, dep.Repository, dep.Name, dep.Version)
+				if err != nil {
+					return nil, &markedError{msg: fmt.Sprintf("chart dependency %q (version %q): %v", dep.Name, dep.Version, err),
+						marks: []error{ErrMissingDependency, err}}
+				}
+				archive := fmt.Sprintf("%s-%s.tgz", dep.Name, version)
+				packaged[archive] = true
+				added = append(added, &loader.BufferedFile{Name: "charts/" + archive, Data: data})
+				found = true
+			}
 			if !found {
 				how := "chart repositories are not fetched: remote sources are not allowed"
 				if in.AllowRemote {
@@ -243,7 +256,7 @@ func (e *markedError) Error() string { return e.msg }
 
 func (e *markedError) Is(target error) bool {
 	for _, m := range e.marks {
-		if m == target {
+		if m == target || errors.Is(m, target) {
 			return true
 		}
 	}

@@ -32,6 +32,15 @@ type Input struct {
 	// default (https, http). A URL with another scheme is an error, as in Argo CD; an allowed one is refused
 	// because remote files are not fetched.
 	ValuesFileSchemes []string
+	// Charts downloads chart dependencies from chart repositories (`helm dependency build`); nil refuses them.
+	Charts ChartSource
+}
+
+// ChartSource fetches chart archives from the chart repositories the operator allows.
+type ChartSource interface {
+	// Archive returns the archive of chart at the highest version satisfying constraint in repository (a URL, or
+	// "@name"/"alias:name" naming an allowed repository), and that version.
+	Archive(ctx context.Context, repository, chart, constraint string) (data []byte, version string, err error)
 }
 
 // Sentinel errors, for callers that classify failures (errors.Is).

@@ -64,7 +64,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	if err != nil {
 		return nil, err
 	}
-	ch, chartHash, err := e.loadChecked(in, appPath)
+	ch, chartHash, err := e.loadChecked(ctx, in, appPath)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 // loadChecked loads the chart in the app path and checks it as runInstall does (installable type, dependencies
 // present); a missing dependency triggers the offline `helm dependency build` and one more attempt. It returns
 // the chart (shared: copy before rendering) and the hash of its files.
-func (e *Engine) loadChecked(in Input, appPath string) (*chart.Chart, string, error) {
+func (e *Engine) loadChecked(ctx context.Context, in Input, appPath string) (*chart.Chart, string, error) {
 	cf, err := readChartDir(in.FS, appPath, e.limits)
 	if err != nil {
 		return nil, "", err
@@ -131,7 +131,7 @@ func (e *Engine) loadChecked(in Input, appPath string) (*chart.Chart, string, er
 	if err := checkDependencies(ch); err == nil {
 		return ch, cf.hash, nil
 	}
-	built, err := e.buildDependencies(in, appPath, ch, cf)
+	built, err := e.buildDependencies(ctx, in, appPath, ch, cf)
 	if err != nil {
 		return nil, "", fmt.Errorf("error building helm chart dependencies: %w", err)
 	}

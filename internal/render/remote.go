@@ -1,0 +1,51 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
+	"github.com/fleetwave/fleetwave/internal/render/repofs"
+)
+
+// openSource returns the files a source renders from and its app path in them: the checkout holding a git
+// source, or, for a chart from a Helm repository, the chart extracted from its archive, which is both the
+// repository root and the app path, as reposerver/repository/repository.go runManifestGenAsync hands the
+// directory helm's ExtractChart returns to the generation (operationContext{chartPath}). Files of a fetched chart
+// are not recorded: they are not the repository's, and the Application's targetRevision (its definition) is what
+// changes them.
+func (r *Renderer) openSource(ctx context.Context, src *v1alpha1.ApplicationSource, open func(string) (*repofs.FS, error)) (*repofs.FS, string, error) {
+	if !src.IsHelm() && !src.IsOCI() {
+		f, err := open(src.RepoURL)
+		return f, src.Path, err
+	}
+	if r.opts.Charts == nil || src.IsOCI() {
+		return nil, "", fmt.Errorf("%w: chart %q from %s (OCI registries are not fetched, and Helm repositories only with an allowed repositories file)",
+			ErrExternalSource, src.Chart, src.RepoURL)
+	}
+	ch, err := r.opts.Charts.Chart(ctx, src.RepoURL, src.Chart, src.TargetRevision)
+	if err != nil {
+		if errors.Is(err, chartfetch.ErrUnsupported) {
+			return nil, "", fmt.Errorf("%w: %v", ErrExternalSource, err)
+		}
+		return nil, "", err
+	}
+	f, err := repofs.New(ch.Dir, r.opts.Limits.MaxFileBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	return f, ".", nil
+}
+
+// chartSource is the fetcher as the Helm engine's dependency source (nil when there is none: a typed nil in an
+// interface would not be).
+func (r *Renderer) chartSource() helmengine.ChartSource {
+	if r.opts.Charts == nil {
+		return nil
+	}
+	return r.opts.Charts
+}

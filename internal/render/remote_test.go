@@ -1,0 +1,194 @@
+package render_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
+)
+
+const repoPassword = "render-test-password"
+
+// vendorChart is a chart as a vendor publishes it: values with defaults, a template using them.
+func vendorChart(version string) helmrepotest.Chart {
+	return helmrepotest.Chart{Name: "ingress-nginx", Version: version,
+		Values: "replicaCount: 1\ncontroller:\n  image: registry.k8s.io/ingress-nginx/controller:v" + version + "\n",
+		Templates: map[string]string{
+			"deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-controller
+  labels:
+    helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  template:
+    spec:
+      containers:
+      - name: controller
+        image: {{ .Values.controller.image }}
+`,
+		}}
+}
+
+func chartRenderer(t *testing.T, srv *helmrepotest.Server, secrets string) *render.Renderer {
+	t.Helper()
+	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := chartfetch.New(chartfetch.Options{Repos: set, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render.New(render.Options{Charts: f})
+}
+
+func TestRenderChartFromHelmRepository(t *testing.T) {
+	srv := helmrepotest.New(t, "fleet", repoPassword, vendorChart("4.10.0"), vendorChart("4.11.0"))
+	r := chartRenderer(t, srv, srv.Secret("ingress-nginx"))
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  source:
+    repoURL: `+srv.URL+`
+    chart: ingress-nginx
+    targetRevision: ~4.10
+    helm:
+      parameters:
+      - {name: replicaCount, value: "3"}
+      values: |
+        controller:
+          image: mirror.example.com/controller:v4.10
+`)
+	out, res, err := renderYAML(t, r, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "remote/single-source.yaml", out)
+	if len(res.ReadFiles) != 0 {
+		t.Errorf("a fetched chart's files are recorded as repository files: %v", res.ReadFiles)
+	}
+	// The second render of the same version downloads nothing.
+	before := srv.Count("/index.yaml") + srv.Archives()
+	if _, _, err := renderYAML(t, r, req); err != nil {
+		t.Fatal(err)
+	}
+	if after := srv.Count("/index.yaml") + srv.Archives(); after != before {
+		t.Errorf("second render made %d requests, want none", after-before)
+	}
+}
+
+func TestRenderMultiSourceValuesFromThisRepository(t *testing.T) {
+	srv := helmrepotest.New(t, "fleet", repoPassword, vendorChart("4.11.0"))
+	r := chartRenderer(t, srv, srv.Secret("ingress-nginx"))
+	root := tree(t, map[string]string{
+		"envs/prod/ingress.yaml": "replicaCount: 5\n",
+		"envs/dev/ingress.yaml":  "replicaCount: 1\n",
+	})
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress-prod, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  sources:
+  - repoURL: `+srv.URL+`
+    chart: ingress-nginx
+    targetRevision: 4.11.0
+    helm:
+      valueFiles: [$values/envs/prod/ingress.yaml]
+  - repoURL: https://github.com/example/fleet.git
+    targetRevision: HEAD
+    ref: values
+`)
+	req.Repos = func(u string) (string, bool) { return root, u == "https://github.com/example/fleet.git" }
+	out, res, err := renderYAML(t, r, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "remote/multi-source-values.yaml", out)
+	if got := strings.Join(res.ReadFiles, ","); got != "envs/prod/ingress.yaml" {
+		t.Errorf("ReadFiles = %s, want the value file of this repository only", got)
+	}
+}
+
+func TestRenderDependencyFromHelmRepository(t *testing.T) {
+	srv := helmrepotest.New(t, "fleet", repoPassword, helmrepotest.Chart{Name: "redis", Version: "1.4.0",
+		Values:    "port: 6379\n",
+		Templates: map[string]string{"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-redis\nspec:\n  ports:\n  - port: {{ .Values.port }}\n"}},
+		helmrepotest.Chart{Name: "redis", Version: "2.0.0", Templates: map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: wrong-major}\n"}})
+	root := tree(t, map[string]string{
+		"apps/cache/Chart.yaml":  "apiVersion: v2\nname: cache\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: ^1.0.0\n  repository: " + srv.URL + "\n",
+		"apps/cache/values.yaml": "redis:\n  port: 7000\n",
+	})
+	app := `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: cache, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: cache}
+  source: {repoURL: https://github.com/example/fleet.git, path: apps/cache}
+`
+	req := mustApp(t, app)
+	req.Repos = func(string) (string, bool) { return root, true }
+	out, _, err := renderYAML(t, chartRenderer(t, srv, srv.Secret("redis")), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "remote/dependency.yaml", out)
+
+	// The same chart with no repository allowing the dependency's: one clear line, no credential.
+	other := helmrepotest.New(t, "", "")
+	_, _, err = renderYAML(t, chartRenderer(t, other, other.Secret("other")), req)
+	if err == nil || !strings.Contains(err.Error(), "not rendered: repository "+srv.URL+" is not in the allowed repositories") {
+		t.Fatalf("error %v", err)
+	}
+	if !errors.Is(err, chartfetch.ErrNotAllowed) || strings.Contains(err.Error(), repoPassword) {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestRenderChartRepositoryNotAllowed(t *testing.T) {
+	srv := helmrepotest.New(t, "fleet", repoPassword, vendorChart("4.11.0"))
+	other := helmrepotest.New(t, "", "")
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  source: {repoURL: `+srv.URL+`, chart: ingress-nginx, targetRevision: 4.11.0}
+`)
+	_, _, err := renderYAML(t, chartRenderer(t, other, other.Secret("other")), req)
+	want := `app "ingress" (chart ingress-nginx): not rendered: repository ` + srv.URL + ` is not in the allowed repositories`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	// Not "external": an app on a repository the operator did not allow is an error, never skipped as unknown.
+	if errors.Is(err, render.ErrExternalSource) {
+		t.Error("a repository that is not allowed reads as an external source")
+	}
+	if srv.Count("/index.yaml") != 0 {
+		t.Error("a repository that is not allowed was contacted")
+	}
+
+	// Without a fetcher (no repositories file) chart sources stay external, as before; OCI ones always are.
+	if _, _, err := renderYAML(t, render.New(render.Options{}), req); !errors.Is(err, render.ErrExternalSource) {
+		t.Errorf("without a fetcher: %v", err)
+	}
+	oci := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: oci, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: x}
+  source: {repoURL: oci://registry.example.com/charts/x, targetRevision: 1.0.0, path: .}
+`)
+	if _, _, err := renderYAML(t, chartRenderer(t, srv, srv.Secret("x")), oci); !errors.Is(err, render.ErrExternalSource) {
+		t.Errorf("oci: %v", err)
+	}
+}
