@@ -28,6 +28,9 @@ type App struct {
 	Parent string
 	// Strategy is the generating ApplicationSet's spec.strategy (RollingSync steps), if any.
 	Strategy *v1alpha1.ApplicationSetStrategy
+	// AppSetSyncPolicy is the generating ApplicationSet's spec.syncPolicy (whether it deletes apps it no
+	// longer generates), if any.
+	AppSetSyncPolicy *v1alpha1.ApplicationSetSyncPolicy
 	// Cluster is the destination cluster; ClusterKnown is false when no declared cluster matches.
 	Cluster      Cluster
 	ClusterKnown bool
@@ -209,7 +212,7 @@ func (inv *Inventory) generate(set *v1alpha1.ApplicationSet, file, parent string
 						Err: fmt.Errorf("generator %d: generated application name %q is not a valid Kubernetes name (is a template unresolved?): %s", i+1, app.Name, errs[0])})
 					continue
 				}
-				out = append(out, &App{App: app, File: file, AppSet: key, Parent: parent, Strategy: set.Spec.Strategy})
+				out = append(out, &App{App: app, File: file, AppSet: key, Parent: parent, Strategy: set.Spec.Strategy, AppSetSyncPolicy: set.Spec.SyncPolicy})
 			}
 		}
 	}

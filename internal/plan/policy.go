@@ -282,6 +282,15 @@ func (p *Policy) Approvers(w *WavePolicy) string {
 	return s
 }
 
+// Who says who may run command under the policy ("write permission or membership of org/sre").
+func (p *Policy) Who(command string) string {
+	rule, ok := p.Commands[command]
+	if !ok {
+		rule = DefaultCommandRules()[command]
+	}
+	return describeRule(rule)
+}
+
 func describeRule(r CommandRule) string {
 	var parts []string
 	if r.Permission != "" {

@@ -303,10 +303,14 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	sort.Strings(rep.Problems)
 	rep.Summarize()
 
+	if !in.Plan {
+		p.place(rep, plan.DefaultPolicy(), "", nil)
+	}
 	if in.Plan {
-		pl, err := p.plan(headCo.Dir, p.head.inv, rep)
+		pl, policy, policyFile, err := p.plan(headCo.Dir, p.head.inv, rep)
 		var pe *plan.PolicyError
 		if errors.As(err, &pe) {
+			p.place(rep, plan.DefaultPolicy(), "", nil)
 			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
 			for _, d := range pe.Diagnostics {
 				rep.PolicyErrors = append(rep.PolicyErrors, d.String())
@@ -321,6 +325,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		}
 		rep.Plan = pl
 		rep.Summary.Waves = len(pl.Waves)
+		p.place(rep, policy, policyFile, pl)
 	}
 	return rep, nil
 }
@@ -441,6 +446,9 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			ra = describe(b)
 			ra.Status = report.StatusRemoved
 			p.fill(&ra, b.App.Spec.Destination.Namespace, p.renderBase(ctx, b), nil)
+			if ra.Status == report.StatusRemoved {
+				ra.Removal = removal(b, p.base.inv)
+			}
 		default:
 			ra = describe(h)
 			p.fillBoth(&ra, h, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
@@ -545,6 +553,9 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
 	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(side.remoteWarning, strings.Join(res.Warnings, " ")))
+	if side.remoteWarning != "" {
+		ra.RenderedBy = "argocd"
+	}
 }
 
 // fillBoth describes an app present on both sides.
@@ -592,6 +603,9 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
 	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(ho.remoteWarning, strings.Join(res.Warnings, " ")))
+	if ho.remoteWarning != "" {
+		ra.RenderedBy = "argocd"
+	}
 	ra.Status = report.StatusUnchanged
 	if res.Summary.Changed() || hooksChanged(res.Hooks) {
 		ra.Status = report.StatusChanged
@@ -723,20 +737,10 @@ func short(sha string) string {
 }
 
 // plan builds the wave plan of the changed and added apps with the release policy at head (or the default).
-func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *report.Report) (*plan.Plan, error) {
-	policy := plan.DefaultPolicy()
-	for _, name := range PolicyFiles {
-		data, err := os.ReadFile(filepath.Join(headRoot, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, inputErr(fmt.Errorf("reading %s: %w", name, err))
-		}
-		if policy, err = plan.ParsePolicy(name, data); err != nil {
-			return nil, inputErr(err)
-		}
-		break
+func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *report.Report) (*plan.Plan, *plan.Policy, string, error) {
+	policy, file, err := readPolicy(headRoot)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	var apps []plan.App
 	var unplaced []plan.Unplaced
@@ -758,7 +762,69 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 	}
 	pl := plan.Build(policy, apps)
 	pl.SetUnplaced(unplaced)
-	return pl, nil
+	return pl, policy, file, nil
+}
+
+// readPolicy reads the release policy at the head checkout's root: the default policy and "" when there is none.
+func readPolicy(headRoot string) (*plan.Policy, string, error) {
+	for _, name := range PolicyFiles {
+		data, err := os.ReadFile(filepath.Join(headRoot, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", inputErr(fmt.Errorf("reading %s: %w", name, err))
+		}
+		policy, err := plan.ParsePolicy(name, data)
+		if err != nil {
+			return nil, "", inputErr(err)
+		}
+		return policy, name, nil
+	}
+	return plan.DefaultPolicy(), "", nil
+}
+
+// place records, on each app of the report, its kind (what the grouped comment names it by) and, with a plan,
+// its wave and batch (the comment reads in rollout order); and sets the footer.
+func (p *pipeline) place(rep *report.Report, policy *plan.Policy, policyFile string, pl *plan.Plan) {
+	type spot struct {
+		wave         string
+		index, batch int
+	}
+	spots := map[string]spot{}
+	if pl != nil {
+		for wi, w := range pl.Waves {
+			for bi, b := range w.Batches {
+				for _, a := range b.Apps {
+					spots[a.Namespace+"/"+a.Name] = spot{w.Name, wi + 1, bi + 1}
+				}
+			}
+		}
+	}
+	for i := range rep.Apps {
+		ra := &rep.Apps[i]
+		a, ok := p.head.inv.Get(ra.Key())
+		if !ok {
+			a, ok = p.base.inv.Get(ra.Key())
+		}
+		if ok {
+			pa := PlanApp(a)
+			ra.Kind = policy.AppKind(&pa)
+		}
+		if s, ok := spots[ra.Key()]; ok {
+			ra.Wave, ra.WaveIndex, ra.Batch = s.wave, s.index, s.batch
+		}
+	}
+	f := &report.Footer{PolicyFile: policyFile}
+	if pl != nil {
+		for _, c := range []string{"approve", "pause", "resume", "abort", "rollback"} {
+			f.Commands = append(f.Commands, report.CommandHelp{Command: c, Who: policy.Who(c)})
+		}
+		f.Reproduce = fmt.Sprintf("fleetwave plan --base %s --head %s", short(rep.Base), short(rep.Head))
+	} else {
+		f.Reproduce = fmt.Sprintf("fleetwave diff --base %s --head %s", short(rep.Base), short(rep.Head))
+	}
+	rep.Footer = f
 }
 
 // PlanApp is how the planner sees a discovered app.

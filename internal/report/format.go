@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
@@ -83,36 +84,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(bw, "note: %s\n", n)
 	}
+	groups := r.groups()
+	var att strings.Builder
+	writeAttentionText(&att, attention(groups))
+	bw.WriteString(att.String())
 	for i := range r.Apps {
-		a := &r.Apps[i]
-		if !shown(a) {
-			continue
+		if a := &r.Apps[i]; a.Status == StatusError {
+			fmt.Fprintf(bw, "\n=== %s\nerror: %s\n", a.headline(), a.Error)
 		}
-		fmt.Fprintf(bw, "\n=== %s\n", a.headline())
-		if a.Error != "" {
-			what := "not rendered"
-			if a.Status == StatusError {
-				what = "error"
-			}
-			fmt.Fprintf(bw, "%s: %s\n", what, a.Error)
-		}
-		if a.Warning != "" {
-			fmt.Fprintf(bw, "warning: %s\n", a.Warning)
-		}
-		for _, res := range a.Resources {
-			bw.WriteString(res.Diff)
-		}
-		writeSecretKeysText(bw, a.Resources)
-		writeLiveText(bw, a.Live)
-		if len(a.Hooks) > 0 {
-			bw.WriteString("hooks that will run:\n")
-			for _, h := range a.Hooks {
-				fmt.Fprintf(bw, "  %s %s (%s)\n", strings.Join(h.HookTypes, ","), h.Key, h.Change)
-			}
-			for _, h := range a.Hooks {
-				bw.WriteString(h.Diff)
-			}
-		}
+	}
+	for i := range groups {
+		writeGroupText(bw, &groups[i])
 	}
 	if len(r.Problems) > 0 {
 		bw.WriteString("\nproblems:\n")
@@ -136,6 +118,48 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// writeGroupText writes one group: its apps, then the change once.
+func writeGroupText(bw *bufio.Writer, g *Group) {
+	a := g.first()
+	fmt.Fprintf(bw, "\n=== %s\n", sectionSummary([]*Group{g}, len(g.members)))
+	if len(g.members) > 1 {
+		bw.WriteString("apps:")
+		for i, m := range g.members {
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			fmt.Fprintf(bw, " %s → %s", m.Key(), m.cluster())
+			if m.Wave != "" {
+				fmt.Fprintf(bw, " (%s)", m.Wave)
+			}
+		}
+		bw.WriteString("\n")
+	}
+	if a.Error != "" {
+		fmt.Fprintf(bw, "not rendered: %s\n", a.Error)
+	}
+	if a.Removal != nil {
+		fmt.Fprintf(bw, "removed: %s\n", a.Removal.Detail)
+	}
+	if a.Warning != "" {
+		fmt.Fprintf(bw, "warning: %s\n", a.Warning)
+	}
+	for _, res := range a.Resources {
+		bw.WriteString(res.Diff)
+	}
+	writeSecretKeysText(bw, a.Resources)
+	writeLiveText(bw, a.Live)
+	if len(a.Hooks) > 0 {
+		bw.WriteString("hooks that will run:\n")
+		for _, h := range a.Hooks {
+			fmt.Fprintf(bw, "  %s %s (%s)\n", strings.Join(h.HookTypes, ","), h.Key, h.Change)
+		}
+		for _, h := range a.Hooks {
+			bw.WriteString(h.Diff)
+		}
+	}
 }
 
 func writeSecretKeysText(w io.Writer, resources []diff.Resource) {
@@ -202,7 +226,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // MarshalJSON merges the plan's JSON object into the report's.
 func (r *Report) MarshalJSON() ([]byte, error) {
 	type plain Report
-	b, err := json.Marshal((*plain)(r))
+	out := *r
+	out.SchemaVersion = SchemaVersion
+	out.Groups = r.groups()
+	b, err := json.Marshal((*plain)(&out))
 	if err != nil || r.Plan == nil {
 		return b, err
 	}
@@ -325,14 +352,22 @@ func fenceFor(s string) string {
 	return s[i+1 : j]
 }
 
-// markdownBlocks returns the comment's head (summary, notes, plan) and one self-contained block per section.
+// maxTableRows bounds the summary table so the comment's first part always fits; the rest is counted.
+const maxTableRows = 100
+
+// markdownBlocks returns the comment's head (summary, table, headlines, plan) and one self-contained block per
+// section: the failures, one per group of identical changes in rollout order, the unchanged count, the footer.
 func (r *Report) markdownBlocks() (string, []string) {
+	groups := r.groups()
 	var head strings.Builder
 	fmt.Fprintf(&head, "## fleetwave preview `%s..%s`\n\n", short(r.Base), short(r.Head))
 	fmt.Fprintf(&head, "**%s**\n\n", mdEscape(r.SummaryLine()))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&head, "> %s\n\n", mdEscape(n))
 	}
+	secs := sections(groups)
+	writeTable(&head, secs)
+	writeAttentionMarkdown(&head, attention(groups))
 	if r.Plan != nil {
 		var pb bytes.Buffer
 		if err := r.Plan.WriteMarkdown(&pb); err != nil {
@@ -365,66 +400,404 @@ func (r *Report) markdownBlocks() (string, []string) {
 		b.WriteString("\n")
 		blocks = append(blocks, b.String())
 	}
-	first := true
-	for i := range r.Apps {
-		a := &r.Apps[i]
-		if !shown(a) || a.Status == StatusError {
-			continue
+	if len(groups) > 0 {
+		title := "### Apps\n\n"
+		if r.Plan != nil {
+			title = "### Apps, in rollout order\n\n"
 		}
-		if first {
-			blocks = append(blocks, "### Apps\n\n")
-			first = false
-		}
-		blocks = append(blocks, appBlock(a))
+		blocks = append(blocks, title)
+	}
+	for _, sec := range secs {
+		blocks = append(blocks, sectionBlock(sec, r.Footer))
 	}
 	if r.Summary.Unchanged > 0 {
 		blocks = append(blocks, fmt.Sprintf("_%s unchanged._\n", plural(r.Summary.Unchanged, "app")))
 	}
+	if f := r.Footer; f != nil {
+		blocks = append(blocks, f.markdown())
+	}
 	return head.String(), blocks
 }
 
-func appBlock(a *App) string {
+// writeTable writes the summary table: one row per section, in rollout order.
+func writeTable(b *strings.Builder, secs [][]*Group) {
+	if len(secs) == 0 {
+		return
+	}
+	b.WriteString("| # | Apps | Wave | Clusters | Change | Secret keys | Hooks that run | Rendered by |\n")
+	b.WriteString("|---:|---|---|---|---|---|---|---|\n")
+	for i, sec := range secs {
+		if i == maxTableRows {
+			fmt.Fprintf(b, "\n_… and %d more sections, below._\n", len(secs)-i)
+			break
+		}
+		g := sec[0]
+		a := g.first()
+		members, clusters, waves := sectionMembers(sec)
+		apps := "`" + mdEscapeCode(a.Key()) + "`"
+		if len(members) > 1 {
+			apps = fmt.Sprintf("`%s` ×%d", mdEscapeCode(g.Label), len(members))
+		}
+		change := string(g.Status)
+		switch g.Status {
+		case StatusChanged, StatusAdded, StatusRemoved:
+			change += fmt.Sprintf(" +%d ~%d -%d", g.Counts.Added, g.Counts.Modified, g.Counts.Removed)
+		case StatusSkipped:
+			change = "not rendered"
+		}
+		if len(sec) > 1 {
+			change += fmt.Sprintf(" · %d variants", len(sec))
+		}
+		for _, v := range sec {
+			if v.first().Live.Drifted() {
+				change += " · live drift"
+				break
+			}
+		}
+		var secrets, hooks []string
+		for _, res := range a.Resources {
+			for _, k := range res.SecretKeys {
+				secrets = append(secrets, "`"+mdEscapeCode(k.Key)+"`")
+			}
+		}
+		for _, h := range a.Hooks {
+			hooks = append(hooks, cell(strings.Join(h.HookTypes, ",")+" "+h.Kind+" "+h.Name))
+		}
+		rendered := "in process"
+		if a.RenderedBy == "argocd" {
+			rendered = "Argo CD"
+		}
+		if g.Status == StatusSkipped {
+			rendered = "—"
+		}
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", g.Section, apps, orDash(cell(strings.Join(waves, ", "))),
+			cell(listSome(clusters, 3)), change, orDash(strings.Join(secrets, " ")), orDash(strings.Join(hooks, "; ")), rendered)
+	}
+	b.WriteString("\n")
+}
+
+// sectionMembers are a section's apps in rollout order, their clusters and waves (each once, in order).
+func sectionMembers(sec []*Group) (apps []*App, clusters, waves []string) {
+	for _, g := range sec {
+		apps = append(apps, g.members...)
+	}
+	slices.SortStableFunc(apps, compareRollout)
+	seenC, seenW := map[string]bool{}, map[string]bool{}
+	for _, a := range apps {
+		if c := a.cluster(); !seenC[c] {
+			seenC[c] = true
+			clusters = append(clusters, c)
+		}
+		if a.Wave != "" && !seenW[a.Wave] {
+			seenW[a.Wave] = true
+			waves = append(waves, a.Wave)
+		}
+	}
+	return apps, clusters, waves
+}
+
+// listSome joins the first n items and counts the rest: "a, b, c … (9)".
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" … (%d)", len(items))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// cell escapes text for a table cell.
+func cell(s string) string { return mdEscape(s) }
+
+// sectionSummary is the one line that heads a section.
+func sectionSummary(sec []*Group, apps int) string {
+	g := sec[0]
+	if apps == 1 {
+		return fmt.Sprintf("#%d %s", g.Section, g.first().headline())
+	}
+	s := fmt.Sprintf("#%d %s: ", g.Section, g.Label)
+	if len(sec) == 1 {
+		s += fmt.Sprintf("same change on %d apps", apps)
+	} else {
+		s += fmt.Sprintf("%d apps, %d variants of one change", apps, len(sec))
+	}
+	switch g.Status {
+	case StatusChanged, StatusAdded, StatusRemoved:
+		s += fmt.Sprintf(", %s (+%d ~%d -%d each)", g.Status, g.Counts.Added, g.Counts.Modified, g.Counts.Removed)
+	case StatusSkipped:
+		s += ", not rendered"
+	default:
+		s += ", " + string(g.Status)
+	}
+	return s
+}
+
+// appList lists apps in rollout order, by wave: "- **canary**: `api-test-ap-1` → test-ap-1, …".
+func appList(apps []*App, urls map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<details><summary><code>%s</code></summary>\n\n", html.EscapeString(a.headline()))
+	planned := false
+	for _, a := range apps {
+		planned = planned || a.Wave != ""
+	}
+	wave := "\x00"
+	for _, a := range apps {
+		if a.Wave != wave {
+			if wave != "\x00" {
+				b.WriteString("\n")
+			}
+			wave = a.Wave
+			switch {
+			case a.Wave != "":
+				fmt.Fprintf(&b, "- **%s**: ", mdEscape(a.Wave))
+			case planned:
+				b.WriteString("- **not planned**: ")
+			default:
+				b.WriteString("- ")
+			}
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(appRef(a, urls))
+	}
+	b.WriteString("\n\n")
+	return b.String()
+}
+
+// appRef is "`name` → cluster", the name linked to Argo CD when its URL is known.
+func appRef(a *App, urls map[string]string) string {
+	name := "`" + mdEscapeCode(a.Name) + "`"
+	if u := urls[a.Key()]; u != "" {
+		name = "[" + name + "](" + u + ")"
+	}
+	return name + " → " + mdEscape(a.cluster())
+}
+
+// inlineApps names a variant's apps in one line, at most eight.
+func inlineApps(apps []*App) string {
+	refs := make([]string, 0, min(len(apps), 8))
+	for i, a := range apps {
+		if i == 8 {
+			refs = append(refs, fmt.Sprintf("and %d more", len(apps)-i))
+			break
+		}
+		refs = append(refs, "`"+mdEscapeCode(a.Name)+"`")
+	}
+	return strings.Join(refs, ", ")
+}
+
+// affectedBy is the union of the apps' reasons.
+func affectedBy(apps []*App) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range apps {
+		for _, r := range a.AffectedBy {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// writeDiffs writes the diffs of one list of resources (the resources, or the hooks) of a section: a resource
+// whose diff is the same in every variant once, the others once per variant with the apps it applies to.
+func writeDiffs(b *strings.Builder, sec []*Group, pick func(*App) []diff.Resource) {
+	first := pick(sec[0].first())
+	var shared strings.Builder
+	type variant struct {
+		diff string
+		apps []*App
+	}
+	var varied []string
+	variants := map[string][]*variant{}
+	for i, r := range first {
+		byDiff := map[string]*variant{}
+		var order []*variant
+		for _, g := range sec {
+			rs := pick(g.first())
+			d := ""
+			if i < len(rs) {
+				d = rs[i].Diff
+			}
+			v, ok := byDiff[d]
+			if !ok {
+				v = &variant{diff: d}
+				byDiff[d] = v
+				order = append(order, v)
+			}
+			v.apps = append(v.apps, g.members...)
+		}
+		if len(order) == 1 {
+			shared.WriteString(r.Diff)
+			continue
+		}
+		// Hunks every variant has are shown once with the shared diffs; each variant keeps only its own.
+		header, common := commonHunks(order[0].diff, len(order), func(yield func(string) bool) {
+			for _, v := range order {
+				if !yield(v.diff) {
+					return
+				}
+			}
+		})
+		if len(common) > 0 {
+			shared.WriteString(header)
+			for _, h := range common {
+				shared.WriteString(h)
+			}
+			for _, v := range order {
+				v.diff = withoutHunks(v.diff, common)
+			}
+		}
+		k := r.Key.String()
+		varied = append(varied, k)
+		variants[k] = order
+	}
+	if shared.Len() > 0 {
+		if len(sec) > 1 {
+			b.WriteString("The same in every variant:\n\n")
+		}
+		f := fence(shared.String())
+		fmt.Fprintf(b, "%sdiff\n%s%s\n\n", f, shared.String(), f)
+	}
+	for _, k := range varied {
+		fmt.Fprintf(b, "`%s` differs by app (the hunks above apply to all):\n\n", mdEscapeCode(k))
+		for _, v := range variants[k] {
+			slices.SortStableFunc(v.apps, compareRollout)
+			if _, hunks := splitHunks(v.diff); len(hunks) == 0 {
+				fmt.Fprintf(b, "On %s: nothing more.\n\n", inlineApps(v.apps))
+				continue
+			}
+			fmt.Fprintf(b, "On %s:\n\n", inlineApps(v.apps))
+			if v.diff != "" {
+				f := fence(v.diff)
+				fmt.Fprintf(b, "%sdiff\n%s%s\n\n", f, v.diff, f)
+			}
+		}
+	}
+}
+
+// splitHunks splits a unified diff into its file header and its hunks (each from its "@@" line).
+func splitHunks(d string) (header string, hunks []string) {
+	i := strings.Index(d, "\n@@")
+	if i < 0 {
+		return d, nil
+	}
+	header, rest := d[:i+1], d[i+1:]
+	for rest != "" {
+		j := strings.Index(rest, "\n@@")
+		if j < 0 {
+			hunks = append(hunks, rest)
+			break
+		}
+		hunks = append(hunks, rest[:j+1])
+		rest = rest[j+1:]
+	}
+	return header, hunks
+}
+
+// commonHunks returns the header of first and its hunks that all n diffs contain, in first's order.
+func commonHunks(first string, n int, diffs func(func(string) bool)) (string, []string) {
+	header, hunks := splitHunks(first)
+	count := map[string]int{}
+	diffs(func(d string) bool {
+		_, hs := splitHunks(d)
+		seen := map[string]bool{}
+		for _, h := range hs {
+			if !seen[h] {
+				seen[h] = true
+				count[h]++
+			}
+		}
+		return true
+	})
+	var common []string
+	for _, h := range hunks {
+		if count[h] == n {
+			common = append(common, h)
+		}
+	}
+	return header, common
+}
+
+// withoutHunks removes the given hunks from a diff, keeping its header.
+func withoutHunks(d string, drop []string) string {
+	header, hunks := splitHunks(d)
+	var b strings.Builder
+	b.WriteString(header)
+	for _, h := range hunks {
+		if !slices.Contains(drop, h) {
+			b.WriteString(h)
+		}
+	}
+	return b.String()
+}
+
+// sectionBlock is a section: its apps, why they are affected, the change once, and what varies by app.
+func sectionBlock(sec []*Group, f *Footer) string {
+	apps, _, _ := sectionMembers(sec)
+	a := sec[0].first()
+	var urls map[string]string
+	if f != nil {
+		urls = f.AppURLs
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary><code>%s</code></summary>\n\n", html.EscapeString(sectionSummary(sec, len(apps))))
+	if len(apps) > 1 {
+		b.WriteString(appList(apps, urls))
+	} else if u := urls[a.Key()]; u != "" {
+		fmt.Fprintf(&b, "[Open in Argo CD](%s)\n\n", u)
+	}
 	if a.Error != "" {
 		fmt.Fprintf(&b, "Not rendered: %s\n\n", mdEscape(a.Error))
+	}
+	if a.Removal != nil {
+		fmt.Fprintf(&b, "🗑️ **Removed**: %s\n\n", mdEscape(a.Removal.Detail))
 	}
 	if a.Warning != "" {
 		fmt.Fprintf(&b, "⚠️ %s\n\n", mdEscape(a.Warning))
 	}
-	if len(a.AffectedBy) > 0 {
-		fmt.Fprintf(&b, "Affected by: %s\n\n", mdEscape(strings.Join(a.AffectedBy, ", ")))
+	if reasons := affectedBy(apps); len(reasons) > 0 {
+		fmt.Fprintf(&b, "Affected by: %s\n\n", mdEscape(listSome(reasons, 6)))
 	}
-	var text strings.Builder
-	for _, res := range a.Resources {
-		text.WriteString(res.Diff)
-	}
-	if text.Len() > 0 {
-		fence := fence(text.String())
-		fmt.Fprintf(&b, "%sdiff\n%s%s\n\n", fence, text.String(), fence)
-	}
+	writeDiffs(&b, sec, func(a *App) []diff.Resource { return a.Resources })
 	var secrets []string
-	for _, res := range a.Resources {
-		for _, k := range res.SecretKeys {
-			secrets = append(secrets, fmt.Sprintf("`%s` `%s: <%s>`", res.Key, k.Key, k.Change))
+	seen := map[string]bool{}
+	for _, g := range sec {
+		for _, res := range g.first().Resources {
+			for _, k := range res.SecretKeys {
+				s := fmt.Sprintf("`%s` `%s: <%s>`", res.Key, k.Key, k.Change)
+				if !seen[s] {
+					seen[s] = true
+					secrets = append(secrets, s)
+				}
+			}
 		}
 	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(&b, "🔒 Secret values are never shown. Changed keys: %s\n\n", strings.Join(secrets, ", "))
 	}
-	writeLiveMarkdown(&b, a.Live)
+	for _, g := range sec {
+		if g.first().Live == nil {
+			continue
+		}
+		if len(sec) > 1 {
+			fmt.Fprintf(&b, "On %s:\n\n", inlineApps(g.members))
+		}
+		writeLiveMarkdown(&b, g.first().Live)
+	}
 	if len(a.Hooks) > 0 {
 		b.WriteString("**Hooks that will run** (not part of sync status):\n\n")
-		var hookDiff strings.Builder
 		for _, h := range a.Hooks {
 			fmt.Fprintf(&b, "- %s `%s` (%s)\n", strings.Join(h.HookTypes, ", "), h.Key, h.Change)
-			hookDiff.WriteString(h.Diff)
 		}
 		b.WriteString("\n")
-		if hookDiff.Len() > 0 {
-			fence := fence(hookDiff.String())
-			fmt.Fprintf(&b, "%sdiff\n%s%s\n\n", fence, hookDiff.String(), fence)
-		}
+		writeDiffs(&b, sec, func(a *App) []diff.Resource { return a.Hooks })
 	}
 	b.WriteString("</details>\n\n")
 	return b.String()

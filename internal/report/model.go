@@ -24,7 +24,10 @@ const (
 // diff of its rendered manifests. Its JSON form is `fleetwave diff --output json` (docs/contract.md); field names may
 // grow, never change meaning.
 type Report struct {
-	Base string `json:"base"`
+	// SchemaVersion is the version of this JSON form (SchemaVersion below); it grows when a field changes
+	// meaning, never when one is added.
+	SchemaVersion int    `json:"schemaVersion"`
+	Base          string `json:"base"`
 	Head string `json:"head"`
 	// HeadTree is set when the head side is not head's own tree but base merged with head (a stale branch).
 	HeadTree string  `json:"headTree,omitempty"`
@@ -43,9 +46,17 @@ type Report struct {
 	// PolicyErrors are set when a plan was asked for and the release policy at head is invalid: no plan was
 	// made (the diff is complete). One line per error, "file:line:col: message (hint: ...)".
 	PolicyErrors []string `json:"policyErrors,omitempty"`
+	// Groups are the shown apps grouped by identical change, in rollout order (computed when written).
+	Groups []Group `json:"groups"`
+	// Footer is how to act on the preview (commands, links, the command to reproduce it); nil: no footer.
+	Footer *Footer `json:"-"`
 	// Plan is the wave plan (plan command); its JSON fields are merged into the report's top level.
 	Plan Plan `json:"-"`
 }
+
+// SchemaVersion is the version of the report's JSON form. Version 2 added schemaVersion, groups and the apps'
+// kind, wave, batch, renderedBy and removal.
+const SchemaVersion = 2
 
 // Plan is what the report needs of a wave plan (internal/plan.Plan implements it). Its JSON form must be an
 // object; its fields ("waves", "violations", ...) join the report's top level.
@@ -82,6 +93,58 @@ type App struct {
 	Parent string `json:"parent,omitempty"`
 	// Live is the comparison with the app's live state in Argo CD (diff --argocd); absent without Argo CD.
 	Live *Live `json:"live,omitempty"`
+	// Kind is what the app deploys, whatever the cluster: the name without its cluster part ("api" for
+	// "api-prd-eu-1" on prd-eu-1), or the policy's appKindLabel. It names groups of identical changes.
+	Kind string `json:"kind,omitempty"`
+	// Wave (its name), WaveIndex (1-based) and Batch (1-based) place the app in the plan; zero when unplanned.
+	Wave      string `json:"wave,omitempty"`
+	WaveIndex int    `json:"waveIndex,omitempty"`
+	Batch     int    `json:"batch,omitempty"`
+	// RenderedBy is "argocd" when Argo CD's repo-server rendered the app (a plugin source); empty when
+	// fleetwave rendered it in process.
+	RenderedBy string `json:"renderedBy,omitempty"`
+	// Removal says what Argo CD does with a removed app and its resources (status removed only).
+	Removal *Removal `json:"removal,omitempty"`
+}
+
+// Removal effects: what happens to a removed Application's resources in the cluster.
+const (
+	// RemovalDelete: the Application is deleted with its resources finalizer: Argo CD deletes its resources.
+	RemovalDelete = "delete"
+	// RemovalOrphan: the Application is deleted without the finalizer: its resources stay, unmanaged.
+	RemovalOrphan = "orphan"
+	// RemovalPending: the parent app that manages the Application does not prune automatically: it goes out
+	// of sync, and the Application is deleted at the next sync with prune.
+	RemovalPending = "pending"
+	// RemovalKept: nothing in this repository deletes the Application (it was applied by hand): Argo CD keeps
+	// it and keeps syncing it.
+	RemovalKept = "kept"
+)
+
+// Removal is what removing an Application from the repository does in Argo CD.
+type Removal struct {
+	Effect string `json:"effect"`
+	// By is what deletes it: "app argocd/root" or "ApplicationSet argocd/apps"; empty for RemovalKept.
+	By string `json:"by,omitempty"`
+	// Detail is one line for humans saying why.
+	Detail string `json:"detail"`
+}
+
+// Footer is the end of the PR comment: what a reviewer can do next.
+type Footer struct {
+	// Commands are the slash commands for this change's rollout, each with who may use it.
+	Commands []CommandHelp
+	// PolicyFile is the release policy's path at head ("" for the default policy); PolicyURL links to it.
+	PolicyFile, PolicyURL string
+	// AppURLs link apps (by key) to their page in Argo CD, when its URL is known.
+	AppURLs map[string]string
+	// Reproduce is the command that makes this preview locally.
+	Reproduce string
+}
+
+// CommandHelp is one slash command and who may run it ("write permission", "team acme/sre").
+type CommandHelp struct {
+	Command, Who string
 }
 
 // Live compares one affected app with its live state in Argo CD (internal/livediff).
@@ -95,6 +158,16 @@ type Live struct {
 	// Drift are the keys of resources whose live state differs from the base render: the cluster was changed
 	// by hand, or the app is out of sync.
 	Drift []string `json:"drift"`
+	// Extraneous are the keys of Drift that are live, tracked by Argo CD as the app's, and in no base render:
+	// Argo CD reports them requiresPruning, and a sync with prune deletes them.
+	Extraneous []string `json:"extraneous,omitempty"`
+	// IgnoredExtraneous are the keys of live resources in no base render that carry the compare option
+	// IgnoreExtraneous (argocd.argoproj.io/compare-options): Argo CD does not count them against the app's
+	// sync status, so they are not in Drift.
+	IgnoredExtraneous []string `json:"ignoredExtraneous,omitempty"`
+	// DriftSecretKeys are the Secret keys whose live value differs from the base render's, per resource key
+	// ("data.token"); names only, never values.
+	DriftSecretKeys map[string][]string `json:"driftSecretKeys,omitempty"`
 	// LiveDiff is what syncing the head render would change in the cluster (live → head), Secret values masked.
 	LiveDiff []diff.Resource `json:"liveDiff"`
 	// Notes are remarks on the comparison (e.g. Secret values masked by Argo CD: only keys compared).
