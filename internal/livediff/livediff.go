@@ -9,10 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argodiff "github.com/argoproj/argo-cd/v3/util/argo/diff"
 	"github.com/argoproj/argo-cd/v3/util/argo/normalizers"
 	gdiff "github.com/argoproj/gitops-engine/pkg/diff"
 	"github.com/argoproj/gitops-engine/pkg/sync/hook"
+	resourceutil "github.com/argoproj/gitops-engine/pkg/sync/resource"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -29,6 +32,7 @@ type ArgoCD interface {
 	ManagedResources(ctx context.Context, name string) ([]v1alpha1.ResourceDiff, error)
 	FindApplication(ctx context.Context, name, project string) (*v1alpha1.Application, error)
 	Manifests(ctx context.Context, name, revision string) (*argocd.ManifestResponse, error)
+	Settings(ctx context.Context) (*argocd.Settings, error)
 }
 
 // Options tune a Comparer.
@@ -39,6 +43,22 @@ type Options struct {
 	Concurrency int
 	// Context is the number of unchanged lines around each change of a live diff (default 3).
 	Context int
+	// System, when set, is Argo CD's system-wide diff settings (LoadArgoCDCM of an argocd-cm file); nil reads
+	// them from GET /api/v1/settings.
+	System *System
+}
+
+// System is Argo CD's system-wide diff settings, from argocd-cm.
+type System struct {
+	// Overrides are the resource customizations (resource.customizations and
+	// resource.customizations.<type>.<group_kind> keys) keyed "group/kind" ("*/*" for .all), with Argo CD's
+	// status ignoring (resource.compareoptions ignoreResourceStatusField) added, as GET /api/v1/settings
+	// serves them.
+	Overrides map[string]v1alpha1.ResourceOverride
+	// IgnoreAggregatedRoles is resource.compareoptions' ignoreAggregatedRoles (not served by the settings API).
+	IgnoreAggregatedRoles bool
+	// AppLabelKey and TrackingMethod are the tracking settings ("": Argo CD's defaults).
+	AppLabelKey, TrackingMethod string
 }
 
 // Comparer compares affected apps with their live state; it implements preview.LiveComparer.
@@ -111,6 +131,7 @@ func (c *Comparer) CompareLive(ctx context.Context, apps []preview.LiveApp) ([]*
 		}
 		return nil, fmt.Errorf("reading live state from argo cd%s: %w", where, err)
 	}
+	sys, sysNote := c.system(ctx)
 	known := make(map[string]*v1alpha1.Application, len(list.Items))
 	for i := range list.Items {
 		a := &list.Items[i]
@@ -137,7 +158,10 @@ func (c *Comparer) CompareLive(ctx context.Context, apps []preview.LiveApp) ([]*
 				return
 			}
 			defer func() { <-sem }()
-			out[i] = c.compareApp(ctx, la, argoApp)
+			out[i] = c.compareApp(ctx, la, argoApp, sys)
+			if sysNote != "" && out[i].Error == "" && !out[i].Missing {
+				out[i].Notes = append(out[i].Notes, sysNote)
+			}
 		}()
 	}
 	wg.Wait()
@@ -147,7 +171,25 @@ func (c *Comparer) CompareLive(ctx context.Context, apps []preview.LiveApp) ([]*
 	return out, nil
 }
 
-func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *v1alpha1.Application) *report.Live {
+// system returns Argo CD's system-wide diff settings: Options.System, else GET /api/v1/settings. When the
+// settings cannot be read, Argo CD's defaults (status ignored on every kind, no customization) are used and the
+// note says so.
+func (c *Comparer) system(ctx context.Context) (System, string) {
+	if c.opts.System != nil {
+		return *c.opts.System, ""
+	}
+	st, err := c.argo.Settings(ctx)
+	if err != nil {
+		return DefaultSystem(), "Argo CD's settings could not be read (" + oneLine(err) + "): its resource.customizations.ignoreDifferences were not applied"
+	}
+	sys := System{Overrides: st.ResourceOverrides, AppLabelKey: st.AppLabelKey, TrackingMethod: st.TrackingMethod}
+	if sys.Overrides == nil {
+		sys.Overrides = map[string]v1alpha1.ResourceOverride{}
+	}
+	return sys, ""
+}
+
+func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *v1alpha1.Application, sys System) *report.Live {
 	items, err := c.argo.ManagedResources(ctx, argoApp.Namespace+"/"+argoApp.Name)
 	if errors.Is(err, argocd.ErrNotFound) {
 		return &report.Live{Missing: true, Drift: []string{}, LiveDiff: []diff.Resource{}}
@@ -162,6 +204,7 @@ func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *
 	l, err := Compare(Input{
 		Base: la.Base, Head: la.Head, BaseNamespace: la.BaseNamespace, HeadNamespace: la.HeadNamespace,
 		Live: items, IgnoreDifferences: ignore, Context: c.opts.Context,
+		System: &sys, Resources: argoApp.Status.Resources,
 	})
 	if err != nil {
 		return &report.Live{Error: oneLine(err), Drift: []string{}, LiveDiff: []diff.Resource{}}
@@ -180,6 +223,10 @@ type Input struct {
 	Live []v1alpha1.ResourceDiff
 	// IgnoreDifferences is the Application's spec.ignoreDifferences.
 	IgnoreDifferences []v1alpha1.ResourceIgnoreDifferences
+	// System is Argo CD's system-wide diff settings; nil is DefaultSystem.
+	System *System
+	// Resources is the Application's status.resources: which live resources Argo CD would prune.
+	Resources []v1alpha1.ResourceStatus
 	// Context lines around changes (default 3).
 	Context int
 }
@@ -190,17 +237,32 @@ func Compare(in Input) (*report.Live, error) {
 	if ctxLines <= 0 {
 		ctxLines = 3
 	}
-	// The normaliser Argo CD's controller builds for an app (argo-cd util/argo/diff/normalize.go
-	// newDiffNormalizer): ignoreDifferences, then known types.
-	ign, err := normalizers.NewIgnoreNormalizer(in.IgnoreDifferences, nil, normalizers.IgnoreNormalizerOpts{})
+	sys := DefaultSystem()
+	if in.System != nil {
+		sys = *in.System
+	}
+	if sys.Overrides == nil {
+		sys.Overrides = map[string]v1alpha1.ResourceOverride{}
+	}
+	// The diff configuration Argo CD's controller builds for an app (argo-cd controller/state.go
+	// CompareAppState): the app's ignoreDifferences and argocd-cm's resource overrides, tracking settings, the
+	// controller's field manager; no cache, no cluster (so no server-side diff: a client-side diff). Each
+	// comparison is argo-cd util/argo/diff StateDiff: managedFieldsManagers (util/argo/managedfields), then the
+	// ignoreDifferences and known-types normalisers, then gitops-engine's diff.
+	cfg, err := argodiff.NewDiffConfigBuilder().
+		WithDiffSettings(in.IgnoreDifferences, sys.Overrides, sys.IgnoreAggregatedRoles, normalizers.IgnoreNormalizerOpts{}).
+		WithTracking(sys.AppLabelKey, sys.TrackingMethod).
+		WithNoCache().
+		WithLogger(logr.Discard()).
+		WithManager(common.ArgoCDSSAManager).
+		Build()
 	if err != nil {
+		return nil, fmt.Errorf("building the diff configuration: %w", err)
+	}
+	// Build validates neither ignoreDifferences nor overrides: their jq expressions fail here, once.
+	if _, err := normalizers.NewIgnoreNormalizer(in.IgnoreDifferences, sys.Overrides, normalizers.IgnoreNormalizerOpts{}); err != nil {
 		return nil, fmt.Errorf("building the ignoreDifferences normaliser: %w", err)
 	}
-	known, err := normalizers.NewKnownTypesNormalizer(nil)
-	if err != nil {
-		return nil, fmt.Errorf("building the known-types normaliser: %w", err)
-	}
-	opts := []gdiff.Option{gdiff.WithNormalizer(composite{ign, known}), gdiff.WithLogr(logr.Discard())}
 
 	baseNS := in.BaseNamespace
 	if baseNS == "" {
@@ -211,15 +273,20 @@ func Compare(in Input) (*report.Live, error) {
 	if in.Base != nil {
 		base = keyed(in.Base, baseNS)
 	}
+	// The live object is liveState, the object as the cluster holds it (managed fields included, which
+	// managedFieldsManagers needs), normalised here as the controller normalises it; normalizedLiveState (Argo
+	// CD's normalisation already applied) only when liveState is absent. targetState is Argo CD's own render,
+	// whose masked Secret values tell which live values are the rendered ones.
 	live := map[diff.Key]*unstructured.Unstructured{}
+	target := map[diff.Key]*unstructured.Unstructured{}
 	for _, r := range in.Live {
 		if r.Hook {
 			continue
 		}
 		k := diff.Key{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-		state := r.NormalizedLiveState
+		state := r.LiveState
 		if state == "" || state == "null" {
-			state = r.LiveState
+			state = r.NormalizedLiveState
 		}
 		obj, err := decode(state)
 		if err != nil {
@@ -227,6 +294,15 @@ func Compare(in Input) (*report.Live, error) {
 		}
 		if obj != nil {
 			live[k] = obj
+		}
+		if t, err := decode(r.TargetState); err == nil && t != nil {
+			target[k] = t
+		}
+	}
+	pruned := map[string]bool{}
+	for _, r := range in.Resources {
+		if r.RequiresPruning {
+			pruned[diff.Key{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.String()] = true
 		}
 	}
 
@@ -237,12 +313,12 @@ func Compare(in Input) (*report.Live, error) {
 	l.Compared = len(keys)
 	for _, k := range keys {
 		h, lv := head[k], live[k]
-		cmp := prepare(h, lv)
+		cmp := prepare(h, base[k], lv, target[k])
 		if cmp.blinded {
 			blinded = append(blinded, k.String())
 		}
 		ssa = ssa || cmp.ssa
-		r, err := liveDiff(k, cmp.config, cmp.live, opts, ctxLines)
+		r, err := liveDiff(k, cmp.config, cmp.live, cfg, ctxLines)
 		if err != nil {
 			return nil, err
 		}
@@ -253,19 +329,44 @@ func Compare(in Input) (*report.Live, error) {
 	if base != nil {
 		for _, k := range union(base, live) {
 			b, lv := base[k], live[k]
-			cmp := prepare(b, lv)
+			if b == nil && lv != nil && resourceutil.HasAnnotationOption(lv, common.AnnotationCompareOptions, "IgnoreExtraneous") {
+				// Live, in no render: extraneous. With IgnoreExtraneous Argo CD still marks it OutOfSync but
+				// does not count it against the app (argo-cd controller/state.go CompareAppState).
+				l.IgnoredExtraneous = append(l.IgnoredExtraneous, k.String())
+				continue
+			}
+			cmp := prepare(b, b, lv, target[k])
 			if cmp.blinded && !contains(blinded, k.String()) {
 				blinded = append(blinded, k.String())
 			}
 			ssa = ssa || cmp.ssa
-			drifted, err := differs(cmp.config, cmp.live, opts)
+			drifted, err := differs(cmp.config, cmp.live, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("comparing %s with the base render: %w", k, err)
 			}
-			if drifted {
-				l.Drift = append(l.Drift, k.String())
+			if !drifted {
+				continue
+			}
+			l.Drift = append(l.Drift, k.String())
+			if b == nil && pruned[k.String()] {
+				l.Extraneous = append(l.Extraneous, k.String())
+			}
+			if sk := changedSecretKeys(cmp.live, cmp.config); len(sk) > 0 && !cmp.blinded {
+				if l.DriftSecretKeys == nil {
+					l.DriftSecretKeys = map[string][]string{}
+				}
+				l.DriftSecretKeys[k.String()] = sk
 			}
 		}
+	}
+	if len(l.Extraneous) > 0 {
+		l.Notes = append(l.Notes, "live but in no render, a sync with prune deletes them (Argo CD: requiresPruning): "+strings.Join(l.Extraneous, ", "))
+	}
+	if len(l.IgnoredExtraneous) > 0 {
+		l.Notes = append(l.Notes, "live but in no render, ignored by Argo CD's sync status (IgnoreExtraneous): "+strings.Join(l.IgnoredExtraneous, ", "))
+	}
+	for _, k := range sortedKeys(l.DriftSecretKeys) {
+		l.Notes = append(l.Notes, "Secret "+k+": live value differs from the base render for "+strings.Join(l.DriftSecretKeys[k], ", "))
 	}
 	if len(blinded) > 0 {
 		sort.Strings(blinded)
@@ -277,27 +378,18 @@ func Compare(in Input) (*report.Live, error) {
 	return l, nil
 }
 
-type composite []gdiff.Normalizer
-
-func (c composite) Normalize(un *unstructured.Unstructured) error {
-	for _, n := range c {
-		if err := n.Normalize(un); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pair is one config (render) object and one live object prepared for gitops-engine's diff.
+// pair is one config (render) object and one live object prepared for the comparison.
 type pair struct {
 	config, live *unstructured.Unstructured
-	blinded      bool // Secret values masked by Argo CD: blanked on both sides
+	blinded      bool // Secret values masked by Argo CD and no target to read the masks by: blanked on both sides
 	ssa          bool // ServerSideApply sync option dropped from the config
 }
 
 // prepare copies the objects and works around what cannot be compared offline: Secret values Argo CD masked
-// (gitops-engine HideSecretData "+" runs) and server-side apply, whose diff needs a cluster's schema.
-func prepare(config, live *unstructured.Unstructured) pair {
+// (gitops-engine HideSecretData "+" runs) and server-side apply, whose diff needs a cluster's schema. base is
+// the base render's object of the same key (config itself when comparing with the base), target Argo CD's
+// masked render of it (targetState).
+func prepare(config, base, live, target *unstructured.Unstructured) pair {
 	p := pair{}
 	if config != nil {
 		p.config = config.DeepCopy()
@@ -306,10 +398,14 @@ func prepare(config, live *unstructured.Unstructured) pair {
 		p.live = live.DeepCopy()
 	}
 	copyTracking(p.config, p.live)
-	if maskedByArgoCD(p.live) {
-		p.blinded = true
-		blankSecret(p.config)
-		blankSecret(p.live)
+	if maskedByArgoCD(p.live) && p.config != nil {
+		if maskedByArgoCD(target) {
+			maskLike(p.config, base, target)
+		} else {
+			p.blinded = true
+			blankSecret(p.config)
+			blankSecret(p.live)
+		}
 	}
 	if p.config != nil {
 		anns := p.config.GetAnnotations()
@@ -357,8 +453,8 @@ func copyTracking(config, live *unstructured.Unstructured) {
 	}
 }
 
-// maskedByArgoCD reports a Secret whose data values are all runs of "+" (argo-cd server/application
-// application.go ManagedResources masks them with gitops-engine diff.HideSecretData).
+// maskedByArgoCD reports a Secret whose data values are all runs of "+" (argo-cd controller/appcontroller.go
+// hideSecretData masks managed resources with gitops-engine diff.HideSecretData).
 func maskedByArgoCD(obj *unstructured.Unstructured) bool {
 	if !diff.IsSecret(obj) {
 		return false
@@ -374,6 +470,60 @@ func maskedByArgoCD(obj *unstructured.Unstructured) bool {
 		}
 	}
 	return true
+}
+
+// unknownValue stands for a rendered Secret value whose mask is not known: valid base64 (the diff decodes
+// Secret data), never a run of "+", so it differs from every masked live value.
+const unknownValue = "Pz8/Pw=="
+
+// maskLike replaces config's Secret values by the masks Argo CD gave the same values. gitops-engine
+// pkg/diff/diff.go HideSecretData masks each key across target, live and live's last-applied configuration in
+// that order: the target's value becomes "++++++++", and a live value equal to it the same run, a different
+// one a longer run. So a rendered value equal to what Argo CD rendered (the base render's value, when Argo CD's
+// target is the base revision) takes the target's run, and compares with live as the values would; any other
+// value (head changed it, or Argo CD's target lacks the key) takes unknownValue, which differs from live.
+func maskLike(config, base, target *unstructured.Unstructured) {
+	gdiff.NormalizeSecret(config, gdiff.WithLogr(logr.Discard()))
+	var baseData map[string]any
+	if base != nil {
+		b := base.DeepCopy()
+		gdiff.NormalizeSecret(b, gdiff.WithLogr(logr.Discard()))
+		baseData, _, _ = unstructured.NestedMap(b.Object, "data")
+	}
+	targetData, _, _ := unstructured.NestedMap(target.Object, "data")
+	data, ok := config.Object["data"].(map[string]any)
+	if !ok {
+		return
+	}
+	for k, v := range data {
+		mask, inTarget := targetData[k].(string)
+		bv, inBase := baseData[k]
+		if inTarget && inBase && fmt.Sprint(bv) == fmt.Sprint(v) {
+			data[k] = mask
+		} else {
+			data[k] = unknownValue
+		}
+	}
+	// The render's last-applied annotation (if any) holds the values: never compare or show it.
+	if anns := config.GetAnnotations(); anns != nil {
+		delete(anns, "kubectl.kubernetes.io/last-applied-configuration")
+		config.SetAnnotations(anns)
+	}
+}
+
+// changedSecretKeys names the data keys whose (masked) values differ between live and config, "data.<key>".
+func changedSecretKeys(live, config *unstructured.Unstructured) []string {
+	if !diff.IsSecret(live) || !diff.IsSecret(config) {
+		return nil
+	}
+	_, _, keys := diff.MaskSecretPair(live, config)
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k.Key, "data.") && k.Change != "unchanged" {
+			out = append(out, k.Key)
+		}
+	}
+	return out
 }
 
 // blankSecret replaces every data value (stringData folded in) with "" and drops the last-applied annotation.
@@ -396,11 +546,11 @@ func blankSecret(obj *unstructured.Unstructured) {
 
 // differs reports whether live differs from config as Argo CD's controller sees it. A live object the config
 // lacks differs (it is extraneous); so does a config object not live.
-func differs(config, live *unstructured.Unstructured, opts []gdiff.Option) (bool, error) {
+func differs(config, live *unstructured.Unstructured, cfg argodiff.DiffConfig) (bool, error) {
 	if config == nil || live == nil {
 		return config != nil || live != nil, nil
 	}
-	res, err := gdiff.Diff(config, live, opts...)
+	res, err := argodiff.StateDiff(live, config, cfg)
 	if err != nil {
 		return false, err
 	}
@@ -408,7 +558,7 @@ func differs(config, live *unstructured.Unstructured, opts []gdiff.Option) (bool
 }
 
 // liveDiff returns what a sync of config would change in live (nil when nothing), Secret values masked.
-func liveDiff(k diff.Key, config, live *unstructured.Unstructured, opts []gdiff.Option, ctxLines int) (*diff.Resource, error) {
+func liveDiff(k diff.Key, config, live *unstructured.Unstructured, cfg argodiff.DiffConfig, ctxLines int) (*diff.Resource, error) {
 	var from, to *unstructured.Unstructured
 	var change diff.Change
 	switch {
@@ -417,7 +567,7 @@ func liveDiff(k diff.Key, config, live *unstructured.Unstructured, opts []gdiff.
 	case config == nil:
 		change, from = diff.Removed, live
 	default:
-		res, err := gdiff.Diff(config, live, opts...)
+		res, err := argodiff.StateDiff(live, config, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("comparing %s with the head render: %w", k, err)
 		}
@@ -535,6 +685,15 @@ func label(side string, k diff.Key, absent bool) string {
 		ns = "_cluster"
 	}
 	return side + "/" + g + "/" + k.Kind + "/" + ns + "/" + k.Name
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func contains(s []string, v string) bool {

@@ -248,7 +248,7 @@ func TestLiveSecretValuesNeverShown(t *testing.T) {
 	}
 }
 
-// A real Argo CD masks live Secret values with "+" runs: only keys can be compared.
+// A real Argo CD masks live Secret values with "+" runs, target and live together: equal runs are equal values.
 func TestArgoCDMaskedSecret(t *testing.T) {
 	masked := "apiVersion: v1\nkind: Secret\nmetadata: {name: web}\ndata: {token: '++++++++'}\n"
 	c := newSim(t, liveJSON(t, "web", masked), webApp())
@@ -259,6 +259,19 @@ func TestArgoCDMaskedSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := lives[0]
+	if len(l.Drift) != 0 || len(l.LiveDiff) != 1 || len(l.Notes) != 0 {
+		t.Fatalf("live: %+v", l)
+	}
+	if sk := l.LiveDiff[0].SecretKeys; len(sk) != 1 || sk[0].Key != "data.token" || sk[0].Change != "changed" {
+		t.Errorf("secret keys %+v", sk)
+	}
+}
+
+// Without Argo CD's target to read the masks by, only keys and metadata are compared, and a note says so.
+func TestArgoCDMaskedSecretWithoutTarget(t *testing.T) {
+	live := inCluster(t, one(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: web}\ndata: {token: '++++++++'}\n"), nil)
+	f := &fakeArgo{settings: defaultSettings, items: []v1alpha1.ResourceDiff{item(t, live, nil, nil)}}
+	l := compareOne(t, f, webApp(), objs(t, secret(baseSecret)), objs(t, secret(headSecret)), livediff.Options{})
 	if len(l.Drift) != 0 || len(l.LiveDiff) != 0 || len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "only keys") {
 		t.Fatalf("live: %+v", l)
 	}
