@@ -128,6 +128,14 @@ metadata: {name: argocd-cm, namespace: argocd, labels: {app.kubernetes.io/part-o
 data:
   admin.enabled: "true"
   accounts.fleetwave: apiKey
+  # System-wide ignoreDifferences the live-diff test (test/e2e/livediff_test.go) relies on: a ConfigMap key and a
+  # label nothing else uses.
+  resource.customizations.ignoreDifferences.ConfigMap: |
+    jsonPointers:
+    - /data/e2e-ignored
+  resource.customizations.ignoreDifferences.all: |
+    jsonPointers:
+    - /metadata/labels/e2e.fleetwave.io~1ignored
 ---
 apiVersion: v1
 kind: ConfigMap
