@@ -73,10 +73,13 @@ type Pool struct {
 	nextID  atomic.Uint64
 	started atomic.Int64
 
-	mu     sync.Mutex
-	idle   []*worker
-	all    map[*worker]bool
-	closed bool
+	mu      sync.Mutex
+	idle    []*worker
+	all     map[*worker]bool // started and not killed: idle, busy, or just started
+	pending int              // workers being started
+	notify  chan struct{}    // closed and replaced when a worker is started or put back
+	refills sync.WaitGroup   // replacements being started in the background
+	closed  bool
 }
 
 // New returns a pool; workers are started when first needed, and again after one is killed.
@@ -97,7 +100,7 @@ func New(opts Options) (*Pool, error) {
 	if opts.CPU <= 0 {
 		opts.CPU = timeout*time.Duration(runtime.NumCPU()) + time.Second
 	}
-	return &Pool{opts: opts, timeout: timeout, sem: make(chan struct{}, opts.Workers), all: map[*worker]bool{}}, nil
+	return &Pool{opts: opts, timeout: timeout, sem: make(chan struct{}, opts.Workers), all: map[*worker]bool{}, notify: make(chan struct{})}, nil
 }
 
 // Started is the number of workers started so far (a killed worker is replaced by a new one).
@@ -136,7 +139,7 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 		}
 	}
 	defer release()
-	w, err := p.get()
+	w, err := p.get(ctx)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,15 +154,15 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 	select {
 	case r, ok := <-w.resps:
 		if !ok {
-			p.kill(w)
+			p.replace(w)
 			return fail(w.cause(p.opts))
 		}
 		resp = r
 	case <-timer.C:
-		p.kill(w)
+		p.replace(w)
 		return fail(fmt.Errorf("refused (time-limit): render exceeded %s", seconds(p.timeout)))
 	case <-ctx.Done():
-		p.kill(w)
+		p.replace(w)
 		return fail(ctx.Err())
 	}
 	if resp.ID != wreq.ID {
@@ -193,49 +196,129 @@ func (p *Pool) Close() error {
 		ws = append(ws, w)
 	}
 	p.idle = nil
+	p.changed()
 	p.mu.Unlock()
 	for _, w := range ws {
 		p.kill(w)
 	}
+	p.refills.Wait()
 	return nil
 }
 
-func (p *Pool) get() (*worker, error) {
-	p.mu.Lock()
-	if p.closed {
+// Prestart starts workers until the pool has all of them (a server calls it at start, so that the first
+// renders do not wait for workers to start). It returns the first start's failure.
+func (p *Pool) Prestart(ctx context.Context) error {
+	for {
+		p.mu.Lock()
+		switch {
+		case p.closed:
+			p.mu.Unlock()
+			return ErrClosed
+		case p.pending > 0:
+			ch := p.notify
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		case len(p.all) >= p.opts.Workers:
+			p.mu.Unlock()
+			return nil
+		}
+		p.pending++
 		p.mu.Unlock()
-		return nil, ErrClosed
+		if _, err := p.start(true); err != nil {
+			return err
+		}
 	}
-	if n := len(p.idle); n > 0 {
-		w := p.idle[n-1]
-		p.idle = p.idle[:n-1]
-		p.mu.Unlock()
-		return w, nil
-	}
-	p.mu.Unlock()
+}
+
+// changed wakes those waiting for a worker being started. Call with p.mu held.
+func (p *Pool) changed() {
+	close(p.notify)
+	p.notify = make(chan struct{})
+}
+
+// start starts a worker counted in p.pending: idle, it joins the idle ones; otherwise it is the caller's.
+func (p *Pool) start(idle bool) (*worker, error) {
 	w, err := p.spawn()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pending--
+	p.changed()
 	if err != nil {
 		return nil, fmt.Errorf("starting a render worker: %w", err)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
-		go p.kill(w)
+		go w.kill()
 		return nil, ErrClosed
 	}
 	p.all[w] = true
+	if idle {
+		p.idle = append(p.idle, w)
+	}
 	return w, nil
+}
+
+// get takes an idle worker, else waits for one being started, else starts one.
+func (p *Pool) get(ctx context.Context) (*worker, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if n := len(p.idle); n > 0 {
+			w := p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			p.mu.Unlock()
+			return w, nil
+		}
+		if p.pending > 0 {
+			ch := p.notify
+			p.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		p.pending++
+		p.mu.Unlock()
+		return p.start(false)
+	}
 }
 
 func (p *Pool) put(w *worker) {
 	p.mu.Lock()
 	if !p.closed {
 		p.idle = append(p.idle, w)
+		p.changed()
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	p.kill(w)
+}
+
+// replace kills w and starts a worker in its place, in the background: the next render does not wait for the
+// whole start.
+func (p *Pool) replace(w *worker) {
+	p.kill(w)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.pending++
+	p.refills.Add(1)
+	go func() {
+		defer p.refills.Done()
+		_, _ = p.start(true) // on failure the next render starts one, and says why it cannot
+	}()
 }
 
 // kill ends w and waits until its process is reaped and its goroutines are done.
@@ -361,6 +444,9 @@ func (w *worker) cause(o Options) error {
 	}
 	if w.stderr.contains("out of memory") || w.stderr.contains("cannot allocate memory") {
 		return memory
+	}
+	if w.stderr.contains("fatal error: stack overflow") {
+		return fmt.Errorf("refused (stack-limit): render exceeded the %s stack (nesting or recursion too deep)", FormatBytes(maxStack(o.MemoryBytes)))
 	}
 	if line := w.stderr.crashLine(); line != "" {
 		return fmt.Errorf("render worker crashed: %s", line)

@@ -3,7 +3,9 @@ package isolate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
@@ -73,6 +75,7 @@ func toWire(err error) *wireError {
 	if errors.As(err, &re) {
 		w.Render, w.App, w.Path, w.Msg = true, re.App, re.Path, re.Err.Error()
 	}
+	w.Msg = shortenMessage(w.Msg)
 	for name, s := range sentinels {
 		if errors.Is(err, s) {
 			w.Is = name
@@ -96,4 +99,20 @@ func (w *wireError) err() error {
 		return &render.Error{App: w.App, Path: w.Path, Err: cause}
 	}
 	return cause
+}
+
+// maxMessage bounds an error's cause: a library may put a whole template's recursion in one message (Helm's
+// include of itself: ~100 KB).
+const maxMessage = 600
+
+// shortenMessage cuts a long message, saying how much was left out.
+func shortenMessage(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }

@@ -130,19 +130,26 @@ func applyLimits(cfg config) string {
 		// The Go runtime has reserved its arenas' bookkeeping by now (hundreds of MiB of address space, little
 		// of it resident): the cap is what is mapped now plus room for the heap cap and the runtime around it.
 		as := uint64(vmSize() + cfg.MemoryBytes + cfg.MemoryBytes/4 + 256<<20)
-		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err == nil {
+		if raceEnabled {
+			desc = "RLIMIT_AS not set (race detector)"
+		} else if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}); err == nil {
 			desc = fmt.Sprintf("RLIMIT_AS %d MiB", as>>20)
 		} else {
 			desc = "RLIMIT_AS not set: " + err.Error()
 		}
-		debug.SetMemoryLimit(cfg.MemoryBytes * 3 / 4)
-		debug.SetMaxStack(int(min(cfg.MemoryBytes/4, 256<<20)))
+		// No soft memory limit for the collector: near it, a bomb's live heap would make the collector run
+		// without end until the time cap instead of passing the cap and ending at once.
+		debug.SetMaxStack(int(maxStack(cfg.MemoryBytes)))
 	}
 	if cfg.CPU > 0 {
 		desc += ", RLIMIT_CPU per render"
 	}
 	return desc
 }
+
+// maxStack is a goroutine's stack cap in a worker with the given memory cap: runaway recursion (a deeply nested
+// document, a recursive program) fails at it instead of at Go's default of 1 GB.
+func maxStack(memory int64) int64 { return min(memory/4, 256<<20) }
 
 // armCPU lets the next render use cpu of CPU time from now: past it the kernel sends SIGXCPU, which kills the
 // worker. The soft limit moves with each request; the hard limit is left alone so it can.

@@ -1,0 +1,377 @@
+package isolate_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
+)
+
+// The hostile suite's caps: small, so that every case is quick, and a regression fails a case (too slow, an
+// error without its rule) instead of taking the machine.
+const (
+	hostileTimeout = 3 * time.Second
+	hostileMemory  = 512 << 20
+	// parentRSSCap bounds the test process itself (the parent): the bombs' memory is the workers'.
+	parentRSSCap = 1536 << 20
+)
+
+// laughs is a "billion laughs" of the given depth under the mapping key it is indented into.
+func laughs(indent string, levels int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sl0: &l0 [x,x,x,x,x,x,x,x,x]\n", indent)
+	for i := 1; i < levels; i++ {
+		p := fmt.Sprintf("*l%d", i-1)
+		fmt.Fprintf(&b, "%sl%d: &l%d [%s]\n", indent, i, i, strings.TrimSuffix(strings.Repeat(p+",", 9), ","))
+	}
+	return b.String()
+}
+
+const (
+	chart = "apiVersion: v2\nname: bomb\nversion: 0.1.0\n"
+	cm    = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+)
+
+// hostileFiles is the repository the cases' apps point into; "outside" is a directory beside it.
+func hostileFiles() map[string]string {
+	nested := strings.Repeat("[", 200000) + strings.Repeat("]", 200000)
+	return map[string]string{
+		"benign/cm.yaml": cm + "data: {ok: 'yes'}\n",
+
+		"alias-helm/Chart.yaml":             chart,
+		"alias-helm/values.yaml":            "x: 1\n" + laughs("", 9),
+		"alias-helm/templates/cm.yaml":      cm,
+		"alias-kust/kustomization.yaml":     "resources: [cm.yaml]\n",
+		"alias-kust/cm.yaml":                cm + "data:\n" + laughs("  ", 9),
+		"alias-kustfile/kustomization.yaml": "resources: [cm.yaml]\n" + laughs("", 9),
+		"alias-kustfile/cm.yaml":            cm,
+		"alias-plain/cm.yaml":               cm + "data:\n" + laughs("  ", 9),
+		"alias-jsonnet/main.jsonnet":        "std.parseYaml(importstr 'b.yaml')",
+		"alias-jsonnet/b.yaml":              "a: 1\n" + laughs("", 9),
+
+		"deep-json/cm.json":            `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": ` + nested + `}`,
+		"deep-yaml/cm.yaml":            cm + "data: " + nested + "\n",
+		"deep-values/Chart.yaml":       chart,
+		"deep-values/values.yaml":      "x: " + nested + "\n",
+		"deep-values/templates/c.yaml": cm + "data: {n: {{ .Values.x | toJson | len | quote }}}\n",
+		"deep-jsonnet/main.jsonnet":    strings.Repeat("[", 100000) + strings.Repeat("]", 100000),
+
+		"cpu-until/Chart.yaml":                chart,
+		"cpu-until/templates/c.yaml":          "{{ range $i := until 1000000 }}{{ range $j := until 1000000 }}{{ $x := sha256sum \"x\" }}{{ end }}{{ end }}",
+		"template-recursion/Chart.yaml":       chart,
+		"template-recursion/templates/a.tpl":  "{{ define \"a\" }}{{ include \"a\" . }}{{ end }}",
+		"template-recursion/templates/c.yaml": "{{ include \"a\" . }}",
+		"output-bomb/Chart.yaml":              chart,
+		"output-bomb/templates/c.yaml":        cm + "data:\n  x: {{ repeat 100000000 \"xxxxxxxxxx\" }}\n",
+		"output-doubling/Chart.yaml":          chart,
+		"output-doubling/templates/c.yaml":    cm + "data:\n  x: {{ $s := \"xxxxxxxx\" }}{{ range until 30 }}{{ $s = print $s $s }}{{ end }}{{ $s }}\n",
+		"object-bomb/Chart.yaml":              chart,
+		"object-bomb/templates/c.yaml":        "{{ range $i := until 5000000 }}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c{{ $i }}}\n{{ end }}",
+		"object-list/Chart.yaml":              chart,
+		"object-list/templates/c.yaml":        "apiVersion: v1\nkind: List\nitems:\n{{- range $i := until 200000 }}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c{{ $i }}}}\n{{- end }}\n",
+
+		"jsonnet-recursion/main.jsonnet": "local f(n) = f(n + 1) + 1; f(0)",
+		"jsonnet-alloc/main.jsonnet":     "local f(s, n) = if n == 0 then s else f(s + s, n - 1); {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'c'}, data: {x: f('x', 40)}}",
+		"jsonnet-array/main.jsonnet":     "std.makeArray(200000000, function(i) {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'c' + i}})",
+		"jsonnet-loop/main.jsonnet":      "std.foldl(function(a, b) a + b, std.range(0, 2000000000), 0)",
+
+		"huge-file/Chart.yaml":           chart,
+		"huge-file/values.yaml":          "x: '" + strings.Repeat("x", 20<<20) + "'\n",
+		"huge-file/templates/c.yaml":     cm,
+		"escape-values/Chart.yaml":       chart,
+		"escape-values/templates/c.yaml": cm + "data: {s: {{ .Values.secret | default \"none\" | quote }}}\n",
+		"escape-kust/kustomization.yaml": "resources: [../../outside/cm.yaml]\n",
+	}
+}
+
+type hostileCase struct {
+	name, source, buildOptions string
+	// want: the refusal must contain one of these.
+	want []string
+}
+
+var hostileCases = []hostileCase{
+	{"alias bomb: helm values", "{repoURL: R, path: alias-helm}", "", []string{"alias"}},
+	{"alias bomb: kustomize resource", "{repoURL: R, path: alias-kust}", "", []string{"alias"}},
+	{"alias bomb: kustomization file", "{repoURL: R, path: alias-kustfile}", "", []string{"alias"}},
+	{"alias bomb: plain manifest", "{repoURL: R, path: alias-plain}", "", []string{"alias"}},
+	{"alias bomb: jsonnet parseYaml", "{repoURL: R, path: alias-jsonnet}", "", []string{"alias", "memory-limit"}},
+	{"deep nesting: json manifest", "{repoURL: R, path: deep-json}", "", []string{"depth", "nest", "crashed", "memory-limit", "exceeded max"}},
+	{"deep nesting: yaml manifest", "{repoURL: R, path: deep-yaml}", "", []string{"depth", "nest", "crashed", "memory-limit", "exceeded max"}},
+	{"deep nesting: helm values", "{repoURL: R, path: deep-values}", "", []string{"depth", "nest", "crashed", "memory-limit", "exceeded max"}},
+	{"deep nesting: jsonnet", "{repoURL: R, path: deep-jsonnet}", "", []string{"stack", "depth", "crashed", "memory-limit", "time-limit"}},
+	{"cpu: nested until", "{repoURL: R, path: cpu-until}", "", []string{"time-limit", "cpu-limit"}},
+	{"non-terminating: recursive include", "{repoURL: R, path: template-recursion}", "", []string{"recursion", "depth", "time-limit", "memory-limit", "crashed"}},
+	{"output bomb: 1 GB string", "{repoURL: R, path: output-bomb}", "", []string{"memory-limit"}},
+	{"output bomb: doubling to 8 GiB", "{repoURL: R, path: output-doubling}", "", []string{"memory-limit", "output-size", "time-limit"}},
+	{"object bomb: 5M documents", "{repoURL: R, path: object-bomb}", "", []string{"memory-limit", "document-count", "time-limit", "output-size"}},
+	{"object bomb: 200k-item List", "{repoURL: R, path: object-list}", "", []string{"memory-limit", "document-count", "time-limit", "output-size"}},
+	{"jsonnet recursion", "{repoURL: R, path: jsonnet-recursion}", "", []string{"stack", "memory-limit", "time-limit"}},
+	{"jsonnet allocation bomb", "{repoURL: R, path: jsonnet-alloc}", "", []string{"memory-limit", "output-size", "time-limit"}},
+	{"jsonnet array bomb", "{repoURL: R, path: jsonnet-array}", "", []string{"memory-limit", "document-count", "time-limit"}},
+	{"jsonnet range of 2e9", "{repoURL: R, path: jsonnet-loop}", "", []string{"time-limit", "memory-limit", "cpu-limit"}},
+	{"huge file", "{repoURL: R, path: huge-file}", "", []string{"file-size", "bytes"}},
+	{"symlink escape: helm value file", "{repoURL: R, path: escape-values, helm: {valueFiles: [link/values.yaml]}}", "", []string{"outside", "escape", "symlink", "refused"}},
+	{"path escape: helm value file", "{repoURL: R, path: escape-values, helm: {valueFiles: [../../outside/values.yaml]}}", "", []string{"outside", "escape", "refused"}},
+	{"path escape: kustomize resource", "{repoURL: R, path: escape-kust}", "", []string{"outside", "escape", "refused", "security"}},
+	{"symlinked app path", "{repoURL: R, path: linkdir}", "", []string{"outside", "escape", "symlink", "refused"}},
+}
+
+// TestHostileRepository renders each hostile app of the table beside a benign app, in a pool of two workers with
+// small caps: each bomb ends in a one-line refusal that names the app and the rule within 1.2× its cap, the
+// benign app still renders, the parent's memory stays bounded and no goroutine is left once the pool is closed.
+func TestHostileRepository(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("workers' kernel limits are Linux's")
+	}
+	baseline := runtime.NumGoroutine()
+	base := t.TempDir()
+	root := filepath.Join(base, "repo")
+	const secret = "TOP-SECRET-OUTSIDE"
+	for p, c := range hostileFiles() {
+		write(t, filepath.Join(root, p), c)
+	}
+	write(t, filepath.Join(base, "outside", "values.yaml"), "secret: "+secret+"\n")
+	write(t, filepath.Join(base, "outside", "cm.yaml"), cm+"data: {s: "+secret+"}\n")
+	write(t, filepath.Join(base, "outside", "dir", "cm.yaml"), cm+"data: {s: "+secret+"}\n")
+	if err := os.Symlink(filepath.Join(base, "outside"), filepath.Join(root, "escape-values", "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "outside", "dir"), filepath.Join(root, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+
+	pool, err := isolate.New(isolate.Options{Workers: 2, MemoryBytes: hostileMemory,
+		Render: render.Options{Limits: render.Limits{Timeout: hostileTimeout}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			pool.Close()
+		}
+	}()
+	ctx := context.Background()
+	limit := time.Duration(float64(hostileTimeout) * 1.2)
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-40s %8s %8s  %s\n", "case", "seconds", "workers", "refusal")
+	for _, tc := range hostileCases {
+		// The workers a case killed are replaced in the background; a case's time is its render's.
+		if err := pool.Prestart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		bomb := hostileApp(t, "bomb", tc.source, root)
+		bomb.Settings.KustomizeBuildOptions = tc.buildOptions
+		benign := hostileApp(t, "benign", "{repoURL: R, path: benign}", root)
+		var wg sync.WaitGroup
+		var benignErr error
+		var benignN int
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := pool.Render(ctx, benign)
+			benignErr = err
+			if res != nil {
+				benignN = len(res.Objects)
+			}
+		}()
+		start := time.Now()
+		res, err := pool.Render(ctx, bomb)
+		took := time.Since(start)
+		wg.Wait()
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		fmt.Fprintf(&table, "%-40s %8.2f %8d  %s\n", tc.name, took.Seconds(), pool.Started(), shortMsg(msg))
+		switch {
+		case err == nil:
+			var b strings.Builder
+			_ = render.WriteYAML(&b, res.Objects)
+			t.Errorf("%s: rendered %d objects; want a refusal", tc.name, len(res.Objects))
+			if strings.Contains(b.String(), secret) {
+				t.Errorf("%s: the render read outside the repository", tc.name)
+			}
+		case strings.Contains(msg, "\n") || !strings.Contains(msg, `app "bomb"`) || len(msg) > 1000:
+			t.Errorf("%s: want one line naming the app, got %d bytes: %.300s", tc.name, len(msg), msg)
+		case !containsAny(msg, tc.want):
+			t.Errorf("%s: refusal %q names none of %q", tc.name, msg, tc.want)
+		case strings.Contains(msg, secret):
+			t.Errorf("%s: the refusal shows the outside file: %s", tc.name, msg)
+		}
+		if took > limit {
+			t.Errorf("%s: ended after %s, past 1.2× the %s cap", tc.name, took.Round(time.Millisecond), hostileTimeout)
+		}
+		if benignErr != nil || benignN != 1 {
+			t.Errorf("%s: the benign app beside it: %d objects, %v", tc.name, benignN, benignErr)
+		}
+	}
+	rss, hwm := procStatus(t, "VmRSS"), procStatus(t, "VmHWM")
+	fmt.Fprintf(&table, "parent: VmRSS %d MiB, VmHWM %d MiB; %d workers started for %d cases", rss>>20, hwm>>20, pool.Started(), len(hostileCases))
+	t.Logf("\n%s", table.String())
+	if hwm > parentRSSCap {
+		t.Errorf("the parent's peak RSS is %d MiB, over %d MiB", hwm>>20, parentRSSCap>>20)
+	}
+	pool.Close()
+	closed = true
+	waitGoroutines(t, baseline)
+}
+
+// TestWorkerKilledMidRender: a worker that dies during a render (the OOM killer, an operator) fails that render
+// with one line, and the next render gets a fresh worker.
+func TestWorkerKilledMidRender(t *testing.T) {
+	baseline := runtime.NumGoroutine()
+	root := tree(t, map[string]string{
+		"slow/Chart.yaml":       chart,
+		"slow/templates/c.yaml": "{{ range $i := until 1000000 }}{{ range $j := until 1000000 }}{{ end }}{{ end }}",
+		"ok/cm.yaml":            cm,
+	})
+	pool, err := isolate.New(isolate.Options{Workers: 1, Render: render.Options{Limits: render.Limits{Timeout: 20 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Render(context.Background(), hostileApp(t, "ok", "{repoURL: R, path: ok}", root)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := pool.Render(context.Background(), hostileApp(t, "slow", "{repoURL: R, path: slow}", root))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	kids := children(t)
+	if len(kids) != 1 {
+		t.Fatalf("worker processes: %v, want one", kids)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), `app "slow"`) || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("err = %v; want one line naming the app", err)
+		}
+		t.Logf("killed worker: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the render did not end when its worker was killed")
+	}
+	if _, err := pool.Render(context.Background(), hostileApp(t, "ok", "{repoURL: R, path: ok}", root)); err != nil {
+		t.Fatalf("after the kill: %v", err)
+	}
+	if n := pool.Started(); n != 2 {
+		t.Errorf("%d workers started; want the killed one replaced (2)", n)
+	}
+	pool.Close()
+	if kids := children(t); len(kids) != 0 {
+		t.Errorf("workers left after Close: %v", kids)
+	}
+	waitGoroutines(t, baseline)
+}
+
+func hostileApp(t *testing.T, name, source, root string) render.Request {
+	t.Helper()
+	req := appReq(t, name, strings.ReplaceAll(source, "repoURL: R", "repoURL: https://example.com/r.git"), root)
+	return req
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func shortMsg(s string) string {
+	if len(s) > 110 {
+		return s[:110] + "…"
+	}
+	return s
+}
+
+// procStatus reads a size field (kB) of /proc/self/status, in bytes.
+func procStatus(t *testing.T, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// children lists the pids of this process's live children.
+func children(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	me := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[0] != "Z" && fields[1] == strconv.Itoa(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitGoroutines fails t unless the goroutine count comes back to baseline within 2 s.
+func waitGoroutines(t *testing.T, baseline int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= baseline {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines left running, baseline %d:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
