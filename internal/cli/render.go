@@ -18,6 +18,7 @@ type renderFlags struct {
 	kubeVersion, apiVersions, trackingMethod string
 	appLabelKey, revision, controlPlaneNS    string
 	installationID, kustomizeBuildOptions    string
+	repositories                             string
 	allowRemote                              bool
 	maxFileBytes, maxOutputBytes             int64
 	maxDocuments                             int
@@ -32,7 +33,9 @@ func newRenderCmd(deps *Deps) *cobra.Command {
 		Long: `render prints the manifests of one Argo CD Application as a YAML stream, in Argo CD's order, rendered
 in-process the way Argo CD's repo-server renders them (Helm, Kustomize, plain directories and Jsonnet), with the
 tracking metadata Argo CD adds. --repo-root is the checkout that spec.source.path is relative to; every git source
-of the app is read from it. Defaults match a current Argo CD install.`,
+of the app is read from it. Charts from Helm repositories (repoURL + chart + targetRevision) and chart
+dependencies that are not vendored are fetched from the repositories --repositories allows, and only from them.
+Defaults match a current Argo CD install.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRender(cmd, deps, &f)
@@ -50,7 +53,8 @@ of the app is read from it. Defaults match a current Argo CD install.`,
 	fl.StringVar(&f.controlPlaneNS, "control-plane-namespace", "", "namespace Argo CD runs in (default "+render.DefaultControlPlaneNamespace+")")
 	fl.StringVar(&f.installationID, "installation-id", "", "argocd-cm installationID")
 	fl.StringVar(&f.kustomizeBuildOptions, "kustomize-build-options", "", "argocd-cm kustomize.buildOptions, e.g. --enable-helm")
-	fl.BoolVar(&f.allowRemote, "allow-remote", false, "operator allows remote bases and chart repositories (fetching is still not performed)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "operator allows remote Kustomize bases (fetching them is still not performed)")
+	registerRepositories(fl, &f.repositories)
 	fl.Int64Var(&f.maxFileBytes, "max-file-bytes", 0, "cap on one repository file (default 8 MiB)")
 	fl.Int64Var(&f.maxOutputBytes, "max-output-bytes", 0, "cap on one app's manifests (default 64 MiB)")
 	fl.IntVar(&f.maxDocuments, "max-documents", 0, "cap on one app's object count (default 10000)")
@@ -77,8 +81,12 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 	if st, err := os.Stat(f.repoRoot); err != nil || !st.IsDir() {
 		return usageErr(fmt.Errorf("render: --repo-root %s is not a directory", f.repoRoot))
 	}
+	charts, err := chartFetcher(deps, f.repositories)
+	if err != nil {
+		return usageErr(fmt.Errorf("render: %w", err))
+	}
 	r := render.New(render.Options{
-		AllowRemote: f.allowRemote,
+		AllowRemote: f.allowRemote, Charts: charts,
 		Limits: render.Limits{MaxFileBytes: f.maxFileBytes, MaxOutputBytes: f.maxOutputBytes,
 			MaxDocuments: f.maxDocuments, Timeout: f.timeout},
 	})

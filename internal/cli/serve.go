@@ -19,6 +19,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
@@ -224,7 +225,9 @@ type serveWiring struct {
 //   - clones: a gitcache under FLEETWAVE_CACHE_DIR, else next to the SQLite store ("<dir>/fleetwave-cache"),
 //     else the user's cache directory; fetched with the installation token;
 //   - rendering: internal/render in process, with the settings of FLEETWAVE_RENDER_SETTINGS (a render-env.yaml
-//     file) over those Argo CD reports when it is configured;
+//     file) over those Argo CD reports when it is configured; charts of the Helm repositories
+//     FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch) and cached under the cache directory's
+//     charts/;
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
 //   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
@@ -287,7 +290,14 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	opts = append(opts, app.WithSettings(settings))
 
 	ghFactory := func(id int64) (app.GitHub, error) { return d.GitHub.Client(id) }
-	a, err := app.New(ghFactory, cache, render.New(render.Options{}), opts...)
+	var charts *chartfetch.Fetcher
+	if d.Config.Repositories != nil && d.Config.Repositories.Len() > 0 {
+		// Charts are cached next to the clones, bounded, and survive restarts.
+		if charts, err = newChartFetcher(d.Config.Repositories, cacheDir); err != nil {
+			return serveWiring{}, usageErr(err)
+		}
+	}
+	a, err := app.New(ghFactory, cache, render.New(render.Options{Charts: charts}), opts...)
 	if err != nil {
 		return serveWiring{}, err
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // The environment variables (and config-file keys) `fleetwave serve` reads.
@@ -31,11 +33,13 @@ const (
 	EnvArgoCDInsecure = "FLEETWAVE_ARGOCD_INSECURE"
 	EnvStore          = "FLEETWAVE_STORE"
 	EnvClustersFile   = "FLEETWAVE_CLUSTERS_FILE"
+	// EnvRepositoriesFile names the allowed chart repositories: Argo CD repository and repo-creds Secrets.
+	EnvRepositoriesFile = "FLEETWAVE_REPOSITORIES_FILE"
 )
 
 // keys are the settings a config file may set, in documentation order.
 var keys = []string{EnvAddr, EnvAppID, EnvPrivateKeyFile, EnvPrivateKey, EnvWebhookSecret, EnvAPIURL,
-	EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure, EnvStore, EnvClustersFile}
+	EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure, EnvStore, EnvClustersFile, EnvRepositoriesFile}
 
 // Defaults.
 const (
@@ -100,6 +104,10 @@ type Serve struct {
 	Store Secret
 	// ClustersFile lists cluster labels when there is no Argo CD.
 	ClustersFile string
+	// RepositoriesFile holds the Argo CD repository Secrets of the chart repositories charts may be fetched from
+	// ("" = none: chart sources are not rendered in process). Repositories is its content.
+	RepositoriesFile string
+	Repositories     *repocreds.Set
 	// File is the config file read, if any.
 	File string
 }
@@ -120,8 +128,12 @@ func (c *Serve) String() string {
 	if clusters == "" {
 		clusters = "none"
 	}
-	return fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s",
-		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters)
+	repos := "none"
+	if c.RepositoriesFile != "" {
+		repos = fmt.Sprintf("%s (%d entries, credentials [redacted])", c.RepositoriesFile, c.Repositories.Len())
+	}
+	return fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s repositories=%s",
+		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters, repos)
 }
 
 // GoString implements fmt.GoStringer so that %#v does not print the fields.
@@ -365,6 +377,20 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 			bad(s, "reading the clusters file: %v", err)
 		}
 		c.ClustersFile = s.value
+	}
+	if s := get(EnvRepositoriesFile, ""); s.value != "" {
+		data, err := readFile(s.value)
+		var set *repocreds.Set
+		if err == nil {
+			set, err = repocreds.Parse(s.value, data)
+		} else {
+			err = fmt.Errorf("reading the repositories file: %w", err)
+		}
+		if err != nil {
+			bad(s, "%v", err)
+		} else {
+			c.RepositoriesFile, c.Repositories = s.value, set
+		}
 	}
 	return c, problems
 }

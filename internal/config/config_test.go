@@ -78,7 +78,8 @@ func TestLoadServeDefaults(t *testing.T) {
 }
 
 func TestLoadServeProblems(t *testing.T) {
-	fsys := files{"/keys/app.pem": rsaPEM, "/keys/ec.pem": ecPEM, "/keys/junk.pem": "hunter2", "/etc/clusters.yaml": "clusters: []"}
+	fsys := files{"/keys/app.pem": rsaPEM, "/keys/ec.pem": ecPEM, "/keys/junk.pem": "hunter2", "/etc/clusters.yaml": "clusters: []",
+		"/etc/repos.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {password: s3cret}\n"}
 	tests := []struct {
 		name string
 		env  []string
@@ -103,6 +104,8 @@ func TestLoadServeProblems(t *testing.T) {
 		{"insecure", with(EnvArgoCDURL, "https://argocd", EnvArgoCDInsecure, "maybe"), []string{`FLEETWAVE_ARGOCD_INSECURE: "maybe" is not true or false`}},
 		{"store", with(EnvStore, "mysql://u:"+pgPassword+"@db/fleetwave"), []string{"FLEETWAVE_STORE: store \"mysql://u:xxxxx@db/fleetwave\""}},
 		{"clusters", with(EnvClustersFile, "/etc/nope.yaml"), []string{"FLEETWAVE_CLUSTERS_FILE: reading the clusters file"}},
+		{"repositories missing", with(EnvRepositoriesFile, "/etc/nope.yaml"), []string{"FLEETWAVE_REPOSITORIES_FILE: reading the repositories file"}},
+		{"repositories not Secrets", with(EnvRepositoriesFile, "/etc/repos.yaml"), []string{"FLEETWAVE_REPOSITORIES_FILE: /etc/repos.yaml: document 1: no url"}},
 		{"several at once", with(EnvAddr, "x", EnvArgoCDInsecure, "2"), []string{"FLEETWAVE_ADDR", "FLEETWAVE_ARGOCD_INSECURE"}},
 	}
 	for _, tt := range tests {
@@ -192,5 +195,21 @@ func TestConfigFile(t *testing.T) {
 	}
 	if _, err := LoadServe(env(), "/etc/missing.yaml", fsys.read); err == nil || !strings.Contains(err.Error(), "config file: open /etc/missing.yaml") {
 		t.Errorf("%v", err)
+	}
+}
+
+func TestLoadServeRepositories(t *testing.T) {
+	fsys := files{"/keys/app.pem": rsaPEM, "/etc/repos.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: charts\n  labels: {argocd.argoproj.io/secret-type: repository}\n" +
+		"stringData: {type: helm, url: 'https://charts.example.com', username: bot, password: chart-pass-1}\n"}
+	c, err := LoadServe(env(with(EnvRepositoriesFile, "/etc/repos.yaml")...), "", fsys.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := c.Repositories.Lookup("https://charts.example.com"); !ok || r.Password != "chart-pass-1" {
+		t.Errorf("Lookup = %+v, %v", r, ok)
+	}
+	s := c.String()
+	if !strings.Contains(s, "repositories=/etc/repos.yaml (1 entries, credentials [redacted])") || strings.Contains(s, "chart-pass-1") {
+		t.Errorf("String() = %s", s)
 	}
 }
