@@ -749,12 +749,12 @@ func scanArchive(data []byte, fn func(name string, mode fs.FileMode, body []byte
 		case path.IsAbs(name) || filepath.IsAbs(hd.Name) || (len(name) > 1 && name[1] == ':'):
 			return fmt.Errorf("%w (hostile-archive): entry %q is an absolute path", ErrRefused, hd.Name)
 		case name == ".." || strings.HasPrefix(name, "../") || strings.Contains(name, "/../") || strings.HasSuffix(name, "/.."):
-			return fmt.Errorf("%w (hostile-archive): entry %q climbs out with ..", ErrRefused, hd.Name)
+			return fmt.Errorf("%w (hostile-archive): entry %q climbs out of the chart (..)", ErrRefused, hd.Name)
 		}
 		switch hd.Typeflag {
 		case tar.TypeDir, tar.TypeXGlobalHeader, tar.TypeXHeader:
 			continue
-		case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old archives still use TypeRegA
+		case tar.TypeReg: // the reader reports old TypeRegA entries as TypeReg
 		case tar.TypeSymlink, tar.TypeLink:
 			return fmt.Errorf("%w (hostile-archive): entry %q is a link", ErrRefused, hd.Name)
 		default:

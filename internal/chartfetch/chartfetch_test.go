@@ -301,3 +301,27 @@ func tgz(t *testing.T, entries ...entry) []byte {
 	}
 	return buf.Bytes()
 }
+
+func TestConcurrentFetchesDownloadOnce(t *testing.T) {
+	srv := repoServer(t)
+	f := fetcher(t, srv.Secret("charts"), chartfetch.Options{})
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		rev := "4.11.0"
+		if i%2 == 1 {
+			rev = "~4.11"
+		}
+		go func() {
+			_, err := f.Chart(context.Background(), srv.URL, "ingress-nginx", rev)
+			errs <- err
+		}()
+	}
+	for i := 0; i < 16; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if srv.Count("/index.yaml") != 1 || srv.Archives() != 1 {
+		t.Errorf("16 concurrent fetches made %d index and %d archive requests, want 1 and 1", srv.Count("/index.yaml"), srv.Archives())
+	}
+}
