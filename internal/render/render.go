@@ -68,7 +68,14 @@ type Options struct {
 	// Charts fetches charts from the Helm chart repositories the operator allows (internal/chartfetch): chart
 	// sources (repoURL + chart) and chart dependencies that are not vendored. nil leaves chart sources external
 	// (ErrExternalSource) and unvendored dependencies failing, as before.
-	Charts *chartfetch.Fetcher
+	Charts ChartFetcher
+}
+
+// ChartFetcher fetches charts from the allowed Helm repositories: a *chartfetch.Fetcher, or in a render worker
+// (internal/render/isolate) its parent's fetcher across the pipe, so that workers hold no repository credentials.
+type ChartFetcher interface {
+	Chart(ctx context.Context, repoURL, chart, revision string) (*chartfetch.Chart, error)
+	Archive(ctx context.Context, repository, chart, constraint string) ([]byte, string, error)
 }
 
 // Renderer renders Applications in-process. It is safe for concurrent use; its engines cache parsed charts.
@@ -81,6 +88,9 @@ type Renderer struct {
 // New returns a Renderer.
 func New(opts Options) *Renderer {
 	opts.Limits = opts.Limits.withDefaults()
+	if f, ok := opts.Charts.(*chartfetch.Fetcher); ok && f == nil {
+		opts.Charts = nil // a nil *Fetcher means none, not a fetcher to call
+	}
 	return &Renderer{opts: opts, helm: helmengine.New(), kust: kustengine.New()}
 }
 

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -86,6 +87,9 @@ type Pool struct {
 func New(opts Options) (*Pool, error) {
 	if !Available() {
 		return nil, ErrUnavailable
+	}
+	if f, ok := opts.Render.Charts.(*chartfetch.Fetcher); ok && f == nil {
+		opts.Render.Charts = nil
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
@@ -151,19 +155,28 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 		return fail(w.cause(p.opts))
 	}
 	var resp *response
-	select {
-	case r, ok := <-w.resps:
-		if !ok {
+	for resp == nil {
+		select {
+		case r, ok := <-w.resps:
+			if !ok {
+				p.replace(w)
+				return fail(w.cause(p.opts))
+			}
+			if r.Fetch != nil {
+				if err := w.send(&request{Fetched: p.fetch(ctx, r.Fetch)}); err != nil {
+					p.replace(w)
+					return fail(w.cause(p.opts))
+				}
+				continue
+			}
+			resp = r
+		case <-timer.C:
 			p.replace(w)
-			return fail(w.cause(p.opts))
+			return fail(fmt.Errorf("refused (time-limit): render exceeded %s", seconds(p.timeout)))
+		case <-ctx.Done():
+			p.replace(w)
+			return fail(ctx.Err())
 		}
-		resp = r
-	case <-timer.C:
-		p.replace(w)
-		return fail(fmt.Errorf("refused (time-limit): render exceeded %s", seconds(p.timeout)))
-	case <-ctx.Done():
-		p.replace(w)
-		return fail(ctx.Err())
 	}
 	if resp.ID != wreq.ID {
 		p.kill(w)
@@ -185,6 +198,20 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 		res.Objects = append(res.Objects, &unstructured.Unstructured{Object: obj})
 	}
 	return res, nil
+}
+
+// fetch answers a worker's chart request with the pool's fetcher. The time it takes counts in the render's.
+func (p *Pool) fetch(ctx context.Context, fc *fetchCall) *fetchReply {
+	f := p.opts.Render.Charts
+	if f == nil {
+		return &fetchReply{Err: toWire(errors.New("no chart repositories are configured"))}
+	}
+	if fc.Archive {
+		data, version, err := f.Archive(ctx, fc.RepoURL, fc.Chart, fc.Revision)
+		return &fetchReply{Archive: data, Version: version, Err: toWire(err)}
+	}
+	ch, err := f.Chart(ctx, fc.RepoURL, fc.Chart, fc.Revision)
+	return &fetchReply{Chart: ch, Err: toWire(err)}
 }
 
 // Close kills the workers and waits for them; Render fails after it.
@@ -390,7 +417,8 @@ func (p *Pool) spawn() (*worker, error) {
 		close(w.exited)
 	}()
 
-	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU}
+	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU,
+		Charts: p.opts.Render.Charts != nil}
 	if err := w.send(cfg); err != nil {
 		w.kill()
 		return nil, fmt.Errorf("%w: %s", err, w.stderr.firstLine())

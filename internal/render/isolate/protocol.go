@@ -9,6 +9,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -24,6 +25,8 @@ type config struct {
 	MemoryBytes int64 `json:"memoryBytes"`
 	// CPU is the CPU time one request may take before the kernel stops the worker (SIGXCPU).
 	CPU time.Duration `json:"cpu"`
+	// Charts: the parent fetches charts (render.Options.Charts); the worker asks it for them during a render.
+	Charts bool `json:"charts,omitempty"`
 }
 
 // hello is the worker's answer to its config.
@@ -38,6 +41,24 @@ type request struct {
 	App      *v1alpha1.Application `json:"app"`
 	Repos    map[string]string     `json:"repos,omitempty"`
 	Settings render.Settings       `json:"settings"`
+	// Fetched answers the worker's Fetch during a render (no App then).
+	Fetched *fetchReply `json:"fetched,omitempty"`
+}
+
+// fetchCall is a worker's request for a chart during a render: the parent holds the fetcher, its credentials
+// and its cache.
+type fetchCall struct {
+	Archive  bool   `json:"archive,omitempty"` // a dependency's archive (ChartFetcher.Archive), else a chart (Chart)
+	RepoURL  string `json:"repoURL"`
+	Chart    string `json:"chart"`
+	Revision string `json:"revision"`
+}
+
+type fetchReply struct {
+	Chart   *chartfetch.Chart `json:"chart,omitempty"`
+	Archive []byte            `json:"archive,omitempty"`
+	Version string            `json:"version,omitempty"`
+	Err     *wireError        `json:"err,omitempty"`
 }
 
 // response is one render's outcome.
@@ -49,6 +70,8 @@ type response struct {
 	ReadDirs    []string          `json:"readDirs,omitempty"`
 	SourceTypes []string          `json:"sourceTypes,omitempty"`
 	Err         *wireError        `json:"err,omitempty"`
+	// Fetch asks the parent for a chart; the render goes on with its answer.
+	Fetch *fetchCall `json:"fetch,omitempty"`
 }
 
 // wireError carries a render error across the pipe: a *render.Error keeps its app and path, and the sentinel its
@@ -62,8 +85,12 @@ type wireError struct {
 }
 
 var sentinels = map[string]error{
-	"external": render.ErrExternalSource,
-	"plugin":   render.ErrPluginSource,
+	"external":          render.ErrExternalSource,
+	"plugin":            render.ErrPluginSource,
+	"chart-not-allowed": chartfetch.ErrNotAllowed,
+	"chart-not-found":   chartfetch.ErrNotFound,
+	"chart-refused":     chartfetch.ErrRefused,
+	"chart-unsupported": chartfetch.ErrUnsupported,
 }
 
 func toWire(err error) *wireError {

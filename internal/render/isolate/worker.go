@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,12 +12,14 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -68,7 +71,11 @@ func serve(in io.Reader, out *os.File) int {
 	// The parent enforces the time cap by killing this process: the in-process cap must never fire first, as
 	// it would abandon a goroutine that keeps running into the next render.
 	lim.Timeout = 1000 * time.Hour
-	r := render.New(render.Options{Limits: lim, AllowRemote: cfg.AllowRemote})
+	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote}
+	if cfg.Charts {
+		ropts.Charts = &chartProxy{dec: dec, enc: enc, w: w}
+	}
+	r := render.New(ropts)
 	if err := enc.Encode(response{Hello: &hello{Worker: os.Getpid(), Limits: limits}}); err != nil || w.Flush() != nil {
 		return exitProtocol
 	}
@@ -204,4 +211,54 @@ func vmSize() int64 {
 		return 0
 	}
 	return pages * int64(os.Getpagesize())
+}
+
+// chartProxy fetches charts through the parent: the worker asks on its stdout and reads the answer on its stdin,
+// which the serve loop does not read during a render.
+type chartProxy struct {
+	mu  sync.Mutex
+	dec *json.Decoder
+	enc *json.Encoder
+	w   *bufio.Writer
+}
+
+func (c *chartProxy) call(fc fetchCall) (*fetchReply, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.enc.Encode(response{Fetch: &fc}); err != nil {
+		return nil, err
+	}
+	if err := c.w.Flush(); err != nil {
+		return nil, err
+	}
+	var req request
+	if err := c.dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("render worker: reading the chart: %w", err)
+	}
+	if req.Fetched == nil {
+		return nil, errors.New("render worker: the parent did not answer the chart request")
+	}
+	if req.Fetched.Err != nil {
+		return nil, req.Fetched.Err.err()
+	}
+	return req.Fetched, nil
+}
+
+func (c *chartProxy) Chart(_ context.Context, repoURL, chart, revision string) (*chartfetch.Chart, error) {
+	r, err := c.call(fetchCall{RepoURL: repoURL, Chart: chart, Revision: revision})
+	if err != nil {
+		return nil, err
+	}
+	if r.Chart == nil {
+		return nil, errors.New("render worker: the parent sent no chart")
+	}
+	return r.Chart, nil
+}
+
+func (c *chartProxy) Archive(_ context.Context, repository, chart, constraint string) ([]byte, string, error) {
+	r, err := c.call(fetchCall{Archive: true, RepoURL: repository, Chart: chart, Revision: constraint})
+	if err != nil {
+		return nil, "", err
+	}
+	return r.Archive, r.Version, nil
 }
