@@ -10,6 +10,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // openSource returns the files a source renders from and its app path in them: the checkout holding a git
@@ -48,4 +49,21 @@ func (r *Renderer) chartSource() helmengine.ChartSource {
 		return nil
 	}
 	return r.opts.Charts
+}
+
+// Fetches reports whether the renderer fetches src itself although it is not in a checkout: a chart from a Helm
+// repository the operator allows. What such a source renders is fixed by the Application (repoURL, chart,
+// targetRevision), so a change that leaves the Application and this repository's files alone cannot alter it.
+func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool {
+	if r.opts.Charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
+		return false
+	}
+	allows, ok := r.opts.Charts.(interface {
+		Repository(repoURL string) (repocreds.Repository, error)
+	})
+	if !ok {
+		return false // a fetcher that cannot say (a worker's proxy): not known, so not counted as unchanged
+	}
+	_, err := allows.Repository(src.RepoURL)
+	return err == nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 	"github.com/fleetwave/fleetwave/internal/golden"
@@ -190,5 +192,26 @@ spec:
 `)
 	if _, _, err := renderYAML(t, chartRenderer(t, srv, srv.Secret("x")), oci); !errors.Is(err, render.ErrExternalSource) {
 		t.Errorf("oci: %v", err)
+	}
+}
+
+func TestFetches(t *testing.T) {
+	srv := helmrepotest.New(t, "", "")
+	r := chartRenderer(t, srv, srv.Secret("charts"))
+	for _, tc := range []struct {
+		src  v1alpha1.ApplicationSource
+		want bool
+	}{
+		{v1alpha1.ApplicationSource{RepoURL: srv.URL, Chart: "x", TargetRevision: "1.0.0"}, true},
+		{v1alpha1.ApplicationSource{RepoURL: "https://charts.example.com", Chart: "x"}, false}, // not allowed
+		{v1alpha1.ApplicationSource{RepoURL: srv.URL, Path: "x"}, false},                       // a git source
+		{v1alpha1.ApplicationSource{RepoURL: "oci://registry.example.com/x", Path: "."}, false},
+	} {
+		if got := r.Fetches(&tc.src); got != tc.want {
+			t.Errorf("Fetches(%+v) = %v", tc.src, got)
+		}
+	}
+	if render.New(render.Options{}).Fetches(&v1alpha1.ApplicationSource{RepoURL: srv.URL, Chart: "x"}) {
+		t.Error("a renderer without a fetcher fetches")
 	}
 }
