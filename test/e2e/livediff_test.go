@@ -33,27 +33,38 @@ const (
 )
 
 func ldDeployment(name, image string) string {
+	return ldDeploymentWith(name, image, 1, "")
+}
+
+// ldDeploymentWith is a Deployment with replicas and, when not empty, the sync-options annotation.
+func ldDeploymentWith(name, image string, replicas int, syncOptions string) string {
+	meta := "{name: " + name + "}"
+	if syncOptions != "" {
+		meta = "{name: " + name + ", annotations: {argocd.argoproj.io/sync-options: '" + syncOptions + "'}}"
+	}
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
-metadata: {name: %[1]s}
+metadata: %[3]s
 spec:
-  replicas: 1
+  replicas: %[4]d
   selector: {matchLabels: {app: %[1]s}}
   template:
     metadata: {labels: {app: %[1]s}}
     spec:
       containers: [{name: app, image: %[2]s}]
-`, name, image)
+`, name, image, meta, replicas)
 }
 
 func ldSecret(name, token string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: %s}\ntype: Opaque\ndata: {token: %s}\n", name, base64.StdEncoding.EncodeToString([]byte(token)))
 }
 
-// ldManifests is the app's directory at base (head: the untouched Deployment's image changes).
-func ldManifests(image string) map[string]string {
+// ldManifests is the app's directory at base (head: the untouched Deployment's image changes, and the
+// replicas of the Deployments the trusted manager scales go from 1 to 2).
+func ldManifests(image string, replicas int) map[string]string {
 	return map[string]string{
-		"deployments.yaml": strings.Join([]string{ldDeployment("scaled", "registry.k8s.io/pause:3.10"),
+		"deployments.yaml": strings.Join([]string{ldDeploymentWith("scaled", "registry.k8s.io/pause:3.10", replicas, ""),
+			ldDeploymentWith("scaled-ssa", "registry.k8s.io/pause:3.10", replicas, "ServerSideApply=true"),
 			ldDeployment("scaled-untrusted", "registry.k8s.io/pause:3.10"), ldDeployment("edited", "registry.k8s.io/pause:3.10"),
 			ldDeployment("untouched", image)}, "---\n"),
 		"configmaps.yaml": `apiVersion: v1
@@ -126,7 +137,7 @@ func TestLiveDiffAgainstRealArgoCD(t *testing.T) {
 		t.Fatal(err)
 	}
 	gittest.Run(t, checkout, "init", "-q", "-b", "main")
-	baseFiles, headFiles := ldManifests("registry.k8s.io/pause:3.10"), ldManifests("registry.k8s.io/pause:3.9")
+	baseFiles, headFiles := ldManifests("registry.k8s.io/pause:3.10", 1), ldManifests("registry.k8s.io/pause:3.9", 2)
 	write(baseFiles)
 	gittest.Run(t, checkout, "add", "-A")
 	gittest.Run(t, checkout, "commit", "-q", "-m", "base")
@@ -146,6 +157,7 @@ func TestLiveDiffAgainstRealArgoCD(t *testing.T) {
 		SyncPolicy:  &v1alpha1.SyncPolicy{SyncOptions: v1alpha1.SyncOptions{"CreateNamespace=true"}},
 		IgnoreDifferences: []v1alpha1.ResourceIgnoreDifferences{
 			{Group: "apps", Kind: "Deployment", Name: "scaled", ManagedFieldsManagers: []string{"e2e-scaler"}},
+			{Group: "apps", Kind: "Deployment", Name: "scaled-ssa", ManagedFieldsManagers: []string{"e2e-scaler"}},
 		},
 	}
 	body, err := json.Marshal(app)
@@ -178,6 +190,8 @@ func TestLiveDiffAgainstRealArgoCD(t *testing.T) {
 	cases := []ldCase{
 		{key: "apps/Deployment " + ldNamespace + "/scaled", change: "scaled to 4 by field manager e2e-scaler, which the app trusts (managedFieldsManagers)",
 			do: [][]string{append(ns, "patch", "deployment", "scaled", "--subresource=scale", "--type=merge", "-p", `{"spec":{"replicas":4}}`, "--field-manager=e2e-scaler")}},
+		{key: "apps/Deployment " + ldNamespace + "/scaled-ssa", change: "applied server-side (no last-applied), scaled to 4 by trusted e2e-scaler",
+			do: [][]string{append(ns, "patch", "deployment", "scaled-ssa", "--subresource=scale", "--type=merge", "-p", `{"spec":{"replicas":4}}`, "--field-manager=e2e-scaler")}},
 		{key: "apps/Deployment " + ldNamespace + "/scaled-untrusted", change: "scaled to 4 by e2e-scaler, not trusted for this Deployment",
 			do: [][]string{append(ns, "patch", "deployment", "scaled-untrusted", "--subresource=scale", "--type=merge", "-p", `{"spec":{"replicas":4}}`, "--field-manager=e2e-scaler")}},
 		{key: "apps/Deployment " + ldNamespace + "/edited", change: "replicas set to 3 by hand (manager e2e-editor)",
@@ -344,10 +358,11 @@ func TestLiveDiffAgainstRealArgoCD(t *testing.T) {
 			t.Errorf("Argo CD lists %s, which no case covers", k)
 		}
 	}
-	// The live diff of the head: the image change, and no replicas for the trusted Deployment.
+	// The live diff of the head (replicas 1 → 2 there): e2e-scaler owns the replicas of the trusted
+	// Deployments, so a sync leaves them at 4 and the live diff must not show them.
 	for _, r := range l.LiveDiff {
-		if r.Key.Name == "scaled" && strings.Contains(r.Diff, "replicas") {
-			t.Errorf("the live diff shows replicas of the Deployment whose replicas e2e-scaler owns:\n%s", r.Diff)
+		if (r.Key.Name == "scaled" || r.Key.Name == "scaled-ssa") && strings.Contains(r.Diff, "replicas") {
+			t.Errorf("the live diff shows replicas of %s, which e2e-scaler owns:\n%s", r.Key.Name, r.Diff)
 		}
 	}
 }
