@@ -215,3 +215,32 @@ func TestFetches(t *testing.T) {
 		t.Error("a renderer without a fetcher fetches")
 	}
 }
+
+func TestRenderRemoteChartValueFileInsideChart(t *testing.T) {
+	// Value files without "$ref" are the chart's own files: the extracted chart is the source's root.
+	srv := helmrepotest.New(t, "", "", vendorChart("4.12.0"))
+	r := chartRenderer(t, srv, srv.Secret("charts"))
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  source:
+    repoURL: `+srv.URL+`
+    chart: ingress-nginx
+    targetRevision: 4.12.0
+    helm: {valueFiles: [values.yaml, missing.yaml], ignoreMissingValueFiles: true}
+`)
+	out, _, err := renderYAML(t, r, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "helm.sh/chart: ingress-nginx-4.12.0") || !strings.Contains(out, "replicas: 1") {
+		t.Errorf("output:\n%s", out)
+	}
+	// A value file the chart does not have is Argo CD's error, on one line.
+	req.App.Spec.Source.Helm.IgnoreMissingValueFiles = false
+	if _, _, err := renderYAML(t, r, req); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing value file: %v", err)
+	}
+}
