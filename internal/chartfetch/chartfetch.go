@@ -237,6 +237,10 @@ func (f *Fetcher) Chart(ctx context.Context, repoURL, chart, revision string) (*
 	if err != nil {
 		return nil, err
 	}
+	// The chart name comes from the pull request: it names a directory of the archive, never a path.
+	if base := normalizeChartName(chart); base == "" || base == "." || base == ".." || strings.ContainsAny(base, `/\`) {
+		return nil, &Error{Repo: repoURL, Err: fmt.Errorf("chart %q: %w: not a chart name", chart, ErrNotFound)}
+	}
 	cv, err := f.resolve(ctx, r, chart, revision)
 	if err != nil {
 		return nil, err

@@ -182,6 +182,8 @@ func TestChartFailures(t *testing.T) {
 			sentinel: chartfetch.ErrNotAllowed, want: []string{"not rendered: repository " + srv.URL + " is not in the allowed repositories"}},
 		{name: "credentials in the repoURL are not printed", secrets: allowAll, repoURL: strings.Replace(srv.URL, "http://", "http://fleet:"+password+"@", 1), chart: "ingress-nginx", revision: "4.11.0",
 			sentinel: chartfetch.ErrNotAllowed, want: []string{"not rendered: repository " + srv.URL + " is not"}},
+		{name: "chart name is a path", secrets: allowAll, repoURL: srv.URL, chart: "..", revision: "1.0.0",
+			sentinel: chartfetch.ErrNotFound, want: []string{`chart ".."`, "not a chart name"}},
 		{name: "oversized index", secrets: big.Secret("big"), repoURL: big.URL, chart: "ingress-nginx", revision: "1.0.0",
 			opts: chartfetch.Options{MaxIndexBytes: 200}, sentinel: chartfetch.ErrRefused, want: []string{"index.yaml from " + big.URL, "over the cap of 200"}},
 		{name: "oversized archive", secrets: big.Secret("big"), repoURL: big.URL, chart: "ingress-nginx", revision: "1.0.0",
