@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
@@ -19,7 +20,11 @@ import (
 // directory helm's ExtractChart returns to the generation (operationContext{chartPath}). Files of a fetched chart
 // are not recorded: they are not the repository's, and the Application's targetRevision (its definition) is what
 // changes them.
-func (r *Renderer) openSource(ctx context.Context, src *v1alpha1.ApplicationSource, open func(string) (*repofs.FS, error)) (*repofs.FS, string, error) {
+func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, src *v1alpha1.ApplicationSource,
+	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS) (*repofs.FS, string, error) {
+	if err := externalRef(app, src, refs); err != nil {
+		return nil, "", err
+	}
 	if !src.IsHelm() && !src.IsOCI() {
 		f, err := open(src.RepoURL)
 		return f, src.Path, err
@@ -40,6 +45,30 @@ func (r *Renderer) openSource(ctx context.Context, src *v1alpha1.ApplicationSour
 		return nil, "", err
 	}
 	return f, ".", nil
+}
+
+// externalRef reports a "$name/..." value file or file parameter of src whose ref source is in another
+// repository: it is external (as the source itself would be), not a missing file.
+func externalRef(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, refs map[string]*repofs.FS) error {
+	if src.Helm == nil || !app.Spec.HasMultipleSources() {
+		return nil
+	}
+	paths := append([]string(nil), src.Helm.ValueFiles...)
+	for _, p := range src.Helm.FileParameters {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range paths {
+		name, _, _ := strings.Cut(p, "/")
+		if !strings.HasPrefix(name, "$") || refs[name] != nil {
+			continue
+		}
+		for _, other := range app.Spec.GetSources() {
+			if other.Ref != "" && "$"+other.Ref == name {
+				return fmt.Errorf("%w: ref source %s (%s, for %s) is not in the checkout", ErrExternalSource, other.Ref, other.RepoURL, p)
+			}
+		}
+	}
+	return nil
 }
 
 // chartSource is the fetcher as the Helm engine's dependency source (nil when there is none: a typed nil in an

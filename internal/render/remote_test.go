@@ -244,3 +244,30 @@ spec:
 		t.Errorf("missing value file: %v", err)
 	}
 }
+
+func TestRenderRefSourceInAnotherRepositoryIsExternal(t *testing.T) {
+	srv := helmrepotest.New(t, "", "", vendorChart("4.11.0"))
+	r := chartRenderer(t, srv, srv.Secret("x"))
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress-prod, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  sources:
+  - repoURL: `+srv.URL+`
+    chart: ingress-nginx
+    targetRevision: 4.11.0
+    helm:
+      valueFiles: [$values/envs/prod/ingress.yaml]
+  - repoURL: https://github.com/example/other.git
+    targetRevision: HEAD
+    ref: values
+`)
+	_, _, err := renderYAML(t, r, req)
+	if !errors.Is(err, render.ErrExternalSource) || !strings.Contains(err.Error(), "ref source values (https://github.com/example/other.git, for $values/envs/prod/ingress.yaml) is not in the checkout") {
+		t.Fatalf("error %v", err)
+	}
+	if srv.Archives() != 0 {
+		t.Error("the chart was downloaded for an app that cannot render")
+	}
+}

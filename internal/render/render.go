@@ -294,7 +294,7 @@ func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
 
 func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
 	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS, s Settings) ([]*unstructured.Unstructured, string, error) {
-	fsys, appPath, err := r.openSource(ctx, src, open)
+	fsys, appPath, err := r.openSource(ctx, app, src, open, refs)
 	if err != nil {
 		return nil, "", err
 	}
