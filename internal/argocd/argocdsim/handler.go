@@ -580,6 +580,13 @@ func (s *Server) handleSettings(w http.ResponseWriter, _ *http.Request) {
 	out := map[string]any{
 		"url": s.cfg.Settings.URL, "appLabelKey": s.cfg.Settings.AppLabelKey,
 		"trackingMethod": s.cfg.Settings.TrackingMethod, "controllerNamespace": s.cfg.Namespace,
+		// What Argo CD v3.2 serves with an empty argocd-cm: resource.compareoptions' default
+		// ignoreResourceStatusField "all" adds /status to every kind (util/settings GetResourceOverrides), and
+		// the overrides' ignoreDifferences are YAML strings (v1alpha1.ResourceOverride MarshalJSON).
+		"resourceOverrides": map[string]any{"*/*": map[string]any{
+			"ignoreDifferences":     "jqPathExpressions: null\njsonPointers:\n- /status\nmanagedFieldsManagers: null\n",
+			"ignoreResourceUpdates": "jqPathExpressions: null\njsonPointers: null\nmanagedFieldsManagers: null\n",
+		}},
 	}
 	if s.cfg.Settings.InstallationID != "" {
 		out["installationID"] = s.cfg.Settings.InstallationID

@@ -849,6 +849,10 @@ simulation: {syncDuration: 3s, failureRate: 0.5, streamDropMean: 1m}
 		if err != nil || st.AppLabelKey != "app.kubernetes.io/instance" || st.TrackingMethod != "annotation" || st.ControllerNamespace != "argocd" {
 			t.Fatalf("settings %+v %v", st, err)
 		}
+		// resourceOverrides as a real Argo CD serves them (ignoreDifferences a YAML string), through the client's decoder.
+		if p := st.ResourceOverrides["*/*"].IgnoreDifferences.JSONPointers; len(p) != 1 || p[0] != "/status" {
+			t.Fatalf("settings resourceOverrides %+v", st.ResourceOverrides)
+		}
 	})
 	if _, err := argocdsim.ParseFleet([]byte("apps:\n- {name: x, bogus: 1}\n")); err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("unknown key accepted: %v", err)
