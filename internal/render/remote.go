@@ -83,11 +83,18 @@ func (r *Renderer) chartSource() helmengine.ChartSource {
 // Fetches reports whether the renderer fetches src itself although it is not in a checkout: a chart from a Helm
 // repository the operator allows. What such a source renders is fixed by the Application (repoURL, chart,
 // targetRevision), so a change that leaves the Application and this repository's files alone cannot alter it.
-func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool {
-	if r.opts.Charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
+func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool { return Fetches(r.opts.Charts, src) }
+
+// Fetches is Renderer.Fetches for a renderer built with charts (for renderers that wrap Options, such as the
+// worker pool of internal/render/isolate).
+func Fetches(charts ChartFetcher, src *v1alpha1.ApplicationSource) bool {
+	if f, ok := charts.(*chartfetch.Fetcher); ok && f == nil {
 		return false
 	}
-	allows, ok := r.opts.Charts.(interface {
+	if charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
+		return false
+	}
+	allows, ok := charts.(interface {
 		Repository(repoURL string) (repocreds.Repository, error)
 	})
 	if !ok {
