@@ -10,9 +10,12 @@ import (
 	"syscall"
 
 	"github.com/fleetwave/fleetwave/internal/cli"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
 
 func main() {
+	// A render worker is this binary started by internal/render/isolate: it serves renders and exits here.
+	isolate.WorkerMain()
 	// Kustomize's API prints deprecation warnings ("'commonLabels' is deprecated…") through the standard logger
 	// while it builds PR content; they are about the user's kustomization, not fleetwave, and would interleave
 	// with the command's output. fleetwave itself logs with log/slog.

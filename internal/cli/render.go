@@ -85,11 +85,16 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("render: %w", err))
 	}
-	r := render.New(render.Options{
+	// One app: one worker process (internal/render/isolate), as under serve.
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{
 		AllowRemote: f.allowRemote, Charts: charts,
 		Limits: render.Limits{MaxFileBytes: f.maxFileBytes, MaxOutputBytes: f.maxOutputBytes,
 			MaxDocuments: f.maxDocuments, Timeout: f.timeout},
-	})
+	}, 1)
+	if err != nil {
+		return usageErr(fmt.Errorf("render: %w", err))
+	}
+	defer closeRenderer()
 	res, err := r.Render(cmd.Context(), render.Request{
 		App:      app,
 		Repos:    func(string) (string, bool) { return f.repoRoot, true },

@@ -763,7 +763,12 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		}
 		in.Clusters = cs
 	}
-	rep, err := preview.Run(ctx, render.New(render.Options{}), in)
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{}, 0)
+	if err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+	}
+	rep, err := preview.Run(ctx, r, in)
+	closeRenderer()
 	if err != nil {
 		var ie *preview.InputError
 		if errors.As(err, &ie) {

@@ -26,6 +26,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
@@ -224,10 +225,11 @@ type serveWiring struct {
 //   - GitHub: one client per installation from the App (d.GitHub);
 //   - clones: a gitcache under FLEETWAVE_CACHE_DIR, else next to the SQLite store ("<dir>/fleetwave-cache"),
 //     else the user's cache directory; fetched with the installation token;
-//   - rendering: internal/render in process, with the settings of FLEETWAVE_RENDER_SETTINGS (a render-env.yaml
-//     file) over those Argo CD reports when it is configured; charts of the Helm repositories
-//     FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch) and cached under the cache directory's
-//     charts/;
+//   - rendering: internal/render in worker processes of this binary (internal/render/isolate; newRenderer reads
+//     FLEETWAVE_RENDER_WORKERS, FLEETWAVE_RENDER_MEMORY, FLEETWAVE_RENDER_TIMEOUT), with the settings of
+//     FLEETWAVE_RENDER_SETTINGS (a render-env.yaml file) over those Argo CD reports when it is configured;
+//     charts of the Helm repositories FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch, by
+//     this process for its workers) and cached under the cache directory's charts/;
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
 //   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
@@ -297,8 +299,20 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			return serveWiring{}, usageErr(err)
 		}
 	}
-	a, err := app.New(ghFactory, cache, render.New(render.Options{Charts: charts}), opts...)
+	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
+	renderer, closeRenderer, renderMode, err := newRenderer(getenv, render.Options{Charts: charts}, 0)
 	if err != nil {
+		return serveWiring{}, usageErr(err)
+	}
+	if pool, ok := renderer.(*isolate.Pool); ok {
+		if err := pool.Prestart(ctx); err != nil {
+			closeRenderer()
+			return serveWiring{}, fmt.Errorf("render workers: %w", err)
+		}
+	}
+	a, err := app.New(ghFactory, cache, renderer, opts...)
+	if err != nil {
+		closeRenderer()
 		return serveWiring{}, err
 	}
 	execName, closeFn := "none (merges and rollout commands are logged)", func() {}
@@ -330,7 +344,12 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 	}
 	d.Log.Info("use cases wired", slog.String("cache", cache.Dir()), slog.Bool("argocd", d.Config.ArgoCDURL != ""),
-		slog.String("executor", execName))
+		slog.String("executor", execName), slog.String("render", renderMode))
+	closeUseCases := closeFn
+	closeFn = func() {
+		closeUseCases()
+		closeRenderer()
+	}
 	return serveWiring{
 		handler: serveHandler{a: a, installs: installs},
 		ready: func(context.Context) error {

@@ -30,11 +30,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // DefaultMemoryBytes is a worker's memory cap when Options.MemoryBytes is 0.
@@ -106,6 +108,25 @@ func New(opts Options) (*Pool, error) {
 	}
 	return &Pool{opts: opts, timeout: timeout, sem: make(chan struct{}, opts.Workers), all: map[*worker]bool{}, notify: make(chan struct{})}, nil
 }
+
+// Fetches is render.Renderer.Fetches, answered by the parent, which holds the chart fetcher: whether src is a
+// chart from a Helm repository the operator allows.
+func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool {
+	if p.opts.Render.Charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
+		return false
+	}
+	allows, ok := p.opts.Render.Charts.(interface {
+		Repository(repoURL string) (repocreds.Repository, error)
+	})
+	if !ok {
+		return false
+	}
+	_, err := allows.Repository(src.RepoURL)
+	return err == nil
+}
+
+// Workers is the pool's size: the most worker processes, and renders, at once.
+func (p *Pool) Workers() int { return p.opts.Workers }
 
 // Started is the number of workers started so far (a killed worker is replaced by a new one).
 func (p *Pool) Started() int64 { return p.started.Load() }

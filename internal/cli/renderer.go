@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
+)
+
+// newRenderer returns the renderer of a command that renders repository content (serve, diff, plan, rollout,
+// render): worker processes of this binary (internal/render/isolate), each killed at the time cap and capped in
+// memory, unless FLEETWAVE_RENDER_WORKERS=0 asks for rendering in this process. The CLI isolates too: its input
+// is a pull request's content in CI as much as the App's, and the cost is within a few percent. A binary that
+// cannot start workers (a test binary without isolate.WorkerMain) renders in-process. workers caps the pool
+// (0: FLEETWAVE_RENDER_WORKERS, else GOMAXPROCS). close ends the workers; mode says which it is, for logs.
+//
+//   - FLEETWAVE_RENDER_WORKERS: the number of worker processes (0: render in-process);
+//   - FLEETWAVE_RENDER_MEMORY: a worker's memory cap (default 1GiB; bytes, or K/M/G units);
+//   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none.
+func newRenderer(getenv func(string) string, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_TIMEOUT")); v != "" && opts.Limits.Timeout <= 0 {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_TIMEOUT=%q: want a duration such as 60s", v)
+		}
+		opts.Limits.Timeout = d
+	}
+	envWorkers := -1
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_WORKERS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_WORKERS=%q: want a number of processes (0: render in-process)", v)
+		}
+		envWorkers = n
+	}
+	var memory int64
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_MEMORY")); v != "" {
+		if memory, err = isolate.ParseBytes(v); err != nil {
+			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_MEMORY: %w", err)
+		}
+	}
+	inProcess := func(why string) (preview.Renderer, func(), string, error) {
+		return render.New(opts), func() {}, "in-process (" + why + ")", nil
+	}
+	switch {
+	case envWorkers == 0:
+		return inProcess("FLEETWAVE_RENDER_WORKERS=0")
+	case !isolate.Available():
+		return inProcess("this binary cannot start render workers")
+	}
+	if envWorkers > 0 && (workers <= 0 || envWorkers < workers) {
+		workers = envWorkers
+	}
+	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if memory <= 0 {
+		memory = isolate.DefaultMemoryBytes
+	}
+	n := workers
+	if n <= 0 {
+		n = pool.Workers()
+	}
+	return pool, func() { _ = pool.Close() }, fmt.Sprintf("%d worker processes, %s of memory each", n, isolate.FormatBytes(memory)), nil
+}
