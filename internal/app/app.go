@@ -31,6 +31,7 @@ type App struct {
 	settings    render.Settings
 	clusters    ClusterSource
 	live        preview.LiveComparer
+	argoURL     string // Argo CD's URL for links to apps ("" = no links)
 	merges      Merges
 	commands    Commands
 	botLogin    string
@@ -59,6 +60,9 @@ func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c
 // WithLive compares the affected apps with their live state in Argo CD (internal/livediff); when Argo CD
 // cannot be read the preview is made without it, with a note.
 func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
+
+// WithArgoCDURL sets Argo CD's URL: the PR comment links each app to its page there.
+func WithArgoCDURL(u string) Option { return func(a *App) { a.argoURL = strings.TrimSuffix(u, "/") } }
 
 // WithMerges sets who is handed merges (default LoggingExecutor).
 func WithMerges(m Merges) Option { return func(a *App) { a.merges = m } }

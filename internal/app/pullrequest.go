@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,6 +244,45 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 		}
 	}
 	out.rep, out.err = rep, err
+	if rep != nil {
+		a.link(rep, ch)
+	}
+}
+
+// link points the comment's footer at the policy file on GitHub and at each shown app in Argo CD.
+func (a *App) link(rep *report.Report, ch Change) {
+	f := rep.Footer
+	if f == nil {
+		return
+	}
+	if web := repoWebURL(ch); web != "" && f.PolicyFile != "" {
+		f.PolicyURL = web + "/blob/" + ch.Head + "/" + f.PolicyFile
+	}
+	if a.argoURL == "" {
+		return
+	}
+	f.AppURLs = map[string]string{}
+	for i := range rep.Apps {
+		ra := &rep.Apps[i]
+		if ra.Status != report.StatusUnchanged && ra.Status != report.StatusAdded {
+			// Argo CD's UI path for an app: /applications/<app namespace>/<name>.
+			f.AppURLs[ra.Key()] = a.argoURL + "/applications/" + url.PathEscape(ra.Namespace) + "/" + url.PathEscape(ra.Name)
+		}
+	}
+}
+
+// repoWebURL is the repository's page on GitHub: its html_url among the names the payload gave, else
+// https://github.com/owner/name.
+func repoWebURL(ch Change) string {
+	for _, u := range ch.RepoURLs {
+		if strings.HasPrefix(u, "https://") && !strings.HasSuffix(u, ".git") {
+			return strings.TrimSuffix(u, "/")
+		}
+	}
+	if ch.Repo != "" {
+		return "https://github.com/" + ch.Repo
+	}
+	return ""
 }
 
 // runPreview runs the preview, with the live state when a comparer is configured; when the preview fails with

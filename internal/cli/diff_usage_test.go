@@ -69,7 +69,7 @@ func TestDiffForkOrMirrorIsNoAllClear(t *testing.T) {
 			stderr: "1 changed", statuses: map[string]string{"web": "changed"}},
 		{name: "an external app the change does not reach is skipped, not unchanged", origin: "https://github.com/acme/gitops.git", extra: external,
 			args: []string{"--exit-code"}, code: 1, stdout: []string{"1 changed, 0 unchanged, 0 failed to render, 1 not rendered",
-				"=== argocd/ext → in-cluster: skipped", "not rendered: not rendered locally: source https://github.com/other/charts.git is not this repository"},
+				"argocd/ext → in-cluster: skipped", "not rendered: not rendered locally: source https://github.com/other/charts.git is not this repository"},
 			stderr: "1 changed", statuses: map[string]string{"web": "changed", "ext": "skipped"}},
 	}
 	for _, tc := range tests {

@@ -111,6 +111,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.SkippedWaves) > 0 {
 		fmt.Fprintf(bw, "\nwaves without apps: %s\n", strings.Join(p.SkippedWaves, ", "))
 	}
+	if len(p.Removed) > 0 {
+		fmt.Fprintf(bw, "\nremoved by the change, outside the waves:\n")
+		for _, r := range p.Removed {
+			fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
+		}
+	}
 	if !p.Complete() {
 		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", plural(len(p.Unplaced), "app"))
 		for _, u := range p.Unplaced {
@@ -168,7 +174,9 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("### Wave plan\n\n")
 	fmt.Fprintf(bw, "%s.\n\n", mdEscape(capitalize(p.summary())))
-	if len(p.Waves) == 0 {
+	if len(p.Waves) == 0 && len(p.Removed) > 0 {
+		bw.WriteString("No app to sync: the change only removes apps.\n")
+	} else if len(p.Waves) == 0 {
 		bw.WriteString("No app to roll out.\n")
 	} else {
 		bw.WriteString("| Wave | Apps | Clusters | Batches | Gates |\n|---|---:|---:|---:|---|\n")
@@ -188,6 +196,17 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		p.writeBatches(bw)
 	}
 	bw.WriteString("\n")
+	if len(p.Removed) > 0 {
+		fmt.Fprintf(bw, "🗑️ **%s removed** by this change, outside the waves (the rollout has nothing of theirs to sync):\n\n", capitalize(plural(len(p.Removed), "app")))
+		for i, r := range p.Removed {
+			if i == mdMaxViolations {
+				fmt.Fprintf(bw, "- …and %d more\n", len(p.Removed)-i)
+				break
+			}
+			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), mdEscape(r.Cluster), mdEscape(r.Reason))
+		}
+		bw.WriteString("\n")
+	}
 	if !p.Complete() {
 		refs := make([]string, 0, len(p.Unplaced))
 		for _, u := range p.Unplaced {

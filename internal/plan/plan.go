@@ -42,6 +42,9 @@ type Plan struct {
 	Incomplete bool `json:"incomplete,omitempty"`
 	// Unplaced are the apps of the change the plan could not place, sorted by namespace and name.
 	Unplaced []Unplaced `json:"unplaced,omitempty"`
+	// Removed are the apps the change deletes from the repository. The rollout has nothing of theirs to sync:
+	// Argo CD deletes (or keeps) them as Reason says, when their parent app or ApplicationSet next syncs.
+	Removed []Unplaced `json:"removed,omitempty"`
 }
 
 // Unplaced is an app of the change left out of the plan: it failed to render (or could not be rendered), so

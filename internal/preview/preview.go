@@ -447,7 +447,7 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			ra.Status = report.StatusRemoved
 			p.fill(&ra, b.App.Spec.Destination.Namespace, p.renderBase(ctx, b), nil)
 			if ra.Status == report.StatusRemoved {
-				ra.Removal = removal(b, p.base.inv)
+				ra.Removal = removal(b, p.base.inv.Get)
 			}
 		default:
 			ra = describe(h)
@@ -743,12 +743,16 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 		return nil, nil, "", err
 	}
 	var apps []plan.App
-	var unplaced []plan.Unplaced
+	var unplaced, removed []plan.Unplaced
 	for _, ra := range rep.Apps {
 		// An app that failed to render, or that the change affects but could not be rendered, may roll out
 		// too: the plan cannot place it, and says so.
 		if ra.Status == report.StatusError || ra.Status == report.StatusSkipped && len(ra.AffectedBy) > 0 {
 			unplaced = append(unplaced, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: ra.Error})
+			continue
+		}
+		if ra.Status == report.StatusRemoved && ra.Removal != nil {
+			removed = append(removed, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: ra.Removal.Detail})
 			continue
 		}
 		if ra.Status != report.StatusChanged && ra.Status != report.StatusAdded {
@@ -762,6 +766,7 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 	}
 	pl := plan.Build(policy, apps)
 	pl.SetUnplaced(unplaced)
+	pl.Removed = removed
 	return pl, policy, file, nil
 }
 

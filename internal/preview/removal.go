@@ -9,7 +9,8 @@ import (
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
-// removal says what Argo CD does when the change removes app a (found at base): who deletes the Application,
+// removal says what Argo CD does when the change removes app a (found at base, where lookup finds its parent):
+// who deletes the Application,
 // and whether its resources go with it.
 //   - An ApplicationSet deletes the apps it no longer generates unless its applicationsSync policy is
 //     create-only or create-update (applicationset/controllers/applicationset_controller.go deleteInCluster,
@@ -21,7 +22,7 @@ import (
 //
 // Its resources are deleted with it only when the Application carries the resources finalizer
 // (v1alpha1.Application.CascadedDeletion); otherwise they stay in the cluster, unmanaged.
-func removal(a *discover.App, base *discover.Inventory) *report.Removal {
+func removal(a *discover.App, lookup func(key string) (*discover.App, bool)) *report.Removal {
 	resources := func(r *report.Removal) *report.Removal {
 		if a.App.CascadedDeletion() {
 			r.Effect = report.RemovalDelete
@@ -45,7 +46,7 @@ func removal(a *discover.App, base *discover.Inventory) *report.Removal {
 	}
 	if a.Parent != "" {
 		by := "app " + a.Parent
-		if parent, ok := base.Get(a.Parent); ok {
+		if parent, ok := lookup(a.Parent); ok {
 			sp := parent.App.Spec.SyncPolicy
 			if sp != nil && sp.IsAutomatedSyncEnabled() && sp.Automated.Prune {
 				return resources(&report.Removal{By: by, Detail: by + " syncs automatically with prune and deletes the Application"})

@@ -407,8 +407,9 @@ func (r *Report) markdownBlocks() (string, []string) {
 		}
 		blocks = append(blocks, title)
 	}
+	shown := map[string]int{} // resource diff → the section that showed it
 	for _, sec := range secs {
-		blocks = append(blocks, sectionBlock(sec, r.Footer))
+		blocks = append(blocks, sectionBlocks(sec, r.Footer, shown)...)
 	}
 	if r.Summary.Unchanged > 0 {
 		blocks = append(blocks, fmt.Sprintf("_%s unchanged._\n", plural(r.Summary.Unchanged, "app")))
@@ -605,81 +606,70 @@ func affectedBy(apps []*App) []string {
 	return out
 }
 
-// writeDiffs writes the diffs of one list of resources (the resources, or the hooks) of a section: a resource
-// whose diff is the same in every variant once, the others once per variant with the apps it applies to.
-func writeDiffs(b *strings.Builder, sec []*Group, pick func(*App) []diff.Resource) {
-	first := pick(sec[0].first())
-	var shared strings.Builder
-	type variant struct {
-		diff string
-		apps []*App
-	}
-	var varied []string
-	variants := map[string][]*variant{}
-	for i, r := range first {
-		byDiff := map[string]*variant{}
-		var order []*variant
-		for _, g := range sec {
-			rs := pick(g.first())
-			d := ""
-			if i < len(rs) {
-				d = rs[i].Diff
+// splitDiffs splits the diffs of one list of resources (the resources, or the hooks) of a section into what
+// every group of the section shares (whole resource diffs, and the hunks all groups have) and what is each
+// group's own (indexed like sec).
+//
+// A whole resource diff that an earlier section showed (shown: diff → section) is not repeated: refs name it.
+func splitDiffs(sec []*Group, pick func(*App) []diff.Resource, shown map[string]int) (shared string, own, refs []string) {
+	var sb strings.Builder
+	ob := make([]strings.Builder, len(sec))
+	for i, r := range pick(sec[0].first()) {
+		diffs := make([]string, len(sec))
+		same := true
+		for j, g := range sec {
+			if rs := pick(g.first()); i < len(rs) {
+				diffs[j] = rs[i].Diff
 			}
-			v, ok := byDiff[d]
-			if !ok {
-				v = &variant{diff: d}
-				byDiff[d] = v
-				order = append(order, v)
-			}
-			v.apps = append(v.apps, g.members...)
+			same = same && diffs[j] == r.Diff
 		}
-		if len(order) == 1 {
-			shared.WriteString(r.Diff)
-			continue
-		}
-		// Hunks every variant has are shown once with the shared diffs; each variant keeps only its own.
-		header, common := commonHunks(order[0].diff, len(order), func(yield func(string) bool) {
-			for _, v := range order {
-				if !yield(v.diff) {
-					return
-				}
-			}
-		})
-		if len(common) > 0 {
-			shared.WriteString(header)
-			for _, h := range common {
-				shared.WriteString(h)
-			}
-			for _, v := range order {
-				v.diff = withoutHunks(v.diff, common)
-			}
-		}
-		k := r.Key.String()
-		varied = append(varied, k)
-		variants[k] = order
-	}
-	if shared.Len() > 0 {
-		if len(sec) > 1 {
-			b.WriteString("The same in every variant:\n\n")
-		}
-		f := fence(shared.String())
-		fmt.Fprintf(b, "%sdiff\n%s%s\n\n", f, shared.String(), f)
-	}
-	for _, k := range varied {
-		fmt.Fprintf(b, "`%s` differs by app (the hunks above apply to all):\n\n", mdEscapeCode(k))
-		for _, v := range variants[k] {
-			slices.SortStableFunc(v.apps, compareRollout)
-			if _, hunks := splitHunks(v.diff); len(hunks) == 0 {
-				fmt.Fprintf(b, "On %s: nothing more.\n\n", inlineApps(v.apps))
+		if same {
+			key := r.Key.String() + "\x00" + r.Diff
+			if at, ok := shown[key]; ok && at != sec[0].Section {
+				refs = append(refs, fmt.Sprintf("`%s` (%s): the same change as in #%d", mdEscapeCode(r.Key.String()), r.Change, at))
 				continue
 			}
-			fmt.Fprintf(b, "On %s:\n\n", inlineApps(v.apps))
-			if v.diff != "" {
-				f := fence(v.diff)
-				fmt.Fprintf(b, "%sdiff\n%s%s\n\n", f, v.diff, f)
+			shown[key] = sec[0].Section
+			sb.WriteString(r.Diff)
+			continue
+		}
+		header, common := commonHunks(diffs)
+		if len(common) > 0 {
+			sb.WriteString(header)
+			for _, h := range common {
+				sb.WriteString(h)
+			}
+		}
+		for j, d := range diffs {
+			if rest := withoutHunks(d, common); rest != "" {
+				ob[j].WriteString(rest)
 			}
 		}
 	}
+	own = make([]string, len(sec))
+	for j := range ob {
+		own[j] = ob[j].String()
+	}
+	return sb.String(), own, refs
+}
+
+// writeRefs lists the resources whose diff an earlier section showed.
+func writeRefs(b *strings.Builder, refs []string) {
+	for _, r := range refs {
+		fmt.Fprintf(b, "- %s\n", r)
+	}
+	if len(refs) > 0 {
+		b.WriteString("\n")
+	}
+}
+
+// writeDiff writes a diff in a fenced block (nothing for an empty one).
+func writeDiff(b *strings.Builder, d string) {
+	if d == "" {
+		return
+	}
+	f := fence(d)
+	fmt.Fprintf(b, "%sdiff\n%s%s\n\n", f, d, f)
 }
 
 // splitHunks splits a unified diff into its file header and its hunks (each from its "@@" line).
@@ -701,11 +691,11 @@ func splitHunks(d string) (header string, hunks []string) {
 	return header, hunks
 }
 
-// commonHunks returns the header of first and its hunks that all n diffs contain, in first's order.
-func commonHunks(first string, n int, diffs func(func(string) bool)) (string, []string) {
-	header, hunks := splitHunks(first)
+// commonHunks returns the header of the first diff and the hunks that all diffs contain, in its order.
+func commonHunks(diffs []string) (string, []string) {
+	header, hunks := splitHunks(diffs[0])
 	count := map[string]int{}
-	diffs(func(d string) bool {
+	for _, d := range diffs {
 		_, hs := splitHunks(d)
 		seen := map[string]bool{}
 		for _, h := range hs {
@@ -714,32 +704,35 @@ func commonHunks(first string, n int, diffs func(func(string) bool)) (string, []
 				count[h]++
 			}
 		}
-		return true
-	})
+	}
 	var common []string
 	for _, h := range hunks {
-		if count[h] == n {
+		if count[h] == len(diffs) {
 			common = append(common, h)
 		}
 	}
 	return header, common
 }
 
-// withoutHunks removes the given hunks from a diff, keeping its header.
+// withoutHunks removes the given hunks from a diff; "" when none of its hunks is left.
 func withoutHunks(d string, drop []string) string {
 	header, hunks := splitHunks(d)
 	var b strings.Builder
-	b.WriteString(header)
 	for _, h := range hunks {
 		if !slices.Contains(drop, h) {
 			b.WriteString(h)
 		}
 	}
-	return b.String()
+	if b.Len() == 0 {
+		return ""
+	}
+	return header + b.String()
 }
 
-// sectionBlock is a section: its apps, why they are affected, the change once, and what varies by app.
-func sectionBlock(sec []*Group, f *Footer) string {
+// sectionBlocks are a section's blocks: the first has its apps, why they are affected and what they all share;
+// when its groups differ, one more block per group has that group's own hunks (blocks, so that a long section
+// splits across comment parts without being cut).
+func sectionBlocks(sec []*Group, f *Footer, shown map[string]int) []string {
 	apps, _, _ := sectionMembers(sec)
 	a := sec[0].first()
 	var urls map[string]string
@@ -765,7 +758,12 @@ func sectionBlock(sec []*Group, f *Footer) string {
 	if reasons := affectedBy(apps); len(reasons) > 0 {
 		fmt.Fprintf(&b, "Affected by: %s\n\n", mdEscape(listSome(reasons, 6)))
 	}
-	writeDiffs(&b, sec, func(a *App) []diff.Resource { return a.Resources })
+	shared, own, refs := splitDiffs(sec, func(a *App) []diff.Resource { return a.Resources }, shown)
+	if len(sec) > 1 && shared != "" {
+		b.WriteString("What every app of this section gets:\n\n")
+	}
+	writeDiff(&b, shared)
+	writeRefs(&b, refs)
 	var secrets []string
 	seen := map[string]bool{}
 	for _, g := range sec {
@@ -782,25 +780,52 @@ func sectionBlock(sec []*Group, f *Footer) string {
 	if len(secrets) > 0 {
 		fmt.Fprintf(&b, "🔒 Secret values are never shown. Changed keys: %s\n\n", strings.Join(secrets, ", "))
 	}
-	for _, g := range sec {
-		if g.first().Live == nil {
-			continue
-		}
-		if len(sec) > 1 {
-			fmt.Fprintf(&b, "On %s:\n\n", inlineApps(g.members))
-		}
-		writeLiveMarkdown(&b, g.first().Live)
+	if len(sec) == 1 {
+		writeLiveMarkdown(&b, a.Live)
 	}
+	var ownHooks []string
 	if len(a.Hooks) > 0 {
 		b.WriteString("**Hooks that will run** (not part of sync status):\n\n")
 		for _, h := range a.Hooks {
 			fmt.Fprintf(&b, "- %s `%s` (%s)\n", strings.Join(h.HookTypes, ", "), h.Key, h.Change)
 		}
 		b.WriteString("\n")
-		writeDiffs(&b, sec, func(a *App) []diff.Resource { return a.Hooks })
+		var sharedHooks string
+		var hookRefs []string
+		sharedHooks, ownHooks, hookRefs = splitDiffs(sec, func(a *App) []diff.Resource { return a.Hooks }, shown)
+		writeDiff(&b, sharedHooks)
+		writeRefs(&b, hookRefs)
+	}
+	if len(sec) > 1 {
+		fmt.Fprintf(&b, "The rest differs by app: %d variants follow.\n\n", len(sec))
 	}
 	b.WriteString("</details>\n\n")
-	return b.String()
+	blocks := []string{b.String()}
+	if len(sec) == 1 {
+		return blocks
+	}
+	for i, g := range sec {
+		var v strings.Builder
+		label := fmt.Sprintf("#%d.%d %s → %s", g.Section, i+1, g.first().Key(), g.first().cluster())
+		if len(g.members) > 1 {
+			label += fmt.Sprintf(" and %d more", len(g.members)-1)
+		}
+		fmt.Fprintf(&v, "<details><summary><code>%s</code></summary>\n\n", html.EscapeString(label))
+		if len(g.members) > 1 {
+			v.WriteString(appList(g.members, urls))
+		}
+		if own[i] == "" && (ownHooks == nil || ownHooks[i] == "") {
+			v.WriteString("Nothing more than the section's shared change.\n\n")
+		}
+		writeDiff(&v, own[i])
+		if ownHooks != nil {
+			writeDiff(&v, ownHooks[i])
+		}
+		writeLiveMarkdown(&v, g.first().Live)
+		v.WriteString("</details>\n\n")
+		blocks = append(blocks, v.String())
+	}
+	return blocks
 }
 
 func writeLiveMarkdown(b *strings.Builder, l *Live) {

@@ -28,7 +28,7 @@ type Report struct {
 	// meaning, never when one is added.
 	SchemaVersion int    `json:"schemaVersion"`
 	Base          string `json:"base"`
-	Head string `json:"head"`
+	Head          string `json:"head"`
 	// HeadTree is set when the head side is not head's own tree but base merged with head (a stale branch).
 	HeadTree string  `json:"headTree,omitempty"`
 	Apps     []App   `json:"apps"`
