@@ -3,13 +3,13 @@ package preview
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
@@ -19,19 +19,11 @@ import (
 func fleetOfClusters(t *testing.T, n int, change func(write func(rel, content string))) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "fleet")
-	write := func(rel, content string) {
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := previewtest.Writer(t, dir)
 	const repo = "https://github.com/example/wide-fleet.git"
 	envs := []string{"test", "stg", "prd"}
 	for c := 0; c < n; c++ {
-		env := envs[min(2, c*10/n/3)] // 10% test, 20% stg, 70% prd
+		env := envs[min(2, c*10/n/3)] // 30% test, 30% stg, 40% prd
 		write(fmt.Sprintf("clusters/c-%03d.yaml", c), fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata:
@@ -106,6 +98,20 @@ data:
 	return dir
 }
 
+// planComment plans base..change in dir, checks that all n apps changed and none failed, and returns the
+// comment as the App posts it.
+func planComment(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Changed != n || rep.HasErrors() {
+		t.Fatalf("summary %+v, errors %v", rep.Summary, firstErrors(rep))
+	}
+	return rep.MarkdownParts(report.MaxCommentChars)
+}
+
 // TestFleetWideChangeIsOneComment: one shared value changed on 500 clusters is one comment under GitHub's limit
 // that shows the diff once, says it is the same on 500 apps, and lists them in rollout order.
 func TestFleetWideChangeIsOneComment(t *testing.T) {
@@ -115,14 +121,7 @@ func TestFleetWideChangeIsOneComment(t *testing.T) {
 	dir := fleetOfClusters(t, 500, func(write func(string, string)) {
 		write("charts/svc/values.yaml", "image: {tag: \"1.1.0\"}\nreplicas: 2\nextra: []\n")
 	})
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Summary.Changed != 500 || rep.HasErrors() {
-		t.Fatalf("summary %+v, errors %v", rep.Summary, firstErrors(rep))
-	}
-	parts := rep.MarkdownParts(report.MaxCommentChars)
+	parts := planComment(t, dir, 500)
 	if len(parts) != 1 {
 		t.Fatalf("%d parts (%d bytes in all), want one comment", len(parts), len(strings.Join(parts, "")))
 	}
@@ -164,14 +163,7 @@ func TestFleetWithDistinctDiffsSplitsSummaryFirst(t *testing.T) {
 			write(fmt.Sprintf("values/c-%03d.yaml", c), b.String())
 		}
 	})
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Summary.Changed != 500 || rep.HasErrors() {
-		t.Fatalf("summary %+v, errors %v", rep.Summary, firstErrors(rep))
-	}
-	parts := rep.MarkdownParts(report.MaxCommentChars)
+	parts := planComment(t, dir, 500)
 	if len(parts) < 2 {
 		t.Fatalf("%d part, want the comment split", len(parts))
 	}

@@ -2,7 +2,6 @@ package preview
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
@@ -64,15 +64,7 @@ func TestRemovalSaysWhatArgoCDDoes(t *testing.T) {
 // roll out": the comment headlines the deletion with what Argo CD will do, and the plan lists it.
 func TestRemovedAppIsCalledOut(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "repo")
-	write := func(rel, content string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := previewtest.Writer(t, dir)
 	const repo = "https://github.com/example/removal.git"
 	write("apps/web.yaml", `apiVersion: argoproj.io/v1alpha1
 kind: Application

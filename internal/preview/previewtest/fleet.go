@@ -28,7 +28,7 @@ const (
 // WriteFleet writes the fleet into dir; every Application's source repoURL is repoURL.
 func WriteFleet(tb testing.TB, dir, repoURL string, clusters ClusterSource) {
 	tb.Helper()
-	write := writer(tb, dir)
+	write := Writer(tb, dir)
 	app := func(name, path, extra string) string {
 		return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -122,7 +122,7 @@ type Change struct {
 // WriteChange applies c to the fleet in dir.
 func WriteChange(tb testing.TB, dir string, c Change) {
 	tb.Helper()
-	write := writer(tb, dir)
+	write := Writer(tb, dir)
 	write("kustomize/bases/b0/deployment.yaml", Deployment("svc0", c.BaseTag))
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("h-%03d", i*10)
@@ -150,7 +150,9 @@ spec:
 `, name, tag)
 }
 
-func writer(tb testing.TB, dir string) func(rel, content string) {
+// Writer returns a function writing files (slash-separated paths under dir, directories created), failing tb on
+// error.
+func Writer(tb testing.TB, dir string) func(rel, content string) {
 	return func(rel, content string) {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
