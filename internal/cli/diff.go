@@ -31,6 +31,7 @@ type previewFlags struct {
 	// Live-state comparison (internal/livediff); off without --argocd.
 	argocdURL, argocdToken string
 	argocdInsecure         bool
+	argocdCM               string
 }
 
 func (f *previewFlags) register(cmd *cobra.Command) {
@@ -48,6 +49,7 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
 	fl.StringVar(&f.argocdToken, "argocd-token", "", "Argo CD token for --argocd (default $FLEETWAVE_ARGOCD_TOKEN, preferred: a flag shows in the process list)")
 	fl.BoolVar(&f.argocdInsecure, "argocd-insecure", false, "skip TLS verification of --argocd (local test servers only)")
+	fl.StringVar(&f.argocdCM, "argocd-cm", "", "with --argocd: Argo CD's argocd-cm ConfigMap (YAML) whose resource.customizations.ignoreDifferences.* and resource.compareoptions the live comparison applies (default: read from Argo CD's settings API)")
 }
 
 // liveComparer returns the live-state comparer of --argocd (nil without it).
@@ -63,7 +65,15 @@ func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return livediff.New(client, livediff.Options{Server: f.argocdURL}), nil
+	opts := livediff.Options{Server: f.argocdURL}
+	if f.argocdCM != "" {
+		sys, err := livediff.LoadArgoCDCM(f.argocdCM)
+		if err != nil {
+			return nil, fmt.Errorf("--argocd-cm: %w", err)
+		}
+		opts.System = &sys
+	}
+	return livediff.New(client, opts), nil
 }
 
 func newDiffCmd(deps *Deps) *cobra.Command {
@@ -78,9 +88,11 @@ Argo CD's repo-server would, and prints the per-app diff. Secret values are neve
 <changed>. Sources whose repoURL is not this repository (its origin remote or a --repo-url) are listed as external.
 
 With --argocd, each affected app that exists in Argo CD is also compared with its live state (managed
-resources, normalised as Argo CD does, honouring ignoreDifferences): the live diff shows what a sync of the head
-would change, and drift is noted where live differs from the base render. Apps missing in Argo CD get a note;
-an unreachable Argo CD is an error (exit 2). Apps whose source is a config-management plugin, which only Argo CD
+resources, normalised as Argo CD does: the app's ignoreDifferences with managedFieldsManagers, and argocd-cm's
+resource.customizations.ignoreDifferences.* and status ignoring, read from Argo CD's settings or --argocd-cm):
+the live diff shows what a sync of the head would change, and drift is noted where live differs from the base
+render; live resources in no render are noted as Argo CD would prune or ignore them (IgnoreExtraneous). Apps
+missing in Argo CD get a note; an unreachable Argo CD is an error (exit 2). Apps whose source is a config-management plugin, which only Argo CD
 can run, are rendered by Argo CD's repo-server at both revisions (the manifests endpoint) and diffed as well.
 
 An app that could not be rendered here (a source outside the checkout) is listed as not rendered, never as
@@ -128,6 +140,9 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 			return usageErr(fmt.Errorf("%s: %w", name, err))
 		}
 		in.Clusters = cs
+	}
+	if f.argocdCM != "" && f.argocdURL == "" {
+		return usageErr(fmt.Errorf("%s: --argocd-cm needs --argocd", name))
 	}
 	live, err := f.liveComparer(deps)
 	if err != nil {
