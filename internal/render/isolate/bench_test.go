@@ -2,8 +2,12 @@ package isolate_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview"
@@ -63,4 +67,59 @@ func BenchmarkDiff500Apps(b *testing.B) {
 		run(b, pool)
 		b.ReportMetric(float64(pool.Started()), "workers")
 	})
+}
+
+// TestIsolationCost times the 500-app diff in-process and in workers alternately, run after run in one process
+// (the order swapped each round), so both see the same load on a shared machine, and reports the medians and the
+// median of the per-round ratios. FLEETWAVE_ISOLATION_ROUNDS sets the number of rounds (unset: skipped).
+func TestIsolationCost(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("FLEETWAVE_ISOLATION_ROUNDS"))
+	if rounds <= 0 {
+		t.Skip("FLEETWAVE_ISOLATION_ROUNDS not set")
+	}
+	dir := syntheticFleet(t)
+	pool, err := isolate.New(isolate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	renderers := []preview.Renderer{render.New(render.Options{}), pool}
+	ctx := context.Background()
+	in := preview.Input{RepoDir: dir, Base: "main", Head: "change"}
+	once := func(r preview.Renderer) time.Duration {
+		start := time.Now()
+		rep, err := preview.Run(ctx, r, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Summary.Changed != 50 || rep.HasErrors() {
+			t.Fatalf("summary = %+v", rep.Summary)
+		}
+		return time.Since(start)
+	}
+	for _, r := range renderers { // warm-up
+		once(r)
+	}
+	var inproc, workers, ratios []float64
+	for i := 0; i < rounds; i++ {
+		var d [2]time.Duration
+		for k := 0; k < 2; k++ {
+			j := (i + k) % 2
+			d[j] = once(renderers[j])
+		}
+		inproc, workers = append(inproc, d[0].Seconds()), append(workers, d[1].Seconds())
+		ratios = append(ratios, d[1].Seconds()/d[0].Seconds())
+	}
+	median := func(xs []float64) float64 {
+		s := append([]float64(nil), xs...)
+		sort.Float64s(s)
+		if len(s)%2 == 1 {
+			return s[len(s)/2]
+		}
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	t.Logf("%d rounds: in-process median %.3f s, workers median %.3f s (%+.1f %%), median per-round ratio %.3f",
+		rounds, median(inproc), median(workers), 100*(median(workers)/median(inproc)-1), median(ratios))
+	t.Logf("in-process: %.2f", inproc)
+	t.Logf("workers:    %.2f", workers)
 }
