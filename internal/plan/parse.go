@@ -61,7 +61,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "onConflict", "onFailure", "prune", "requireCanary", "waves"}
+	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "prune", "requireCanary", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -112,6 +112,8 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 			}
 		case "commands":
 			ps.commands(f.val, p)
+		case "diff":
+			p.Diff = ps.diffSettings(f.val)
 		}
 	})
 	if !ok {

@@ -226,6 +226,12 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:3: wave "a" is the first wave, so it can never have a canary before it (hint: add a canary wave before it, or set requireCanary: false on it)`}},
 		{"bad appKindLabel", head + "  - {name: a, selector: {}}\nappKindLabel: 'has space'\n", []string{
 			`p.yaml:4:15: appKindLabel: "has space" is not a label key (hint: name an Application label key such as app.kubernetes.io/name)`}},
+		{"diff.ignore rules", head + "  - {name: a, selector: {}}\ndiff:\n  ignore:\n    - {kind: Deployment, jsonPointers: [spec/replicas]}\n    - {kind: '*', jqPathExpressions: ['.metadata.labels[']}\n    - {jsonPointers: [/spec]}\n    - {kind: ConfigMap}\n  showChartLabels: maybe\n", []string{
+			`p.yaml:6:41: diff.ignore[0].jsonPointers: "spec/replicas" is not a JSON pointer (hint: a JSON pointer starts with /, e.g. /spec/replicas (RFC 6901; ~1 stands for / in a key))`,
+			`p.yaml:7:39: diff.ignore[1].jqPathExpressions: ".metadata.labels[" is not a jq path expression: unexpected token ")" (hint: write a jq path, e.g. .spec.template.spec.containers[] | select(.name == "app") | .image)`,
+			`p.yaml:8:7: diff.ignore[2] has no kind (hint: name the kind the rule applies to (a glob: "*" for every kind))`,
+			`p.yaml:9:7: diff.ignore[3] ignores nothing (hint: list the fields to ignore under jsonPointers or jqPathExpressions)`,
+			`p.yaml:10:20: diff.showChartLabels must be true or false, not "maybe" (hint: write true or false)`}},
 		{"several errors in file order", head + "  - name: a\n    selector: {}\n    soak: forever\n  - name: b\n    selectr: {}\n", []string{
 			`p.yaml:5:11: wave "a" soak: "forever" is not a duration (hint: write a Go duration such as 90s, 10m or 1h30m)`,
 			`p.yaml:6:5: wave "b" has no selector (hint: use selector: {} to take every app no earlier wave took)`,

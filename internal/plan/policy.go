@@ -72,6 +72,8 @@ type Policy struct {
 	AppKindLabel string
 	// Commands says who may run each slash command; missing commands get DefaultCommandRules.
 	Commands map[string]CommandRule
+	// Diff says how the PR preview presents differences (diffsettings.go).
+	Diff DiffSettings
 	// Warnings are things a valid policy says that are probably not meant (unreachable waves, zero limits).
 	Warnings []Diagnostic
 

@@ -284,6 +284,17 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		return nil, err
 	}
 
+	// The head policy's diff settings shape the diffs; an invalid policy is reported by the plan (or here).
+	var diffSettings plan.DiffSettings
+	if policy, _, err := readPolicy(headCo.Dir); err == nil {
+		diffSettings = policy.Diff
+		if p.ignore, err = newIgnorer(policy.Diff.Ignore); err != nil {
+			rep.Notes = append(rep.Notes, oneLine(err)+": not applied")
+		}
+	} else if !in.Plan {
+		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(err))
+	}
+	rep.FoldChartLabels = !diffSettings.ShowChartLabels
 	rep.Apps = p.pair(ctx)
 	if foreign, named := foreignFleet(p.matcher.Match, p.base.inv, p.head.inv); foreign {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
@@ -331,6 +342,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 }
 
 type pipeline struct {
+	ignore  *ignorer // the head policy's diff.ignore; nil: none
 	r       Renderer
 	remote  RemoteRenderer // nil: plugin apps are reported as not rendered
 	matcher *source.RepoMatcher
@@ -541,17 +553,18 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		return
 	}
 	var res *diff.Result
-	var err error
-	if head != nil {
-		res, err = diff.Compare(nil, head.objs, diff.Options{Namespace: ns})
-	} else {
-		res, err = diff.Compare(base.objs, nil, diff.Options{Namespace: ns})
+	objs, ignored, err := p.ignore.apply(side.objs)
+	if err == nil && head != nil {
+		res, err = diff.Compare(nil, objs, diff.Options{Namespace: ns})
+	} else if err == nil {
+		res, err = diff.Compare(objs, nil, diff.Options{Namespace: ns})
 	}
 	if err != nil {
 		ra.Status, ra.Error = report.StatusError, oneLine(err)
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
+	ra.Ignored = ignored
 	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(side.remoteWarning, strings.Join(res.Warnings, " ")))
 	if side.remoteWarning != "" {
 		ra.RenderedBy = "argocd"
@@ -596,12 +609,22 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 		baseObjs = nil
 		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+oneLine(bo.err)+"): every resource is shown as added")
 	}
-	res, err := diff.Compare(baseObjs, ho.objs, diff.Options{Namespace: headNS, BaseNamespace: baseNS})
+	baseObjs, ignoredBase, err := p.ignore.apply(baseObjs)
+	var headObjs []*unstructured.Unstructured
+	var ignoredHead int
+	if err == nil {
+		headObjs, ignoredHead, err = p.ignore.apply(ho.objs)
+	}
+	var res *diff.Result
+	if err == nil {
+		res, err = diff.Compare(baseObjs, headObjs, diff.Options{Namespace: headNS, BaseNamespace: baseNS})
+	}
 	if err != nil {
 		ra.Status, ra.Error = report.StatusError, oneLine(err)
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
+	ra.Ignored = max(ignoredBase, ignoredHead)
 	ra.Warning = joinNonEmpty(ra.Warning, joinNonEmpty(ho.remoteWarning, strings.Join(res.Warnings, " ")))
 	if ho.remoteWarning != "" {
 		ra.RenderedBy = "argocd"

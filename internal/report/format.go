@@ -94,7 +94,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	for i := range groups {
-		writeGroupText(bw, &groups[i])
+		writeGroupText(bw, &groups[i], r.FoldChartLabels)
 	}
 	if len(r.Problems) > 0 {
 		bw.WriteString("\nproblems:\n")
@@ -121,7 +121,7 @@ func (r *Report) WriteText(w io.Writer) error {
 }
 
 // writeGroupText writes one group: its apps, then the change once.
-func writeGroupText(bw *bufio.Writer, g *Group) {
+func writeGroupText(bw *bufio.Writer, g *Group, fold bool) {
 	a := g.first()
 	fmt.Fprintf(bw, "\n=== %s\n", sectionSummary([]*Group{g}, len(g.members)))
 	if len(g.members) > 1 {
@@ -146,8 +146,16 @@ func writeGroupText(bw *bufio.Writer, g *Group) {
 	if a.Warning != "" {
 		fmt.Fprintf(bw, "warning: %s\n", a.Warning)
 	}
-	for _, res := range a.Resources {
+	resources, folded := foldResources(a.Resources, fold)
+	hooks, hooksFolded := foldResources(a.Hooks, fold)
+	for _, res := range resources {
 		bw.WriteString(res.Diff)
+	}
+	if n := folded + hooksFolded; n > 0 {
+		fmt.Fprintf(bw, "(%s only changing the helm.sh/chart label folded)\n", plural(n, "hunk"))
+	}
+	if a.Ignored > 0 {
+		fmt.Fprintf(bw, "(fields named by the policy's diff.ignore left out of %s)\n", plural(a.Ignored, "object"))
 	}
 	writeSecretKeysText(bw, a.Resources)
 	writeLiveText(bw, a.Live)
@@ -156,7 +164,7 @@ func writeGroupText(bw *bufio.Writer, g *Group) {
 		for _, h := range a.Hooks {
 			fmt.Fprintf(bw, "  %s %s (%s)\n", strings.Join(h.HookTypes, ","), h.Key, h.Change)
 		}
-		for _, h := range a.Hooks {
+		for _, h := range hooks {
 			bw.WriteString(h.Diff)
 		}
 	}
@@ -409,7 +417,7 @@ func (r *Report) markdownBlocks() (string, []string) {
 	}
 	shown := map[string]int{} // resource diff → the section that showed it
 	for _, sec := range secs {
-		blocks = append(blocks, sectionBlocks(sec, r.Footer, shown)...)
+		blocks = append(blocks, sectionBlocks(sec, r.Footer, shown, r.FoldChartLabels)...)
 	}
 	if r.Summary.Unchanged > 0 {
 		blocks = append(blocks, fmt.Sprintf("_%s unchanged._\n", plural(r.Summary.Unchanged, "app")))
@@ -606,6 +614,15 @@ func affectedBy(apps []*App) []string {
 	return out
 }
 
+// sectionIgnored sums the objects diff.ignore changed over a section's apps.
+func sectionIgnored(sec []*Group) int {
+	n := 0
+	for _, g := range sec {
+		n += g.first().Ignored * len(g.members)
+	}
+	return n
+}
+
 // splitDiffs splits the diffs of one list of resources (the resources, or the hooks) of a section into what
 // every group of the section shares (whole resource diffs, and the hunks all groups have) and what is each
 // group's own (indexed like sec).
@@ -732,7 +749,7 @@ func withoutHunks(d string, drop []string) string {
 // sectionBlocks are a section's blocks: the first has its apps, why they are affected and what they all share;
 // when its groups differ, one more block per group has that group's own hunks (blocks, so that a long section
 // splits across comment parts without being cut).
-func sectionBlocks(sec []*Group, f *Footer, shown map[string]int) []string {
+func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts bool) []string {
 	apps, _, _ := sectionMembers(sec)
 	a := sec[0].first()
 	var urls map[string]string
@@ -758,7 +775,16 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int) []string {
 	if reasons := affectedBy(apps); len(reasons) > 0 {
 		fmt.Fprintf(&b, "Affected by: %s\n\n", mdEscape(listSome(reasons, 6)))
 	}
-	shared, own, refs := splitDiffs(sec, func(a *App) []diff.Resource { return a.Resources }, shown)
+	fold := func(pick func(*App) []diff.Resource) func(*App) []diff.Resource {
+		return func(a *App) []diff.Resource { rs, _ := foldResources(pick(a), foldCharts); return rs }
+	}
+	folded := 0
+	for _, g := range sec {
+		_, n := foldResources(g.first().Resources, foldCharts)
+		_, m := foldResources(g.first().Hooks, foldCharts)
+		folded += (n + m) * len(g.members)
+	}
+	shared, own, refs := splitDiffs(sec, fold(func(a *App) []diff.Resource { return a.Resources }), shown)
 	if len(sec) > 1 && shared != "" {
 		b.WriteString("What every app of this section gets:\n\n")
 	}
@@ -792,9 +818,15 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int) []string {
 		b.WriteString("\n")
 		var sharedHooks string
 		var hookRefs []string
-		sharedHooks, ownHooks, hookRefs = splitDiffs(sec, func(a *App) []diff.Resource { return a.Hooks }, shown)
+		sharedHooks, ownHooks, hookRefs = splitDiffs(sec, fold(func(a *App) []diff.Resource { return a.Hooks }), shown)
 		writeDiff(&b, sharedHooks)
 		writeRefs(&b, hookRefs)
+	}
+	if folded > 0 {
+		fmt.Fprintf(&b, "🔕 %s only changing the `helm.sh/chart` label folded (`diff.showChartLabels: true` in the release policy shows them).\n\n", plural(folded, "hunk"))
+	}
+	if ignored := sectionIgnored(sec); ignored > 0 {
+		fmt.Fprintf(&b, "🔕 Fields the release policy's `diff.ignore` names are left out (%s).\n\n", plural(ignored, "object"))
 	}
 	if len(sec) > 1 {
 		fmt.Fprintf(&b, "The rest differs by app: %d variants follow.\n\n", len(sec))

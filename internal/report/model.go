@@ -50,6 +50,9 @@ type Report struct {
 	Groups []Group `json:"groups"`
 	// Footer is how to act on the preview (commands, links, the command to reproduce it); nil: no footer.
 	Footer *Footer `json:"-"`
+	// FoldChartLabels folds, in text and Markdown, the hunks that only change the helm.sh/chart label (the
+	// default; the policy's diff.showChartLabels turns it off). The JSON keeps every hunk.
+	FoldChartLabels bool `json:"-"`
 	// Plan is the wave plan (plan command); its JSON fields are merged into the report's top level.
 	Plan Plan `json:"-"`
 }
@@ -105,6 +108,9 @@ type App struct {
 	RenderedBy string `json:"renderedBy,omitempty"`
 	// Removal says what Argo CD does with a removed app and its resources (status removed only).
 	Removal *Removal `json:"removal,omitempty"`
+	// Ignored is the number of the app's objects (on the side that had more) from which the release policy's
+	// diff.ignore removed fields before the diff.
+	Ignored int `json:"ignored,omitempty"`
 }
 
 // Removal effects: what happens to a removed Application's resources in the cluster.
