@@ -25,6 +25,7 @@ type previewFlags struct {
 	repo, base, head, output   string
 	clustersFile, settingsFile string
 	markdownOut                string
+	repositories               string
 	repoURLs                   []string
 	exitCode                   bool
 	concurrency                int
@@ -46,6 +47,7 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file, as the App posts it: over GitHub's size limit, part 1 here and parts 2.. in numbered files next to it (<name>.part2.md, ...)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
+	registerRepositories(fl, &f.repositories)
 	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
 	fl.StringVar(&f.argocdToken, "argocd-token", "", "Argo CD token for --argocd (default $FLEETWAVE_ARGOCD_TOKEN, preferred: a flag shows in the process list)")
 	fl.BoolVar(&f.argocdInsecure, "argocd-insecure", false, "skip TLS verification of --argocd (local test servers only)")
@@ -149,7 +151,11 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
 	}
 	in.Live = live
-	r := render.New(render.Options{})
+	charts, err := chartFetcher(deps, f.repositories)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", name, err))
+	}
+	r := render.New(render.Options{Charts: charts})
 	rep, err := preview.Run(cmd.Context(), r, in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) && rep != nil {
