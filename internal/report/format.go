@@ -197,12 +197,36 @@ func liveSummary(l *Live) string {
 	return s
 }
 
+// liveDetails are the lines that say which drift Argo CD would prune, which extra objects it ignores, and which
+// Secret keys were changed live (names only), for apps whose live comparison found any.
+func liveDetails(l *Live) []string {
+	var out []string
+	if len(l.Extraneous) > 0 {
+		out = append(out, "would be pruned by a sync with prune (in no render, tracked as the app's): "+strings.Join(l.Extraneous, ", "))
+	}
+	if len(l.IgnoredExtraneous) > 0 {
+		out = append(out, "extraneous, ignored by Argo CD (IgnoreExtraneous), not drift: "+strings.Join(l.IgnoredExtraneous, ", "))
+	}
+	keys := make([]string, 0, len(l.DriftSecretKeys))
+	for k := range l.DriftSecretKeys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: changed live (values never shown): %s", k, strings.Join(l.DriftSecretKeys[k], ", ")))
+	}
+	return out
+}
+
 func writeLiveText(w io.Writer, l *Live) {
 	line := liveSummary(l)
 	if line == "" {
 		return
 	}
 	fmt.Fprintf(w, "live: %s\n", line)
+	for _, d := range liveDetails(l) {
+		fmt.Fprintf(w, "live: %s\n", d)
+	}
 	for _, n := range l.Notes {
 		fmt.Fprintf(w, "live: note: %s\n", n)
 	}
@@ -870,6 +894,12 @@ func writeLiveMarkdown(b *strings.Builder, l *Live) {
 		icon = "⚠️"
 	}
 	fmt.Fprintf(b, "%s Live: %s\n\n", icon, mdEscape(line))
+	for _, d := range liveDetails(l) {
+		fmt.Fprintf(b, "- %s\n", mdEscape(d))
+	}
+	if len(liveDetails(l)) > 0 {
+		b.WriteString("\n")
+	}
 	for _, n := range l.Notes {
 		fmt.Fprintf(b, "> %s\n\n", mdEscape(n))
 	}

@@ -192,3 +192,27 @@ func TestFenceOutlastsBackticksInDiffs(t *testing.T) {
 		t.Fatalf("fence = %q", f)
 	}
 }
+
+func TestLiveDetailsAreShown(t *testing.T) {
+	r := sample()
+	r.Apps[0].Live = &Live{Compared: 4, Drift: []string{"ConfigMap web/orphan", "Secret web/db"},
+		Extraneous: []string{"ConfigMap web/orphan"}, IgnoredExtraneous: []string{"ConfigMap web/scratch"},
+		DriftSecretKeys: map[string][]string{"Secret web/db": {"data.token"}}}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"would be pruned by a sync with prune (in no render, tracked as the app's): ConfigMap web/orphan",
+		"extraneous, ignored by Argo CD (IgnoreExtraneous), not drift: ConfigMap web/scratch",
+		"Secret web/db: changed live (values never shown): data.token",
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q", want)
+		}
+		if !strings.Contains(md, mdEscape(want)) {
+			t.Errorf("markdown lacks %q", mdEscape(want))
+		}
+	}
+}
