@@ -115,8 +115,8 @@ func TestDiffChartVersionBump(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Apps) != 3 {
 		t.Fatalf("diff: code %d\n%s\n%s", code, out, stderr)
 	}
-	// An app on a chart repository that the change does not reach is not rendered: skipped, never unchanged.
-	if edge := doc.Apps[0]; edge.Name != "edge" || edge.Status != "skipped" {
+	// An app on an allowed chart repository that the change does not reach is unchanged, not "not known here".
+	if edge := doc.Apps[0]; edge.Name != "edge" || edge.Status != "unchanged" {
 		t.Errorf("edge: %+v", edge)
 	}
 	doc.Apps = doc.Apps[1:]

@@ -77,6 +77,7 @@ func TestPreviewChartFromHelmRepository(t *testing.T) {
 	}
 	change("bump", map[string]string{"apps/cert-manager.yaml": certManagerApp(srv.URL, "1.16.1")})
 	change("values", map[string]string{"values/cert-manager.yaml": "replicaCount: 3\n"})
+	change("docs", map[string]string{"README.md": "unrelated\n"})
 
 	for _, tc := range []struct {
 		head   string
@@ -85,6 +86,8 @@ func TestPreviewChartFromHelmRepository(t *testing.T) {
 	}{
 		{"bump", report.StatusChanged, []string{`-    app.kubernetes.io/version: 1.15.0`, `+    app.kubernetes.io/version: 1.16.1`}},
 		{"values", report.StatusChanged, []string{"-  replicas: 2", "+  replicas: 3"}},
+		// Not reached by the change: the Application pins the chart, so unchanged (not "not known here").
+		{"docs", report.StatusUnchanged, nil},
 	} {
 		t.Run(tc.head, func(t *testing.T) {
 			rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: tc.head, RepoURLs: []string{chartsRepoURL}})
@@ -109,7 +112,7 @@ func TestPreviewChartFromHelmRepository(t *testing.T) {
 			}
 		})
 	}
-	// One preview's base and head share the index; each version is downloaded once across both.
+	// One preview's base and head share the index; each version is downloaded once across all three.
 	if srv.Count("/index.yaml") != 1 || srv.Archives() != 2 {
 		t.Errorf("requests: index %d, archives %d; want 1 and 2", srv.Count("/index.yaml"), srv.Archives())
 	}

@@ -653,8 +653,17 @@ func reasons(v discover.Verdict) []string {
 }
 
 // externalSource returns the repoURL of the first source of a that is not in the checkout ("" when all are).
+// A chart from a Helm repository the renderer fetches (render.Renderer.Fetches) counts as known: what it renders
+// follows from the Application's repoURL, chart and targetRevision, not from this repository's files, so an app
+// the change does not reach is unchanged, not skipped.
 func (p *pipeline) externalSource(a *discover.App) string {
+	fetcher, _ := p.r.(interface {
+		Fetches(*v1alpha1.ApplicationSource) bool
+	})
 	for _, src := range a.App.Spec.GetSources() {
+		if fetcher != nil && fetcher.Fetches(&src) {
+			continue // a chart from an allowed Helm repository: the change cannot alter it unless it alters the app
+		}
 		if !p.matcher.Match(src.RepoURL) {
 			if src.RepoURL == "" {
 				return "(no repoURL)"
