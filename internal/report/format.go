@@ -457,8 +457,21 @@ func writeTable(b *strings.Builder, secs [][]*Group) {
 	if len(secs) == 0 {
 		return
 	}
-	b.WriteString("| # | Apps | Wave | Clusters | Change | Secret keys | Hooks that run | Rendered by |\n")
-	b.WriteString("|---:|---|---|---|---|---|---|---|\n")
+	// The renderer gets a column only when Argo CD rendered some app (a plugin source): otherwise every app was
+	// rendered in process, and the column would say nothing.
+	byArgo := false
+	for _, sec := range secs {
+		for _, g := range sec {
+			byArgo = byArgo || g.first().RenderedBy == "argocd"
+		}
+	}
+	if byArgo {
+		b.WriteString("| # | Apps | Wave | Clusters | Change | Secret keys | Hooks that run | Rendered by |\n")
+		b.WriteString("|---:|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| # | Apps | Wave | Clusters | Change | Secret keys | Hooks that run |\n")
+		b.WriteString("|---:|---|---|---|---|---|---|\n")
+	}
 	for i, sec := range secs {
 		if i == maxTableRows {
 			fmt.Fprintf(b, "\n_… and %d more sections, below._\n", len(secs)-i)
@@ -503,8 +516,12 @@ func writeTable(b *strings.Builder, secs [][]*Group) {
 		if g.Status == StatusSkipped {
 			rendered = "—"
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", g.Section, apps, orDash(cell(strings.Join(waves, ", "))),
-			cell(listSome(clusters, 3)), change, orDash(strings.Join(secrets, " ")), orDash(strings.Join(hooks, "; ")), rendered)
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s |", g.Section, apps, orDash(cell(strings.Join(waves, ", "))),
+			cell(listSome(clusters, 3)), change, orDash(strings.Join(secrets, " ")), orDash(strings.Join(hooks, "; ")))
+		if byArgo {
+			fmt.Fprintf(b, " %s |", rendered)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 }

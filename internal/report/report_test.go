@@ -216,3 +216,14 @@ func TestLiveDetailsAreShown(t *testing.T) {
 		}
 	}
 }
+
+func TestTableNamesTheRendererOnlyWhenArgoCDRendered(t *testing.T) {
+	r := sample()
+	if md := r.Markdown(); strings.Contains(md, "Rendered by") {
+		t.Error("a table of apps all rendered in process has a Rendered by column")
+	}
+	r.Apps[0].RenderedBy = "argocd"
+	if md := r.Markdown(); !strings.Contains(md, "| Rendered by |") || !strings.Contains(md, "| Argo CD |") {
+		t.Errorf("the table does not say Argo CD rendered an app:\n%s", md)
+	}
+}
