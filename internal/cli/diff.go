@@ -155,8 +155,13 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
-	r := render.New(render.Options{Charts: charts})
+	// The PR's content renders in worker processes, as under serve (internal/render/isolate).
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{Charts: charts}, in.Concurrency)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", name, err))
+	}
 	rep, err := preview.Run(cmd.Context(), r, in)
+	closeRenderer()
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) && rep != nil {
 		// A broken policy does not hide the diff: show it, then fail the plan part with the policy's errors.
