@@ -45,6 +45,7 @@ type App struct {
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
 	merged     *recent            // merge SHAs already handed to Merges
 	goneGroups *recent            // merge queue groups destroyed ("owner/name@head_ref")
+	previewed  *recent            // pull request changes already previewed and posted ("owner/name#N base..head")
 }
 
 // Option configures an App.
@@ -95,7 +96,8 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
 	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
-		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024)}
+		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024),
+		previewed: newRecent(4096)}
 	for _, o := range opts {
 		o(a)
 	}

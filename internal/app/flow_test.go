@@ -245,8 +245,8 @@ func (f renderFunc) Render(ctx context.Context, req render.Request) (*render.Res
 	return f(ctx, req)
 }
 
-// TestRerunRecomputes: "Re-run" on a check run (check_run rerequested) and "Re-run all" (check_suite
-// rerequested) preview the head again, with new check runs.
+// TestRerunRecomputes: a change is previewed once, whatever delivery names it again; "Re-run" on a check run
+// (check_run rerequested) and "Re-run all" (check_suite rerequested) preview the head again, with new check runs.
 func TestRerunRecomputes(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/secret.yaml", func(s string) string {
 		return strings.Replace(s, "s3cr3t-demo-value", "s3cr3t-demo-value-rotated", 1)
@@ -259,6 +259,21 @@ func TestRerunRecomputes(t *testing.T) {
 		if cr.Name == app.CheckDiff {
 			diffID = cr.ID
 		}
+	}
+
+	// Deliveries that name the same base and head again (a new delivery id, reopened, ready_for_review) find it
+	// previewed: no GitHub call, no new check run.
+	before := len(h.fake.Requests())
+	for _, action := range []string{"opened", "reopened", "ready_for_review"} {
+		body := payload(t, "pull_request/opened.json", map[string]any{"action": action,
+			"repository.clone_url": f.cloneURL(), "pull_request.head.sha": f.head(), "pull_request.base.sha": f.base})
+		if code := h.send("pull_request", "", body); code != http.StatusAccepted {
+			t.Fatalf("%s answered %d", action, code)
+		}
+		h.wait()
+	}
+	if n := len(h.fake.Requests()) - before; n != 0 {
+		t.Fatalf("%d GitHub requests for a change already previewed, want 0", n)
 	}
 
 	// "Re-run" on this pull request's fleetwave/diff check run.

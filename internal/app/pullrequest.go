@@ -125,6 +125,14 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 	if ch.Repo == "" || ch.Number == 0 || ch.Head == "" || ch.Base == "" || ch.CloneURL == "" {
 		return fmt.Errorf("previewing %s#%d: incomplete pull request (head %q, base %q, clone URL %q)", ch.Repo, ch.Number, ch.Head, ch.Base, ch.CloneURL)
 	}
+	// A change is previewed once: another delivery naming the same base and head (reopened, ready_for_review,
+	// a redelivery under a new id) finds its results posted, and costs no GitHub call. A re-run asked for on a
+	// check run or with /plan recomputes.
+	done := previewKey(ch)
+	if !forced(ch.Reason) && a.previewed.contains(done) {
+		log.Info("this change is already previewed: nothing to do (re-run the check or comment /plan to recompute)")
+		return nil
+	}
 	client, err := a.ghClient(ch.InstallationID)
 	if err != nil {
 		return err
@@ -160,7 +168,28 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 		log.Info("preview cancelled", slog.Any("cause", cause))
 		return nil
 	}
-	return a.publish(ctx, client, key, ch, ids, out, started)
+	if err := a.publish(ctx, client, key, ch, ids, out, started); err != nil {
+		return err
+	}
+	if out.err == nil {
+		a.previewed.add(done)
+	}
+	return nil
+}
+
+// previewKey names a pull request's change: the same base and head preview the same.
+func previewKey(ch Change) string {
+	return fmt.Sprintf("%s#%d %s..%s", ch.Repo, ch.Number, ch.Base, ch.Head)
+}
+
+// forced reports whether a preview was asked for explicitly (a check run or suite re-run, /plan): it runs even
+// when the change was previewed already.
+func forced(reason string) bool {
+	switch reason {
+	case "rerequested", "suite rerequested", "/plan":
+		return true
+	}
+	return false
 }
 
 // startChecks creates both check runs in progress on the head. A failure is logged: the results are still
