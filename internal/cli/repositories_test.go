@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 )
 
@@ -209,5 +210,19 @@ func TestRenderCommandRemoteChart(t *testing.T) {
 	code, _, stderr = runWithCache(t, cache, "render", "--app", filepath.Join(root, "app.yaml"), "--repo-root", root, "--repositories", filepath.Join(root, "missing.yaml"))
 	if code != 2 || !strings.Contains(stderr, "--repositories: repositories file:") {
 		t.Fatalf("missing file: code %d\n%s", code, stderr)
+	}
+}
+
+func TestRolloutRepositoriesFile(t *testing.T) {
+	dir, head := wavesRepo(t)
+	cs, apps := wavesFleet()
+	sim, url := newRolloutSim(t, argocdsim.Config{}, cs, apps)
+	sim.SetRef("HEAD", head)
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
+		"rollout", "--argocd", url, "--repo", dir, "--base", "main", "--head", "change", "--repo-url", "https://git.example.com/gitops.git",
+		"--store", filepath.Join(t.TempDir(), "r.db"), "--dry-run", "--repositories", filepath.Join(t.TempDir(), "missing.yaml"))
+	if code != 2 || !strings.Contains(stderr, "rollout: --repositories: repositories file:") {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
 	}
 }

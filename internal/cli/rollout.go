@@ -50,6 +50,7 @@ type rolloutOptions struct {
 	repoURLs                                     []string
 	repoName                                     string
 	planFile                                     string
+	repositories                                 string
 	selector, revision                           string
 	projects                                     []string
 	// How.
@@ -155,6 +156,7 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	f.StringVar(&o.head, "head", "HEAD", "head revision: the change rolled out (apps are synced to its commit)")
 	f.StringVar(&o.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
 	f.StringVar(&o.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
+	registerRepositories(f, &o.repositories)
 	f.StringArrayVar(&o.repoURLs, "repo-url", nil, "a URL under which Applications name the repository (default its origin remote); the first is also given to multi-source syncs; repeatable")
 	f.StringVar(&o.repoName, "repo-name", "", "the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan); one rollout per name and commit")
 	f.StringVar(&o.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
@@ -763,7 +765,11 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		}
 		in.Clusters = cs
 	}
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{}, 0)
+	charts, err := chartFetcher(deps, o.repositories)
+	if err != nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+	}
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{Charts: charts}, 0)
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}
