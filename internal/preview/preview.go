@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,6 +45,11 @@ type Input struct {
 	Plan bool
 	// Concurrency bounds concurrent renders (default: the number of CPUs, at least 2).
 	Concurrency int
+	// RenderBudget bounds the time of all the change's renders, base and head, from the first (default
+	// DefaultRenderBudget; negative: none), so that one change of hostile apps, each under its own time cap,
+	// cannot hold the renderer for long. A render still running at the budget's end, and every later one,
+	// fails with one line saying so.
+	RenderBudget time.Duration
 	// TempDir is where checkouts are written ("" for the system default).
 	TempDir string
 	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
@@ -52,6 +58,9 @@ type Input struct {
 	// through it.
 	Live LiveComparer
 }
+
+// DefaultRenderBudget is Input.RenderBudget's default: ten apps at render.DefaultTimeout each.
+const DefaultRenderBudget = 10 * render.DefaultTimeout
 
 // RemoteRenderer renders an app at a revision through Argo CD's repo-server: the apps whose source is a
 // config-management plugin, which only Argo CD can run. internal/livediff's Comparer implements it.
@@ -249,6 +258,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	remote, _ := in.Live.(RemoteRenderer)
 	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
+	p.budget = in.RenderBudget
+	if p.budget == 0 {
+		p.budget = DefaultRenderBudget
+	}
 	p.base.settings, p.head.settings = settings, settings
 	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
 	discoverOpts := func(s *side) discover.Options {
@@ -352,9 +365,37 @@ type pipeline struct {
 	head    *side
 	baseOut *outcomes
 	headOut *outcomes
+
+	budget      time.Duration // all renders' time (Input.RenderBudget); ≤ 0: none
+	budgetOnce  sync.Once
+	budgetUntil time.Time // when it ends: set by the first render
+}
+
+// budgetErr is a render's error past the change's render budget.
+func (p *pipeline) budgetErr(a *discover.App) error {
+	return &render.Error{App: a.App.Name, Err: fmt.Errorf("refused (pr-budget): the change's renders exceeded their %s budget", p.budget)}
 }
 
 func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {
+	if p.budget > 0 {
+		p.budgetOnce.Do(func() { p.budgetUntil = time.Now().Add(p.budget) })
+		if !time.Now().Before(p.budgetUntil) {
+			return &outcome{err: p.budgetErr(a)}
+		}
+		outer := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, p.budgetUntil)
+		defer cancel()
+		o := p.renderIn(ctx, a, s)
+		if o.err != nil && outer.Err() == nil && ctx.Err() != nil {
+			o = &outcome{err: p.budgetErr(a)}
+		}
+		return o
+	}
+	return p.renderIn(ctx, a, s)
+}
+
+func (p *pipeline) renderIn(ctx context.Context, a *discover.App, s *side) *outcome {
 	res, err := p.r.Render(ctx, render.Request{
 		App: a.App,
 		Repos: func(repoURL string) (string, bool) {
