@@ -84,6 +84,9 @@ type Options struct {
 	Transport *http.Transport
 }
 
+// errorTTL is how long a failed index fetch is remembered.
+const errorTTL = 15 * time.Second
+
 // Sentinel errors (errors.Is).
 var (
 	// ErrNotAllowed: the repository is not in the allowed repositories.
@@ -506,7 +509,13 @@ func (f *Fetcher) index(ctx context.Context, r repocreds.Repository) (*repo.Inde
 	f.mu.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.fetched && time.Since(m.at) < f.opts.IndexTTL {
+	ttl := f.opts.IndexTTL
+	if m.err != nil {
+		// A failure is remembered briefly: the apps of one preview share it instead of each waiting for the
+		// same timeout, and the next preview asks again.
+		ttl = min(ttl, errorTTL)
+	}
+	if m.fetched && time.Since(m.at) < ttl {
 		return m.idx, m.err
 	}
 	idx, err := f.fetchIndex(ctx, r)

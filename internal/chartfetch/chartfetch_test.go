@@ -327,3 +327,20 @@ func TestConcurrentFetchesDownloadOnce(t *testing.T) {
 		t.Errorf("16 concurrent fetches made %d index and %d archive requests, want 1 and 1", srv.Count("/index.yaml"), srv.Archives())
 	}
 }
+
+func TestIndexFailureSharedWithinAPreview(t *testing.T) {
+	srv := helmrepotest.New(t, "", "", ingress("1.0.0"))
+	srv.Handler = func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+		return true
+	}
+	f := fetcher(t, srv.Secret("charts"), chartfetch.Options{})
+	for i := 0; i < 3; i++ {
+		if _, err := f.Chart(context.Background(), srv.URL, "ingress-nginx", "1.0.0"); err == nil || !strings.Contains(err.Error(), "503 Service Unavailable") {
+			t.Fatalf("error %v", err)
+		}
+	}
+	if n := srv.Count("/index.yaml"); n != 1 {
+		t.Errorf("index.yaml asked %d times by three apps of one preview, want once", n)
+	}
+}
