@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fleetwave demo: turns examples/fleet into a real git history — the fleet as the base commit, and the
 # pull-request-like change of examples/fleet-change on a branch — then runs `fleetwave diff` and `fleetwave plan`
-# on it, prints both, and writes the pull-request comment the GitHub App would post.
+# on it, prints both, writes the pull-request comment the GitHub App would post, and rolls the change out wave by
+# wave against the Argo CD simulator (DEMO_ROLLOUT=0 skips that part).
 #
 # No credentials, no network: charts are vendored, the repository is local, and its origin URL
 # (https://github.com/example/fleet.git, the repoURL of the example's Applications) is never fetched.
@@ -78,6 +79,51 @@ for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placehold
 	fi
 done
 
+# 4. The rollout half: the same change carried across the fleet wave by wave, against the Argo CD simulator
+#    (`fleetwave argocd-sim`, seeded with the plan's apps, live at main). The demo's policy is the example's with
+#    soaks of seconds and no Prometheus gate (examples/rollout-demo), committed on top of the change.
+if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
+	bold "Rollout: the change, wave by wave, through the Argo CD API (a simulator here; soaks of 3 s instead of 10m/30m/1h):"
+	git_ checkout -q -b rollout-demo change
+	cp "$root/examples/rollout-demo/.fleetwave.yaml" "$repo/.fleetwave.yaml"
+	git_ commit -q -am "Demo policy: soaks of seconds, no Prometheus gate"
+	"$bin" plan --repo "$repo" --base main --head rollout-demo --output json >"$work/rollout-plan.json" || true
+	"$bin" argocd-sim --addr 127.0.0.1:0 --from-plan "$work/rollout-plan.json" --token demo-token-not-a-secret \
+		--sync-duration 700ms --reconcile-delay 50ms >"$work/sim.url" 2>"$work/sim.log" &
+	sim=$!
+	for _ in $(seq 1 100); do [ -s "$work/sim.url" ] && break; sleep 0.1; done
+	url=$(head -n 1 "$work/sim.url")
+	if [ -z "$url" ]; then
+		echo "demo: the Argo CD simulator did not start:" >&2
+		cat "$work/sim.log" >&2
+		exit 1
+	fi
+	export FLEETWAVE_ARGOCD_TOKEN=demo-token-not-a-secret
+	store=$work/rollout.db
+	echo "\$ fleetwave rollout --argocd $url --repo <fleet> --base main --head rollout-demo"
+	t0=$(date +%s)
+	"$bin" rollout --argocd "$url" --repo "$repo" --base main --head rollout-demo --store "$store" --concurrency 10 \
+		>"$out/rollout.txt" 2>&1 &
+	ro=$!
+	tail -n +1 -f "$out/rollout.txt" --pid "$ro" &
+	tailer=$!
+	approved=0
+	while kill -0 "$ro" 2>/dev/null; do
+		if [ "$approved" = 0 ] && grep -q "awaiting approval" "$out/rollout.txt"; then
+			sleep 1
+			echo "\$ fleetwave rollout approve production   # as a member of example/sre would, here or with /approve on the PR"
+			"$bin" rollout approve production --store "$store" >/dev/null 2>&1 || echo "demo: approve failed" >&2
+			approved=1
+		fi
+		sleep 0.2
+	done
+	wait "$ro" || status=$?
+	wait "$tailer" 2>/dev/null || true
+	kill "$sim" 2>/dev/null || true
+	wait "$sim" 2>/dev/null || true
+	echo "  rollout took $(($(date +%s) - t0))s"
+fi
+
 bold "Summary:"
 head -n 1 "$out/diff.txt"
 head -n 1 "$out/plan.txt"
@@ -88,6 +134,7 @@ echo "  $out/diff.txt      the diff, as printed above"
 echo "  $out/plan.txt      the wave plan"
 echo "  $out/plan.json     diff + plan as JSON (the machine-readable contract)"
 echo "  $out/comment.md    the pull-request comment the GitHub App posts"
+[ -f "$out/rollout.txt" ] && echo "  $out/rollout.txt   the rollout's events against the Argo CD simulator"
 if [ "$status" -ne 0 ]; then
 	echo "demo: fleetwave exited with status $status" >&2
 	exit "$status"

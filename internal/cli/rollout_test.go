@@ -676,8 +676,63 @@ simulation: {syncDuration: 50ms, reconcileDelay: 5ms}
 	case <-time.After(10 * time.Second):
 		t.Fatal("argocd-sim did not stop")
 	}
-	if code, stderr := runArgo(t, context.Background(), nil, io.Discard, "argocd-sim"); code != 2 || !strings.Contains(stderr, "needs --fleet") {
+	if code, stderr := runArgo(t, context.Background(), nil, io.Discard, "argocd-sim"); code != 2 || !strings.Contains(stderr, "needs --fleet or --from-plan") {
 		t.Fatalf("without --fleet: exit %d %q", code, stderr)
+	}
+}
+
+// TestArgocdSimFromPlan: the simulator seeded from a plan file serves its apps on their clusters, live at the
+// plan's base, and the same plan rolls out against it wave by wave, every app synced once.
+func TestArgocdSimFromPlan(t *testing.T) {
+	dir, head := wavesRepo(t)
+	cs, _ := wavesFleet()
+	var clusters strings.Builder
+	clusters.WriteString("clusters:\n")
+	for _, c := range cs {
+		fmt.Fprintf(&clusters, "  - {name: %s, server: %s, labels: {env: %s, region: %s}}\n", c.Name, c.Server, c.Labels["env"], c.Labels["region"])
+	}
+	clustersFile := filepath.Join(t.TempDir(), "clusters.yaml")
+	if err := os.WriteFile(clustersFile, []byte(clusters.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	var pj bytes.Buffer
+	if code, stderr := runArgo(t, context.Background(), nil, &pj, "plan", "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", "https://git.example.com/gitops.git", "--clusters", clustersFile, "--output", "json"); code != 0 {
+		t.Fatalf("plan: exit %d %s", code, stderr)
+	}
+	if err := os.WriteFile(plan, pj.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &lineWriter{first: make(chan string, 1)}
+	done := make(chan int, 1)
+	go func() {
+		code, _ := runArgo(t, ctx, nil, w, "argocd-sim", "--from-plan", plan, "--repo-url", "https://git.example.com/gitops.git",
+			"--token", "t0ken", "--sync-duration", "50ms", "--reconcile-delay", "5ms")
+		done <- code
+	}()
+	var url string
+	select {
+	case url = <-w.first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("argocd-sim printed no URL")
+	}
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
+		"rollout", "--argocd", url, "--plan", plan, "--store", filepath.Join(t.TempDir(), "r.db"), "--concurrency", "10")
+	if code != 0 || !strings.Contains(out.String(), "succeeded: 7 synced") || !strings.Contains(out.String(), shortRev(head)) {
+		t.Fatalf("rollout of the plan against its simulator: exit %d\n%s\n%s", code, out.String(), stderr)
+	}
+	cancel()
+	<-done
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"apps": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := runArgo(t, context.Background(), nil, io.Discard, "argocd-sim", "--from-plan", bad); code != 2 || !strings.Contains(stderr, "not a plan with waves") {
+		t.Fatalf("a file that is no plan: exit %d %q", code, stderr)
 	}
 }
 
