@@ -70,16 +70,7 @@ bold "\$ fleetwave plan --repo <fleet> --base main --head change --markdown-out 
 	| sed -n '/^plan:/,$p' | tee "$out/plan.txt" || status=$?
 "$bin" plan --repo "$repo" --base main --head change --output json >"$out/plan.json" || status=$?
 
-# 3. The example's Secret values must appear nowhere in what fleetwave wrote.
-for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token; do
-	encoded=$(printf %s "$secret" | base64)
-	if grep -rqF -e "$secret" -e "$encoded" "$out"; then
-		echo "demo: a Secret value leaked into $out" >&2
-		exit 1
-	fi
-done
-
-# 4. The rollout half: the same change carried across the fleet wave by wave, against the Argo CD simulator
+# 3. The rollout half: the same change carried across the fleet wave by wave, against the Argo CD simulator
 #    (`fleetwave argocd-sim`, seeded with the plan's apps, live at main). The demo's policy is the example's with
 #    soaks of seconds and no Prometheus gate (examples/rollout-demo), committed on top of the change.
 if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
@@ -123,6 +114,15 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	wait "$sim" 2>/dev/null || true
 	echo "  rollout took $(($(date +%s) - t0))s"
 fi
+
+# 4. The example's Secret values must appear nowhere in what fleetwave wrote.
+for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token; do
+	encoded=$(printf %s "$secret" | base64)
+	if grep -rqF -e "$secret" -e "$encoded" "$out"; then
+		echo "demo: a Secret value leaked into $out" >&2
+		exit 1
+	fi
+done
 
 bold "Summary:"
 head -n 1 "$out/diff.txt"
