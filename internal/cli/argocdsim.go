@@ -21,9 +21,9 @@ type argocdSimOptions struct {
 	fleet    string
 	fromPlan string
 	repoURL  string
-	token string
-	seed  uint64
-	sim   argocdsim.Config
+	token    string
+	seed     uint64
+	sim      argocdsim.Config
 }
 
 // newArgocdSimCmd is `fleetwave argocd-sim`: the simulated Argo CD API for the demo, tests and benchmarks. It
