@@ -277,7 +277,7 @@ func (p *Pool) Prestart(ctx context.Context) error {
 		}
 		p.pending++
 		p.mu.Unlock()
-		if _, err := p.start(true); err != nil {
+		if _, err := p.start(); err != nil {
 			return err
 		}
 	}
@@ -289,8 +289,8 @@ func (p *Pool) changed() {
 	p.notify = make(chan struct{})
 }
 
-// start starts a worker counted in p.pending: idle, it joins the idle ones; otherwise it is the caller's.
-func (p *Pool) start(idle bool) (*worker, error) {
+// start starts a worker counted in p.pending; it joins the idle ones.
+func (p *Pool) start() (*worker, error) {
 	w, err := p.spawn()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -304,9 +304,7 @@ func (p *Pool) start(idle bool) (*worker, error) {
 		return nil, ErrClosed
 	}
 	p.all[w] = true
-	if idle {
-		p.idle = append(p.idle, w)
-	}
+	p.idle = append(p.idle, w)
 	return w, nil
 }
 
@@ -334,9 +332,25 @@ func (p *Pool) get(ctx context.Context) (*worker, error) {
 			}
 			continue
 		}
+		// Start one, in the background: a caller that gives up meanwhile returns at once, and the worker
+		// joins the idle ones for the next render.
 		p.pending++
+		p.refills.Add(1)
 		p.mu.Unlock()
-		return p.start(false)
+		started := make(chan error, 1)
+		go func() {
+			defer p.refills.Done()
+			_, err := p.start()
+			started <- err
+		}()
+		select {
+		case err := <-started:
+			if err != nil {
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -365,7 +379,7 @@ func (p *Pool) replace(w *worker) {
 	p.refills.Add(1)
 	go func() {
 		defer p.refills.Done()
-		_, _ = p.start(true) // on failure the next render starts one, and says why it cannot
+		_, _ = p.start() // on failure the next render starts one, and says why it cannot
 	}()
 }
 

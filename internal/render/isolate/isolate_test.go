@@ -138,6 +138,9 @@ func TestPoolCancelKillsTheRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	if err := pool.Prestart(context.Background()); err != nil { // the deadline is the render's, not the start's
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -171,5 +174,27 @@ func TestSizesAndDurations(t *testing.T) {
 		if _, err := isolate.ParseBytes(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestPoolCallerGivesUpDuringStart: a caller whose context ends while its worker is still starting returns at
+// once; the worker started joins the pool for the next render.
+func TestPoolCallerGivesUpDuringStart(t *testing.T) {
+	root := tree(t, map[string]string{"ok/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
+	pool, err := isolate.New(isolate.Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := pool.Render(ctx, appReq(t, "ok", "{repoURL: https://example.com/r.git, path: ok}", root)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want the caller's cancellation", err)
+	}
+	if _, err := pool.Render(context.Background(), appReq(t, "ok", "{repoURL: https://example.com/r.git, path: ok}", root)); err != nil {
+		t.Fatal(err)
+	}
+	if n := pool.Started(); n > 1 {
+		t.Errorf("%d workers started; want the first one reused", n)
 	}
 }
