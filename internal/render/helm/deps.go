@@ -184,9 +184,9 @@ func (e *Engine) buildDependencies(ctx context.Context, in Input, dir string, ch
 				found = true
 			}
 			if !found {
-				how := "chart repositories are not fetched: remote sources are not allowed"
-				if in.AllowRemote {
-					how = "chart repositories are not fetched: the in-process renderer never uses the network"
+				how := "no allowed repositories are configured to fetch it from (--repositories, FLEETWAVE_REPOSITORIES_FILE)"
+				if strings.HasPrefix(dep.Repository, "oci://") {
+					how = "OCI registries are not fetched"
 				}
 				return nil, &markedError{
 					msg: fmt.Sprintf("chart dependency %q (repository %q, version %q) is not vendored under %s/charts and %s",
