@@ -25,8 +25,9 @@ type Input struct {
 	// RefSources maps "$name" of multi-source `ref:` sources to their checkout, for "$name/path" value files and
 	// fileParameters.
 	RefSources map[string]*repofs.FS
-	// AllowRemote reports that the operator allows chart repositories and remote value files. The in-process
-	// engine never uses the network, so remote content is refused either way; the flag only changes the message.
+	// AllowRemote reports that the operator allows remote value files. They are never fetched, so they are
+	// refused either way; the flag only changes the message. (Charts come through Charts, from the operator's
+	// allowed repositories only.)
 	AllowRemote bool
 	// ValuesFileSchemes is argocd-cm helm.valuesFileSchemes: URL schemes a value file may use. nil means Argo CD's
 	// default (https, http). A URL with another scheme is an error, as in Argo CD; an allowed one is refused
