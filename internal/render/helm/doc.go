@@ -19,14 +19,14 @@
 //   - chartload.go is loader.LoadDir over repofs (.helmignore, symlinks followed inside the checkout), feeding
 //     loader.LoadFiles (vendored subcharts as directories or archives).
 //   - deps.go is the `helm dependency build` Argo CD runs when Chart.yaml names a dependency missing from charts/,
-//     done offline: file:// dependencies are packaged from the checkout, vendored archives stand in for
-//     downloads, anything else fails with ErrMissingDependency. Nothing is ever fetched.
+//     file:// dependencies are packaged from the checkout, vendored archives stand in for downloads, and
+//     dependencies from chart repositories are downloaded through Input.Charts (internal/chartfetch: the
+//     operator's allowed repositories only); anything else fails with ErrMissingDependency.
 //
 // Differences from Argo CD, all deliberate: parameters are applied in sorted key order (Argo CD ranges over a
 // Go map, so its order is random); subcharts are ordered by name (helm's loader ranges over a map);
 // values.schema.json references to file:, http: and https: URLs are refused (ErrRemote) instead of read or
-// fetched; remote value files and chart repositories are refused (ErrRemote) whether or not the operator allows
-// remote sources; --name-template has no env/expandenv functions (helm's chart engine has none either, but its
+// fetched; remote value files are refused (ErrRemote) whether or not the operator allows remote sources; --name-template has no env/expandenv functions (helm's chart engine has none either, but its
 // name template would read the process environment); without --namespace, the release namespace is "default"
 // (helm outside a cluster). Without a kube version the released helm binary's defaults are used (Kubernetes
 // v1.34.0, Helm v3.19.4). DNS lookups in templates stay disabled and `lookup` returns nothing, as in
