@@ -90,6 +90,11 @@ func hostileFiles() map[string]string {
 		"huge-file/templates/c.yaml":     cm,
 		"escape-values/Chart.yaml":       chart,
 		"escape-values/templates/c.yaml": cm + "data: {s: {{ .Values.secret | default \"none\" | quote }}}\n",
+		"kbase/kustomization.yaml":       "resources:\n- https://github.com/evil/repo//base?ref=main\n",
+		"kgen/kustomization.yaml":        "generators: [gen.yaml]\n",
+		"kgen/gen.yaml":                  "apiVersion: evil.example/v1\nkind: Gen\nmetadata:\n  name: g\n  annotations:\n    config.kubernetes.io/function: |\n      exec:\n        path: /bin/sh\n",
+		"hdep/Chart.yaml":                chart + "dependencies:\n- {name: dep, version: 1.0.0, repository: https://charts.evil.example}\n",
+		"hdep/templates/c.yaml":          cm,
 		"escape-kust/kustomization.yaml": "resources: [../../outside/cm.yaml]\n",
 	}
 }
@@ -124,6 +129,10 @@ var hostileCases = []hostileCase{
 	{"symlink escape: helm value file", "{repoURL: R, path: escape-values, helm: {valueFiles: [link/values.yaml]}}", "", []string{"outside", "escape", "symlink", "refused"}},
 	{"path escape: helm value file", "{repoURL: R, path: escape-values, helm: {valueFiles: [../../outside/values.yaml]}}", "", []string{"outside", "escape", "refused"}},
 	{"path escape: kustomize resource", "{repoURL: R, path: escape-kust}", "", []string{"outside", "escape", "refused", "security"}},
+	{"remote reference: kustomize base", "{repoURL: R, path: kbase}", "", []string{"remote-reference"}},
+	{"remote reference: helm dependency", "{repoURL: R, path: hdep}", "", []string{"remote", "dependenc", "repositor"}},
+	{"exec plugin: kustomize generator", "{repoURL: R, path: kgen}", "", []string{"exec-plugin"}},
+	{"config management plugin", "{repoURL: R, path: benign, plugin: {name: evil}}", "", []string{"config management plugins run only inside Argo CD"}},
 	{"symlinked app path", "{repoURL: R, path: linkdir}", "", []string{"outside", "escape", "symlink", "refused"}},
 }
 
