@@ -29,6 +29,16 @@ demo: ## run diff and plan on the bundled example fleet (no credentials, no netw
 test: ## fast tests, with the race detector
 	$(GO) test -race -trimpath -count=1 ./...
 
+# Each fuzz target runs for FUZZTIME: CI bounds the time, a longer run is FUZZTIME=10m make fuzz.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
+	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render/directory
+
 .PHONY: test-all
 test-all: test ## fast tests, the slow suites, and the end-to-end suite against a real Argo CD (make e2e)
 	FLEETWAVE_SLOW_TESTS=1 $(GO) test -count=1 -timeout 30m ./...
