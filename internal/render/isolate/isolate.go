@@ -36,7 +36,6 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // DefaultMemoryBytes is a worker's memory cap when Options.MemoryBytes is 0.
@@ -111,19 +110,7 @@ func New(opts Options) (*Pool, error) {
 
 // Fetches is render.Renderer.Fetches, answered by the parent, which holds the chart fetcher: whether src is a
 // chart from a Helm repository the operator allows.
-func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool {
-	if p.opts.Render.Charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
-		return false
-	}
-	allows, ok := p.opts.Render.Charts.(interface {
-		Repository(repoURL string) (repocreds.Repository, error)
-	})
-	if !ok {
-		return false
-	}
-	_, err := allows.Repository(src.RepoURL)
-	return err == nil
-}
+func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool { return render.Fetches(p.opts.Render.Charts, src) }
 
 // Workers is the pool's size: the most worker processes, and renders, at once.
 func (p *Pool) Workers() int { return p.opts.Workers }
