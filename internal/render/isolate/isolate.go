@@ -110,7 +110,9 @@ func New(opts Options) (*Pool, error) {
 
 // Fetches is render.Renderer.Fetches, answered by the parent, which holds the chart fetcher: whether src is a
 // chart from a Helm repository the operator allows.
-func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool { return render.Fetches(p.opts.Render.Charts, src) }
+func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool {
+	return render.Fetches(p.opts.Render.Charts, src)
+}
 
 // Workers is the pool's size: the most worker processes, and renders, at once.
 func (p *Pool) Workers() int { return p.opts.Workers }
