@@ -22,7 +22,7 @@ build: ## build bin/fleetwave
 	$(GO) build -trimpath -o $(BIN) ./cmd/bot
 
 .PHONY: demo
-demo: ## run diff and plan on the bundled example fleet (no credentials, no network)
+demo: ## diff, plan and comment of the example change, then its rollout against the Argo CD simulator (no credentials, no network)
 	bash hack/demo.sh
 
 .PHONY: test
@@ -38,6 +38,17 @@ fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application spec
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render/directory
+
+# The PR comment as GitHub shows it: GitHub-flavoured Markdown and Mermaid (pinned in hack/commentshot, from the
+# npm registry) in Debian's chromium. make test runs the browser check when they are installed (it skips otherwise;
+# FLEETWAVE_REQUIRE_BROWSER=1 makes that a failure, as in CI).
+.PHONY: comment-deps
+comment-deps: ## install the pinned renderer and Mermaid for the browser check (npm ci; chromium comes from apt)
+	cd hack/commentshot && npm ci --no-audit --no-fund --loglevel=error
+
+.PHONY: comment-pictures
+comment-pictures: ## redraw docs/pictures/comment-*.png from the golden comments, in headless chromium
+	bash hack/commentshot/pictures.sh
 
 .PHONY: test-all
 test-all: test ## fast tests, the slow suites, and the end-to-end suite against a real Argo CD (make e2e)

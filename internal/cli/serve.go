@@ -261,7 +261,8 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			return serveWiring{}, usageErr(fmt.Errorf("argo cd %s: %w", d.Config.ArgoCDURL, err))
 		}
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
-			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})))
+			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})),
+			app.WithArgoCDURL(d.Config.ArgoCDURL))
 
 		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) }, installs)
 		exOpts := []rollout.Option{rollout.WithLogger(d.Log)}
