@@ -627,19 +627,6 @@ func appRef(a *App, urls map[string]string) string {
 	return name + " → " + mdEscape(a.cluster())
 }
 
-// inlineApps names a variant's apps in one line, at most eight.
-func inlineApps(apps []*App) string {
-	refs := make([]string, 0, min(len(apps), 8))
-	for i, a := range apps {
-		if i == 8 {
-			refs = append(refs, fmt.Sprintf("and %d more", len(apps)-i))
-			break
-		}
-		refs = append(refs, "`"+mdEscapeCode(a.Name)+"`")
-	}
-	return strings.Join(refs, ", ")
-}
-
 // affectedBy is the union of the apps' reasons.
 func affectedBy(apps []*App) []string {
 	seen := map[string]bool{}
