@@ -276,21 +276,7 @@ func (a *App) cancelGroupChecks(ctx context.Context, client GitHub, g MergeGroup
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	summary := fmt.Sprintf("The check of merge group `%s` (`%s`) was cancelled: %s.", groupName(g.HeadRef), short(g.HeadSHA), cause)
-	for _, c := range []struct {
-		name string
-		id   int64
-	}{{CheckDiff, ids.diff}, {CheckPlan, ids.plan}} {
-		if c.id == 0 {
-			continue
-		}
-		err := client.UpdateCheckRun(pctx, g.Repo, c.id, github.CheckRun{
-			Name: c.name, Conclusion: github.ConclusionCancelled, CompletedAt: a.now(), ExternalID: groupExternalID(g.HeadRef, ""),
-			Output: &github.CheckOutput{Title: "Cancelled", Summary: summary},
-		})
-		if err != nil {
-			logFrom(ctx).Warn("cancelling check run", slog.String("check", c.name), slog.Any("error", err))
-		}
-	}
+	a.completeCancelled(pctx, client, g.Repo, groupExternalID(g.HeadRef, ""), ids, summary)
 }
 
 // groupErrorChecks are both check runs when no preview of the group could be made: failure (the combined change

@@ -410,6 +410,12 @@ func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids ch
 	if errors.Is(cause, errSuperseded) {
 		summary = fmt.Sprintf("The preview of `%s` was cancelled: the pull request has a newer commit, whose checks carry the results.", short(ch.Head))
 	}
+	a.completeCancelled(pctx, client, ch.Repo, externalID(ch.Number, ""), ids, summary)
+}
+
+// completeCancelled completes a preview's two check runs (those created) as cancelled with summary; a failure is
+// logged. PRs and merge groups share it.
+func (a *App) completeCancelled(ctx context.Context, client GitHub, repo, extID string, ids checkRuns, summary string) {
 	for _, c := range []struct {
 		name string
 		id   int64
@@ -417,8 +423,8 @@ func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids ch
 		if c.id == 0 {
 			continue
 		}
-		err := client.UpdateCheckRun(pctx, ch.Repo, c.id, github.CheckRun{
-			Name: c.name, Conclusion: github.ConclusionCancelled, CompletedAt: a.now(), ExternalID: externalID(ch.Number, ""),
+		err := client.UpdateCheckRun(ctx, repo, c.id, github.CheckRun{
+			Name: c.name, Conclusion: github.ConclusionCancelled, CompletedAt: a.now(), ExternalID: extID,
 			Output: &github.CheckOutput{Title: "Cancelled", Summary: summary},
 		})
 		if err != nil {
