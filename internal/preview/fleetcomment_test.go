@@ -24,14 +24,7 @@ func fleetOfClusters(t *testing.T, n int, change func(write func(rel, content st
 	envs := []string{"test", "stg", "prd"}
 	for c := 0; c < n; c++ {
 		env := envs[min(2, c*10/n/3)] // 30% test, 30% stg, 40% prd
-		write(fmt.Sprintf("clusters/c-%03d.yaml", c), fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: cluster-c-%03d
-  namespace: argocd
-  labels: {argocd.argoproj.io/secret-type: cluster, env: %s, region: r%d}
-stringData: {name: c-%03d, server: "https://c-%03d.example.com"}
-`, c, env, c%4, c, c))
+		write(fmt.Sprintf("clusters/c-%03d.yaml", c), previewtest.ClusterSecret(fmt.Sprintf("c-%03d", c), env, fmt.Sprintf("r%d", c%4)))
 		write(fmt.Sprintf("values/c-%03d.yaml", c), fmt.Sprintf("cluster: c-%03d\nregion: r%d\n", c, c%4))
 		write(fmt.Sprintf("apps/svc-c-%03d.yaml", c), fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application

@@ -58,14 +58,8 @@ spec:
 		write("clusters.yaml", b.String())
 	case ClusterSecrets:
 		for c := 0; c < 30; c++ {
-			write(fmt.Sprintf("clusters/c-%02d.yaml", c), fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: cluster-c-%02d
-  namespace: argocd
-  labels: {argocd.argoproj.io/secret-type: cluster, env: %s, region: r%d}
-stringData: {name: c-%02d, server: "https://c-%02d.example.com"}
-`, c, envs[c%3], c%5, c, c))
+			name := fmt.Sprintf("c-%02d", c)
+			write("clusters/"+name+".yaml", ClusterSecret(name, envs[c%3], fmt.Sprintf("r%d", c%5)))
 		}
 	}
 	for b := 0; b < 10; b++ {
@@ -110,6 +104,19 @@ spec:
 		write(fmt.Sprintf("manifests/%s/configmap.yaml", name), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {k: v}\n", name))
 		write("apps/"+name+".yaml", app(name, "manifests/"+name, ""))
 	}
+}
+
+// ClusterSecret is an Argo CD cluster Secret for cluster name (server https://<name>.example.com) with env and
+// region labels.
+func ClusterSecret(name, env, region string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: cluster-%s
+  namespace: argocd
+  labels: {argocd.argoproj.io/secret-type: cluster, env: %s, region: %s}
+stringData: {name: %s, server: "https://%s.example.com"}
+`, name, env, region, name, name)
 }
 
 // Change is a modification of the fleet that touches exactly 50 apps.
