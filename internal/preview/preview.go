@@ -298,14 +298,16 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 
 	// The head policy's diff settings shape the diffs; an invalid policy is reported by the plan (or here).
+	policy, policyFile, policyErr := readPolicy(headCo.Dir)
 	var diffSettings plan.DiffSettings
-	if policy, _, err := readPolicy(headCo.Dir); err == nil {
+	if policyErr == nil {
 		diffSettings = policy.Diff
+		var err error
 		if p.ignore, err = newIgnorer(policy.Diff.Ignore); err != nil {
 			rep.Notes = append(rep.Notes, oneLine(err)+": not applied")
 		}
 	} else if !in.Plan {
-		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(err))
+		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(policyErr))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
 	rep.Apps = p.pair(ctx)
@@ -331,9 +333,8 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		p.place(rep, plan.DefaultPolicy(), "", nil)
 	}
 	if in.Plan {
-		pl, policy, policyFile, err := p.plan(headCo.Dir, p.head.inv, rep)
 		var pe *plan.PolicyError
-		if errors.As(err, &pe) {
+		if err := policyErr; errors.As(err, &pe) {
 			p.place(rep, plan.DefaultPolicy(), "", nil)
 			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
 			for _, d := range pe.Diagnostics {
@@ -344,9 +345,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 			}
 			return rep, err
 		}
-		if err != nil {
-			return nil, err
+		if policyErr != nil {
+			return nil, policyErr
 		}
+		pl := p.plan(policy, p.head.inv, rep)
 		rep.Plan = pl
 		rep.Summary.Waves = len(pl.Waves)
 		p.place(rep, policy, policyFile, pl)
@@ -809,12 +811,9 @@ func short(sha string) string {
 	return sha
 }
 
-// plan builds the wave plan of the changed and added apps with the release policy at head (or the default).
-func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *report.Report) (*plan.Plan, *plan.Policy, string, error) {
-	policy, file, err := readPolicy(headRoot)
-	if err != nil {
-		return nil, nil, "", err
-	}
+// plan builds the wave plan of the changed and added apps with the release policy at head (or the default); the
+// apps it cannot place make it incomplete, and removed apps are listed apart.
+func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *report.Report) *plan.Plan {
 	var apps []plan.App
 	var unplaced, removed []plan.Unplaced
 	for _, ra := range rep.Apps {
@@ -840,7 +839,7 @@ func (p *pipeline) plan(headRoot string, headInv *discover.Inventory, rep *repor
 	pl := plan.Build(policy, apps)
 	pl.SetUnplaced(unplaced)
 	pl.Removed = removed
-	return pl, policy, file, nil
+	return pl
 }
 
 // readPolicy reads the release policy at the head checkout's root: the default policy and "" when there is none.
