@@ -17,6 +17,7 @@ out=${DEMO_OUT:-$root/bin/demo}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleetwave-demo.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
+rm -f "$out/rollout.txt" # written again by this run's rollout (unless DEMO_ROLLOUT=0)
 
 bold() { if [ -t 1 ]; then printf '\n\033[1m%s\033[0m\n' "$*"; else printf '\n%s\n' "$*"; fi; }
 
@@ -128,6 +129,9 @@ bold "Summary:"
 head -n 1 "$out/diff.txt"
 head -n 1 "$out/plan.txt"
 tail -n 1 "$out/plan.txt"
+if [ -f "$out/rollout.txt" ]; then
+	grep -E '^[0-9:]+ rollout #[0-9]+ (succeeded|failed|paused|aborted)' "$out/rollout.txt" | tail -n 1 || true
+fi
 
 bold "Outputs:"
 echo "  $out/diff.txt      the diff, as printed above"
