@@ -384,3 +384,48 @@ func waitGoroutines(t *testing.T, baseline int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLibraryOutputIsNoCrashCause: Kustomize prints a deprecation warning per build on stderr. A worker that
+// rendered such overlays and is then killed must say it was killed, not quote the warning as the crash's cause
+// (the parent keeps only the head of a worker's stderr, which the warnings would fill).
+func TestLibraryOutputIsNoCrashCause(t *testing.T) {
+	root := tree(t, map[string]string{
+		"old/kustomization.yaml":  "bases: [../base]\ncommonLabels: {a: b}\n",
+		"base/kustomization.yaml": "resources: [cm.yaml]\n",
+		"base/cm.yaml":            cm,
+		"slow/Chart.yaml":         chart,
+		"slow/templates/c.yaml":   "{{ range $i := until 1000000 }}{{ range $j := until 1000000 }}{{ end }}{{ end }}",
+	})
+	pool, err := isolate.New(isolate.Options{Workers: 1, Render: render.Options{Limits: render.Limits{Timeout: 20 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	for range 3 {
+		if _, err := pool.Render(context.Background(), hostileApp(t, "old", "{repoURL: R, path: old}", root)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := pool.Render(context.Background(), hostileApp(t, "slow", "{repoURL: R, path: slow}", root))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	kids := children(t)
+	if len(kids) != 1 {
+		t.Fatalf("worker processes: %v, want one", kids)
+	}
+	if err := syscall.Kill(kids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || strings.Contains(err.Error(), "Warning") || strings.Contains(err.Error(), "deprecated") {
+			t.Fatalf("err = %v; want the kill, not a library's warning", err)
+		}
+		t.Logf("killed worker: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the render did not end when its worker was killed")
+	}
+}

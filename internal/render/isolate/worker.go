@@ -49,9 +49,17 @@ func WorkerMain() {
 
 // serve is a worker's life: read the config, apply the kernel limits, answer requests one at a time.
 func serve(in io.Reader, out *os.File) int {
-	// Whatever the libraries print goes to stderr, never into the responses; Kustomize's deprecation warnings
-	// through the standard logger are dropped, as in the CLI.
-	os.Stdout = os.Stderr
+	// What the libraries print is dropped: it must never reach the responses (stdout), and on stderr it would
+	// fill the head the parent keeps to say why a worker crashed (Kustomize prints a deprecation warning per
+	// build with fmt.Fprintf(os.Stderr), kusttarget.go Load; others use the standard logger). The runtime's
+	// own fatal errors and panics are written to file descriptor 2 directly, so they still reach the parent;
+	// the worker's own messages go there through diag.
+	diag := os.Stderr
+	if devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		os.Stdout, os.Stderr = devNull, devNull
+	} else {
+		os.Stdout = os.Stderr
+	}
 	log.SetOutput(io.Discard)
 	// Terminal signals are the parent's business: it cancels by killing. Keep rendering until told.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -61,11 +69,11 @@ func serve(in io.Reader, out *os.File) int {
 	enc := json.NewEncoder(w)
 	var cfg config
 	if err := dec.Decode(&cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "render worker: reading config: %v\n", err)
+		fmt.Fprintf(diag, "render worker: reading config: %v\n", err)
 		return exitProtocol
 	}
 	limits := applyLimits(cfg)
-	go watchMemory(cfg.MemoryBytes)
+	go watchMemory(cfg.MemoryBytes, diag)
 
 	lim := cfg.Limits
 	// The parent enforces the time cap by killing this process: the in-process cap must never fire first, as
@@ -85,13 +93,13 @@ func serve(in io.Reader, out *os.File) int {
 			if err == io.EOF {
 				return 0 // the parent closed the pipe: the pool is closing or the parent died
 			}
-			fmt.Fprintf(os.Stderr, "render worker: reading request: %v\n", err)
+			fmt.Fprintf(diag, "render worker: reading request: %v\n", err)
 			return exitProtocol
 		}
 		armCPU(cfg.CPU)
 		resp := handle(r, &req)
 		if err := enc.Encode(resp); err != nil {
-			fmt.Fprintf(os.Stderr, "render worker: writing response: %v\n", err)
+			fmt.Fprintf(diag, "render worker: writing response: %v\n", err)
 			return exitProtocol
 		}
 		if err := w.Flush(); err != nil {
@@ -184,7 +192,7 @@ func armCPU(cpu time.Duration) {
 // watchMemory ends the worker as soon as its heap passes limit. The render itself cannot be stopped (templates,
 // kyaml and go-jsonnet take no context), but this goroutine is preempted in, so it sees the heap grow within
 // milliseconds, long before the kernel's address-space cap would fail an allocation.
-func watchMemory(limit int64) {
+func watchMemory(limit int64, diag io.Writer) {
 	if limit <= 0 {
 		return
 	}
@@ -194,7 +202,7 @@ func watchMemory(limit int64) {
 	for range t.C {
 		metrics.Read(s)
 		if int64(s[0].Value.Uint64()+s[1].Value.Uint64()) > limit {
-			fmt.Fprintf(os.Stderr, "render worker: heap passed %d bytes\n", limit)
+			fmt.Fprintf(diag, "render worker: heap passed %d bytes\n", limit)
 			os.Exit(exitMemory)
 		}
 	}
