@@ -501,9 +501,15 @@ func writeTable(b *strings.Builder, secs [][]*Group) {
 			}
 		}
 		var secrets, hooks []string
-		for _, res := range a.Resources {
-			for _, k := range res.SecretKeys {
-				secrets = append(secrets, "`"+mdEscapeCode(k.Key)+"`")
+		seen := map[string]bool{}
+		for _, v := range sec { // variants may change different keys of the same Secrets
+			for _, res := range v.first().Resources {
+				for _, k := range res.SecretKeys {
+					if !seen[k.Key] {
+						seen[k.Key] = true
+						secrets = append(secrets, "`"+mdEscapeCode(k.Key)+"`")
+					}
+				}
 			}
 		}
 		for _, h := range a.Hooks {

@@ -227,3 +227,20 @@ func TestTableNamesTheRendererOnlyWhenArgoCDRendered(t *testing.T) {
 		t.Errorf("the table does not say Argo CD rendered an app:\n%s", md)
 	}
 }
+
+func TestTableListsEverySecretKeyOfASection(t *testing.T) {
+	secret := func(key string) diff.Resource {
+		return diff.Resource{Key: diff.Key{Kind: "Secret", Namespace: "web", Name: "db"}, Change: diff.Modified,
+			Diff: "--- base/core/Secret/web/db\n+++ head/core/Secret/web/db\n@@ -1 +1 @@\n-  " + key + ": <previous value>\n+  " + key + ": <changed>\n",
+			SecretKeys: []diff.SecretKey{{Key: "data." + key, Change: "changed"}}}
+	}
+	r := &Report{Apps: []App{
+		{Name: "web-a", Namespace: "argocd", Cluster: "a", Kind: "web", Status: StatusChanged, Resources: []diff.Resource{secret("password")}, Counts: diff.Summary{Modified: 1}},
+		{Name: "web-b", Namespace: "argocd", Cluster: "b", Kind: "web", Status: StatusChanged, Resources: []diff.Resource{secret("token")}, Counts: diff.Summary{Modified: 1}},
+	}}
+	r.Summarize()
+	md := r.Markdown()
+	if !strings.Contains(md, "| `data.password` `data.token` |") {
+		t.Errorf("the section's row does not list both variants' keys:\n%s", md)
+	}
+}
