@@ -231,7 +231,7 @@ func TestTableNamesTheRendererOnlyWhenArgoCDRendered(t *testing.T) {
 func TestTableListsEverySecretKeyOfASection(t *testing.T) {
 	secret := func(key string) diff.Resource {
 		return diff.Resource{Key: diff.Key{Kind: "Secret", Namespace: "web", Name: "db"}, Change: diff.Modified,
-			Diff: "--- base/core/Secret/web/db\n+++ head/core/Secret/web/db\n@@ -1 +1 @@\n-  " + key + ": <previous value>\n+  " + key + ": <changed>\n",
+			Diff:       "--- base/core/Secret/web/db\n+++ head/core/Secret/web/db\n@@ -1 +1 @@\n-  " + key + ": <previous value>\n+  " + key + ": <changed>\n",
 			SecretKeys: []diff.SecretKey{{Key: "data." + key, Change: "changed"}}}
 	}
 	r := &Report{Apps: []App{
