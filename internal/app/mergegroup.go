@@ -251,16 +251,7 @@ func (a *App) publishGroup(ctx context.Context, client GitHub, key prKey, g Merg
 		return nil
 	}
 	var errs []error
-	now := a.now()
-	for _, c := range []struct {
-		run github.CheckRun
-		id  int64
-	}{{diffRun, ids.diff}, {planRun, ids.plan}} {
-		c.run.CompletedAt = now
-		if err := a.completeCheck(pctx, client, ch, c.id, c.run, started); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("checking merge group %s of %s at %s: %w", groupName(g.HeadRef), g.Repo, short(g.HeadSHA), out.err))
 	} else {

@@ -371,16 +371,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
 		errs = append(errs, err)
 	}
-	now := a.now()
-	for _, c := range []struct {
-		run github.CheckRun
-		id  int64
-	}{{diffRun, ids.diff}, {planRun, ids.plan}} {
-		c.run.CompletedAt = now
-		if err := a.completeCheck(pctx, client, ch, c.id, c.run, started); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, short(ch.Head), out.err))
 	} else {
@@ -411,6 +402,23 @@ func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids ch
 		summary = fmt.Sprintf("The preview of `%s` was cancelled: the pull request has a newer commit, whose checks carry the results.", short(ch.Head))
 	}
 	a.completeCancelled(pctx, client, ch.Repo, externalID(ch.Number, ""), ids, summary)
+}
+
+// completeChecks completes a preview's two check runs with their results, at one time; it returns the
+// failures. PRs and merge groups share it.
+func (a *App) completeChecks(ctx context.Context, client GitHub, ch Change, ids checkRuns, diffRun, planRun github.CheckRun, started time.Time) []error {
+	var errs []error
+	now := a.now()
+	for _, c := range []struct {
+		run github.CheckRun
+		id  int64
+	}{{diffRun, ids.diff}, {planRun, ids.plan}} {
+		c.run.CompletedAt = now
+		if err := a.completeCheck(ctx, client, ch, c.id, c.run, started); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // completeCancelled completes a preview's two check runs (those created) as cancelled with summary; a failure is
