@@ -28,6 +28,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/applications/{name}/managed-resources", s.handleManagedResources)
 	mux.HandleFunc("GET /api/v1/applications/{name}/manifests", s.handleManifests)
 	mux.HandleFunc("GET /api/v1/applications/{name}/syncwindows", s.handleSyncWindows)
+	mux.HandleFunc("POST /api/v1/applicationsets/generate", s.handleGenerate)
 	mux.HandleFunc("GET /api/v1/stream/applications", s.handleStream)
 	mux.HandleFunc("GET /api/v1/clusters", s.handleClusters)
 	mux.HandleFunc("GET /api/v1/settings", s.handleSettings)

@@ -62,6 +62,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"StreamOmitsFields", streamOmitsFields},
 		{"ManagedResources", managedResources},
 		{"ManifestsAtRevision", manifests},
+		{"GenerateApplicationSet", generateAppSet},
 		{"ClustersAndSettings", clustersAndSettings},
 		{"Patch", patch},
 	}
