@@ -463,21 +463,6 @@ spec:
 				}
 			},
 		},
-		{
-			name: "unsupported generator",
-			appset: `
-apiVersion: argoproj.io/v1alpha1
-kind: ApplicationSet
-metadata: {name: scm}
-spec:
-  generators:
-  - pullRequest: {github: {owner: o, repo: r}}
-  template:
-    metadata: {name: x}
-    spec: {project: default, source: {repoURL: x, path: .}, destination: {name: in-cluster}}
-`,
-			problem: "not evaluated offline",
-		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
