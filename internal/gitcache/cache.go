@@ -311,6 +311,8 @@ func (c *Cache) run(ctx context.Context, dir string, extra, secrets []string, st
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, c.git, full...)
 	cmd.Env = append(c.env(), extra...)
+	// git's helpers (git-remote-https) inherit the pipes: do not wait for them past the kill.
+	cmd.WaitDelay = time.Second
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
