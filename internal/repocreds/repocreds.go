@@ -10,7 +10,7 @@
 //     inherits a template's, as util/db/repository.go enrichCredsToRepo does.
 //
 // A repository is allowed when either kind matches its URL: a pull request cannot add a host. The fields read are
-// secretToRepository's: url, type (helm, git, oci), name, enableOCI, username, password, insecure,
+// secretToRepository's: url, type (helm, git, oci), name, enableOCI, username, password, insecure, insecureOCIForceHttp,
 // tlsClientCertData, tlsClientCertKey, from data (base64) or stringData.
 //
 // Credentials are kept out of every message: Repository's String and the package's errors never print them, and
@@ -42,15 +42,18 @@ const (
 
 // Repository is one allowed repository (or credential template) with its credentials.
 type Repository struct {
-	URL               string
-	Type              string // "helm", "git", "oci"; "" is git, as in Argo CD
-	Name              string
-	EnableOCI         bool
-	Username          string
-	Password          string
-	Insecure          bool
-	TLSClientCertData string
-	TLSClientCertKey  string
+	URL       string
+	Type      string // "helm", "git", "oci"; "" is git, as in Argo CD
+	Name      string
+	EnableOCI bool
+	Username  string
+	Password  string
+	Insecure  bool
+	// InsecureOCIForceHTTP is insecureOCIForceHttp: an OCI registry reached over plain HTTP. Argo CD applies it to
+	// native OCI sources only (v1alpha1.Repository.GetOCICreds; GetHelmCreds has no such field).
+	InsecureOCIForceHTTP bool
+	TLSClientCertData    string
+	TLSClientCertKey     string
 	// Source names where the entry was read (file and Secret name), for messages.
 	Source string
 }
@@ -167,6 +170,9 @@ func (s *Set) add(file, where string, b []byte) error {
 		return err
 	}
 	if r.Insecure, err = boolean("insecure"); err != nil {
+		return err
+	}
+	if r.InsecureOCIForceHTTP, err = boolean("insecureOCIForceHttp"); err != nil {
 		return err
 	}
 	if r.URL == "" {
