@@ -50,6 +50,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/repo"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
@@ -82,6 +83,12 @@ type Options struct {
 	// Transport replaces http.DefaultTransport's dialing (tests); TLS settings of the repository still apply when
 	// it is an *http.Transport.
 	Transport *http.Transport
+	// MaxManifestBytes caps an OCI manifest and a page of tags; MaxExtractedBytes what a native OCI source's layer
+	// decompresses to (the layer itself is capped by MaxArchiveBytes).
+	MaxManifestBytes, MaxExtractedBytes int64
+	// OCILayerMediaTypes are the content-layer media types a native OCI source may have (default
+	// DefaultOCILayerMediaTypes, argocd-repo-server's --oci-layer-media-types).
+	OCILayerMediaTypes []string
 }
 
 // errorTTL is how long a failed index fetch is remembered.
@@ -109,6 +116,8 @@ type Fetcher struct {
 	indexes map[string]*indexMemo // by normalised repository URL
 	keys    map[string]*sync.Mutex
 	clients map[string]*http.Client
+	oci     map[string]*ociMemo   // OCI tags and manifests, by kind and reference
+	ociAuth map[string]auth.Cache // OCI tokens, by repository and user
 
 	requests sync.Map // counters by kind, for tests and metrics
 }
@@ -147,6 +156,15 @@ func New(opts Options) (*Fetcher, error) {
 	if opts.IndexTTL <= 0 {
 		opts.IndexTTL = DefaultIndexTTL
 	}
+	if opts.MaxManifestBytes <= 0 {
+		opts.MaxManifestBytes = DefaultMaxManifestBytes
+	}
+	if opts.MaxExtractedBytes <= 0 {
+		opts.MaxExtractedBytes = DefaultMaxExtractedBytes
+	}
+	if len(opts.OCILayerMediaTypes) == 0 {
+		opts.OCILayerMediaTypes = DefaultOCILayerMediaTypes
+	}
 	dir := opts.CacheDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "fleetwave-charts-")
@@ -166,8 +184,9 @@ func New(opts Options) (*Fetcher, error) {
 	}, nil
 }
 
-// Requests returns how many HTTP requests of a kind ("index", "archive") the Fetcher made, and how many of the
-// index requests were answered 304 Not Modified ("index-304").
+// Requests returns how many HTTP requests of a kind ("index", "archive"; for OCI registries "oci-tags",
+// "oci-manifest", "oci-blob") the Fetcher made, and how many of the index requests were answered 304 Not Modified
+// ("index-304").
 func (f *Fetcher) Requests(kind string) int {
 	v, _ := f.requests.Load(kind)
 	n, _ := v.(int)
@@ -182,16 +201,20 @@ func (f *Fetcher) count(kind string) {
 	f.mu.Unlock()
 }
 
-// Repository returns the allowed repository repoURL is, or an error saying it is not allowed. Charts from OCI
-// registries are refused with ErrUnsupported.
+// Repository returns the allowed repository repoURL is, or an error saying it is not allowed: a Helm chart
+// repository over http(s), an OCI registry holding Helm charts (enableOCI, or a repoURL without a scheme) or a
+// native OCI source (oci://).
 func (f *Fetcher) Repository(repoURL string) (repocreds.Repository, error) {
 	r, ok := f.opts.Repos.Lookup(repoURL)
 	if !ok {
 		return r, &Error{Repo: repoURL, Err: fmt.Errorf("not rendered: repository %s is %w", repocreds.RedactURL(repoURL), ErrNotAllowed)}
 	}
+	if isNativeOCI(repoURL) || r.EnableOCI || isHelmOCIRepo(repoURL) {
+		return r, nil
+	}
 	u, err := url.Parse(repoURL)
-	if r.Type == "oci" || r.EnableOCI || err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return r, &Error{Repo: repoURL, Err: fmt.Errorf("repository %s: %w: only Helm chart repositories over http(s) are fetched, not OCI registries (render this app through Argo CD)",
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return r, &Error{Repo: repoURL, Err: fmt.Errorf("repository %s: %w: not a Helm chart repository (http, https) or an OCI registry",
 			repocreds.RedactURL(repoURL), ErrUnsupported)}
 	}
 	return r, nil
@@ -235,14 +258,22 @@ func sentinelOf(err error) error {
 }
 
 // Chart fetches chart at revision (an exact version or a semver constraint) from repoURL and returns it extracted.
+// For a native OCI source (repoURL oci://…) chart is ignored, as Argo CD ignores it, and Dir is the artifact's
+// extracted root.
 func (f *Fetcher) Chart(ctx context.Context, repoURL, chart, revision string) (*Chart, error) {
 	r, err := f.Repository(repoURL)
 	if err != nil {
 		return nil, err
 	}
+	if isNativeOCI(repoURL) {
+		return f.ociArtifact(ctx, r, repoURL, revision)
+	}
 	// The chart name comes from the pull request: it names a directory of the archive, never a path.
 	if base := normalizeChartName(chart); base == "" || base == "." || base == ".." || strings.ContainsAny(base, `/\`) {
 		return nil, &Error{Repo: repoURL, Err: fmt.Errorf("chart %q: %w: not a chart name", chart, ErrNotFound)}
+	}
+	if r.EnableOCI || isHelmOCIRepo(repoURL) {
+		return f.ociChart(ctx, r, repoURL, chart, revision)
 	}
 	cv, err := f.resolve(ctx, r, chart, revision)
 	if err != nil {
@@ -287,6 +318,9 @@ func (f *Fetcher) Chart(ctx context.Context, repoURL, chart, revision string) (*
 // Archive returns the archive of chart at a version satisfying constraint from repository (a URL, or "@name" /
 // "alias:name" naming an allowed repository), as `helm dependency build` downloads a dependency; and the version.
 func (f *Fetcher) Archive(ctx context.Context, repository, chart, constraint string) ([]byte, string, error) {
+	if isNativeOCI(repository) {
+		return f.ociDependency(ctx, repository, chart, constraint)
+	}
 	repoURL := repository
 	if name, ok := repoAlias(repository); ok {
 		r, found := f.opts.Repos.ByName(name)
@@ -614,7 +648,7 @@ func digestOK(data []byte, digest string) bool {
 
 // get makes one bounded GET; the body is refused beyond limit bytes. 304 returns no body.
 func (f *Fetcher) get(ctx context.Context, r repocreds.Repository, rawURL string, header http.Header, limit int64, what string) ([]byte, *http.Response, error) {
-	client, err := f.client(r)
+	client, err := f.client(r, false)
 	if err != nil {
 		return nil, nil, f.fail(r.URL, "repository %s: %v", repocreds.RedactURL(r.URL), err)
 	}
@@ -687,11 +721,16 @@ func stripURL(err error) error {
 var errOtherHost = errors.New("the repository redirected to another host")
 
 // client returns the HTTP client of a repository: its TLS settings, no redirect to another host (helm sends
-// credentials only to the repository's host unless passCredentials; refusing the redirect keeps them there).
-func (f *Fetcher) client(r repocreds.Repository) (*http.Client, error) {
+// credentials only to the repository's host unless passCredentials; refusing the redirect keeps them there). An
+// OCI registry's client may follow a blob download to another host (without credentials: net/http drops
+// Authorization across hosts), and caps each request at Timeout.
+func (f *Fetcher) client(r repocreds.Repository, oci bool) (*http.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := repocreds.NormalizeURL(r.URL)
+	if oci {
+		key = "oci\x00" + key
+	}
 	if c, ok := f.clients[key]; ok {
 		return c, nil
 	}
@@ -716,9 +755,9 @@ func (f *Fetcher) client(r repocreds.Repository) (*http.Client, error) {
 		tlsConf.Certificates = []tls.Certificate{cert}
 	}
 	tr.TLSClientConfig = tlsConf
-	origin, err := url.Parse(r.URL)
+	host, err := repositoryHost(r.URL)
 	if err != nil {
-		return nil, errors.New("the repository URL does not parse")
+		return nil, err
 	}
 	c := &http.Client{
 		Transport: tr,
@@ -726,11 +765,14 @@ func (f *Fetcher) client(r repocreds.Repository) (*http.Client, error) {
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
 			}
-			if !strings.EqualFold(req.URL.Host, origin.Host) {
+			if !strings.EqualFold(req.URL.Host, host) && !(oci && isBlobRequest(via[0])) {
 				return errOtherHost
 			}
 			return nil
 		},
+	}
+	if oci {
+		c.Timeout = f.opts.Timeout
 	}
 	f.clients[key] = c
 	return c, nil
@@ -742,13 +784,23 @@ func (f *Fetcher) client(r repocreds.Repository) (*http.Client, error) {
 // devices and fifos, a decompressed size over loader.MaxDecompressedChartSize or a file over
 // loader.MaxDecompressedFileSize.
 func scanArchive(data []byte, fn func(name string, mode fs.FileMode, body []byte) error) error {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("the archive is not gzip: %v", err)
+	return scanTar(data, true, loader.MaxDecompressedChartSize, loader.MaxDecompressedFileSize, fn)
+}
+
+// scanTar is scanArchive for a tar archive, gzipped or not, decompressing to at most maxTotal bytes with no file
+// over maxFile.
+func scanTar(data []byte, gzipped bool, maxTotal, maxFile int64, fn func(name string, mode fs.FileMode, body []byte) error) error {
+	var in io.Reader = bytes.NewReader(data)
+	if gzipped {
+		zr, err := gzip.NewReader(in)
+		if err != nil {
+			return fmt.Errorf("the archive is not gzip: %v", err)
+		}
+		defer zr.Close()
+		in = zr
 	}
-	defer zr.Close()
-	tr := tar.NewReader(zr)
-	remaining := loader.MaxDecompressedChartSize
+	tr := tar.NewReader(in)
+	remaining := maxTotal
 	for {
 		hd, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -773,11 +825,11 @@ func scanArchive(data []byte, fn func(name string, mode fs.FileMode, body []byte
 		default:
 			return fmt.Errorf("%w (hostile-archive): entry %q is not a regular file", ErrRefused, hd.Name)
 		}
-		if hd.Size > loader.MaxDecompressedFileSize {
-			return fmt.Errorf("%w (size): entry %q is larger than %d bytes", ErrRefused, hd.Name, loader.MaxDecompressedFileSize)
+		if hd.Size > maxFile {
+			return fmt.Errorf("%w (size): entry %q is larger than %d bytes", ErrRefused, hd.Name, maxFile)
 		}
 		if hd.Size > remaining {
-			return fmt.Errorf("%w (size): the chart decompresses to more than %d bytes", ErrRefused, loader.MaxDecompressedChartSize)
+			return fmt.Errorf("%w (size): the archive decompresses to more than %d bytes", ErrRefused, maxTotal)
 		}
 		body, err := io.ReadAll(io.LimitReader(tr, hd.Size+1))
 		if err != nil {
@@ -797,7 +849,12 @@ func scanArchive(data []byte, fn func(name string, mode fs.FileMode, body []byte
 
 // extract writes the archive's regular files under dir, after scanArchive's checks.
 func extract(dir string, data []byte) error {
-	return scanArchive(data, func(name string, mode fs.FileMode, body []byte) error {
+	return scanArchive(data, writeUnder(dir))
+}
+
+// writeUnder returns the scanTar callback that writes each file under dir.
+func writeUnder(dir string) func(name string, mode fs.FileMode, body []byte) error {
+	return func(name string, mode fs.FileMode, body []byte) error {
 		target := filepath.Join(dir, filepath.FromSlash(name))
 		if rel, err := filepath.Rel(dir, target); err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			return fmt.Errorf("%w (hostile-archive): entry %q resolves outside the chart", ErrRefused, name)
@@ -807,7 +864,7 @@ func extract(dir string, data []byte) error {
 		}
 		perm := mode.Perm()&0o755 | 0o600
 		return os.WriteFile(target, body, perm)
-	})
+	}
 }
 
 func touch(p string) {
@@ -882,4 +939,24 @@ func (f *Fetcher) evict() {
 		}
 		total -= e.size
 	}
+}
+
+// repositoryHost is the host credentials may be sent to: the URL's, or for an OCI reference without a scheme its
+// first element.
+func repositoryHost(repoURL string) (string, error) {
+	if isNativeOCI(repoURL) || !strings.Contains(repoURL, "://") {
+		h, _, _ := strings.Cut(strings.TrimPrefix(repoURL, "oci://"), "/")
+		return h, nil
+	}
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		return "", errors.New("the repository URL does not parse")
+	}
+	return u.Host, nil
+}
+
+// isBlobRequest reports a registry's blob download (GET /v2/<name>/blobs/<digest>), which registries redirect to
+// their storage.
+func isBlobRequest(req *http.Request) bool {
+	return req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/v2/") && strings.Contains(req.URL.Path, "/blobs/")
 }

@@ -200,8 +200,8 @@ func TestChartFailures(t *testing.T) {
 			opts: chartfetch.Options{Timeout: 300 * time.Millisecond}, sentinel: context.DeadlineExceeded, want: []string{"timeout", "no answer within 300ms"}},
 		{name: "redirect to another host", secrets: redirect.Secret("redirect"), repoURL: redirect.URL, chart: "ingress-nginx", revision: "~1.0",
 			sentinel: chartfetch.ErrRefused, want: []string{"redirected to another host"}},
-		{name: "oci registry", secrets: "apiVersion: v1\nkind: Secret\nmetadata:\n  labels:\n    argocd.argoproj.io/secret-type: repository\nstringData:\n  url: registry.example.com/charts\n  enableOCI: \"true\"\n",
-			repoURL: "registry.example.com/charts", chart: "x", revision: "1.0.0", sentinel: chartfetch.ErrUnsupported, want: []string{"not OCI registries"}},
+		{name: "not a chart repository", secrets: "apiVersion: v1\nkind: Secret\nmetadata:\n  labels:\n    argocd.argoproj.io/secret-type: repository\nstringData:\n  url: ssh://git.example.com/charts\n",
+			repoURL: "ssh://git.example.com/charts", chart: "x", revision: "1.0.0", sentinel: chartfetch.ErrUnsupported, want: []string{"not a Helm chart repository (http, https) or an OCI registry"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fetcher(t, tc.secrets, tc.opts)

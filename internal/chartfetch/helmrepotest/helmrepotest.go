@@ -81,28 +81,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) Add(t testing.TB, charts ...Chart) {
 	t.Helper()
 	for _, c := range charts {
-		ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, Dependencies: c.Dependencies}}
-		names := make([]string, 0, len(c.Templates))
-		for n := range c.Templates {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + n, Data: []byte(c.Templates[n])})
-		}
-		if c.Values != "" {
-			ch.Raw = append(ch.Raw, &chart.File{Name: "values.yaml", Data: []byte(c.Values)})
-			vals, err := chartutil.ReadValues([]byte(c.Values))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ch.Values = vals
-		}
-		if _, err := chartutil.Save(ch, s.Dir); err != nil {
-			t.Fatal(err)
-		}
+		Package(t, c, s.Dir)
 	}
 	s.Reindex(t)
+}
+
+// Package packages c with helm's chartutil.Save into dir and returns the archive's path.
+func Package(t testing.TB, c Chart, dir string) string {
+	t.Helper()
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: c.Name, Version: c.Version, Dependencies: c.Dependencies}}
+	names := make([]string, 0, len(c.Templates))
+	for n := range c.Templates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + n, Data: []byte(c.Templates[n])})
+	}
+	if c.Values != "" {
+		ch.Raw = append(ch.Raw, &chart.File{Name: "values.yaml", Data: []byte(c.Values)})
+		vals, err := chartutil.ReadValues([]byte(c.Values))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Values = vals
+	}
+	file, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // Reindex rewrites index.yaml from the archives in the repository (repo.IndexDirectory).
