@@ -9,6 +9,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
@@ -21,35 +22,52 @@ import (
 // are not recorded: they are not the repository's, and the Application's targetRevision (its definition) is what
 // changes them.
 func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, src *v1alpha1.ApplicationSource,
-	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS) (*repofs.FS, string, error) {
-	if err := externalRef(app, src, refs); err != nil {
-		return nil, "", err
+	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error) (*repofs.FS, string, string, error) {
+	if err := externalRef(app, src, refs, refErrs); err != nil {
+		return nil, "", "", err
 	}
 	if !src.IsHelm() && !src.IsOCI() {
-		f, err := open(src.RepoURL)
-		return f, src.Path, err
+		f, commit, err := open(src.RepoURL, src.TargetRevision)
+		return f, src.Path, commit, err
 	}
 	if r.opts.Charts == nil || src.IsOCI() {
-		return nil, "", fmt.Errorf("%w: chart %q from %s (OCI registries are not fetched, and Helm repositories only with an allowed repositories file)",
+		return nil, "", "", fmt.Errorf("%w: chart %q from %s (OCI registries are not fetched, and Helm repositories only with an allowed repositories file)",
 			ErrExternalSource, src.Chart, src.RepoURL)
 	}
 	ch, err := r.opts.Charts.Chart(ctx, src.RepoURL, src.Chart, src.TargetRevision)
 	if err != nil {
 		if errors.Is(err, chartfetch.ErrUnsupported) {
-			return nil, "", fmt.Errorf("%w: %v", ErrExternalSource, err)
+			return nil, "", "", fmt.Errorf("%w: %v", ErrExternalSource, err)
 		}
-		return nil, "", err
+		return nil, "", "", err
 	}
 	f, err := repofs.New(ch.Dir, r.opts.Limits.MaxFileBytes)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return f, ".", nil
+	return f, ".", "", nil
 }
 
-// externalRef reports a "$name/..." value file or file parameter of src whose ref source is in another
-// repository: it is external (as the source itself would be), not a missing file.
-func externalRef(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, refs map[string]*repofs.FS) error {
+// gitTree fetches repoURL at revision through the allowed repositories (Options.Git). Without a fetcher, or for a
+// repository that is not allowed, the source is external: one line saying which.
+func (r *Renderer) gitTree(ctx context.Context, repoURL, revision string) (*gitfetch.Tree, error) {
+	if r.opts.Git == nil {
+		return nil, fmt.Errorf("%w: %s", ErrExternalSource, repocreds.RedactURL(repoURL))
+	}
+	tree, err := r.opts.Git.Checkout(ctx, repoURL, revision)
+	switch {
+	case err == nil:
+		return tree, nil
+	case errors.Is(err, gitfetch.ErrNotAllowed) || errors.Is(err, ErrExternalSource):
+		return nil, fmt.Errorf("%w: not rendered: %s", ErrExternalSource, err.Error())
+	}
+	return nil, err
+}
+
+// externalRef reports a "$name/..." value file or file parameter of src whose ref source could not be opened: in
+// another repository that is not fetched it is external (as the source itself would be), not a missing file; a
+// fetch that failed fails the source with its cause.
+func externalRef(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, refs map[string]*repofs.FS, refErrs map[string]error) error {
 	if src.Helm == nil || !app.Spec.HasMultipleSources() {
 		return nil
 	}
@@ -64,7 +82,10 @@ func externalRef(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, ref
 		}
 		for _, other := range app.Spec.GetSources() {
 			if other.Ref != "" && "$"+other.Ref == name {
-				return fmt.Errorf("%w: ref source %s (%s, for %s) is not in the checkout", ErrExternalSource, other.Ref, other.RepoURL, p)
+				if err := refErrs[name]; err != nil {
+					return fmt.Errorf("ref source %s (for %s): %w", other.Ref, p, err)
+				}
+				return fmt.Errorf("%w: ref source %s (%s, for %s) is not in the checkout", ErrExternalSource, other.Ref, repocreds.RedactURL(other.RepoURL), p)
 			}
 		}
 	}
@@ -83,7 +104,19 @@ func (r *Renderer) chartSource() helmengine.ChartSource {
 // Fetches reports whether the renderer fetches src itself although it is not in a checkout: a chart from a Helm
 // repository the operator allows. What such a source renders is fixed by the Application (repoURL, chart,
 // targetRevision), so a change that leaves the Application and this repository's files alone cannot alter it.
-func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool { return Fetches(r.opts.Charts, src) }
+func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool {
+	return Fetches(r.opts.Charts, src) || FetchesGit(r.opts.Git, src)
+}
+
+// FetchesGit reports whether git fetches src itself: a git source (or ref source) in a repository of the allowed
+// repositories. What it renders is fixed by the Application (repoURL, path, targetRevision).
+func FetchesGit(git GitFetcher, src *v1alpha1.ApplicationSource) bool {
+	if git == nil || src == nil || src.IsHelm() || src.IsOCI() {
+		return false
+	}
+	allows, ok := git.(interface{ Allows(repoURL string) bool })
+	return ok && allows.Allows(src.RepoURL)
+}
 
 // Fetches is Renderer.Fetches for a renderer built with charts (for renderers that wrap Options, such as the
 // worker pool of internal/render/isolate).

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render/directory"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
@@ -69,6 +70,17 @@ type Options struct {
 	// sources (repoURL + chart) and chart dependencies that are not vendored. nil leaves chart sources external
 	// (ErrExternalSource) and unvendored dependencies failing, as before.
 	Charts ChartFetcher
+	// Git fetches revisions of the git repositories the operator allows (internal/gitfetch): a source or a ref
+	// source in another repository than the checkout's is rendered at the targetRevision its Application names.
+	// nil leaves them external (ErrExternalSource).
+	Git GitFetcher
+}
+
+// GitFetcher fetches one revision of an allowed git repository: a *gitfetch.Fetcher, or in a render worker its
+// parent's fetcher across the pipe. A repository that is not allowed is an error wrapping gitfetch.ErrNotAllowed
+// (or, across the pipe, ErrExternalSource).
+type GitFetcher interface {
+	Checkout(ctx context.Context, repoURL, revision string) (*gitfetch.Tree, error)
 }
 
 // ChartFetcher fetches charts from the allowed Helm repositories: a *chartfetch.Fetcher, or in a render worker
@@ -90,6 +102,9 @@ func New(opts Options) *Renderer {
 	opts.Limits = opts.Limits.withDefaults()
 	if f, ok := opts.Charts.(*chartfetch.Fetcher); ok && f == nil {
 		opts.Charts = nil // a nil *Fetcher means none, not a fetcher to call
+	}
+	if f, ok := opts.Git.(*gitfetch.Fetcher); ok && f == nil {
+		opts.Git = nil
 	}
 	return &Renderer{opts: opts, helm: helmengine.New(), kust: kustengine.New()}
 }
@@ -205,32 +220,45 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 	}
 	rec := &repofs.Recorder{}
 	checkouts := map[string]*repofs.FS{}
-	open := func(repoURL string) (*repofs.FS, error) {
+	// open returns the files of repoURL at revision, and the commit they are at ("" for the checkout: the
+	// side's revision). The checkout's reads are recorded; a fetched repository's are not (they are not this
+	// repository's files: the Application's targetRevision is what changes them).
+	open := func(repoURL, revision string) (*repofs.FS, string, error) {
 		root, ok := repos(repoURL)
+		commit := ""
 		if !ok {
-			return nil, fmt.Errorf("%w: %s", ErrExternalSource, repoURL)
+			tree, err := r.gitTree(ctx, repoURL, revision)
+			if err != nil {
+				return nil, "", err
+			}
+			root, commit = tree.Dir, tree.Commit
 		}
 		if f, ok := checkouts[root]; ok {
-			return f, nil
+			return f, commit, nil
 		}
 		f, err := repofs.New(root, r.opts.Limits.MaxFileBytes)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		f = f.WithRecorder(rec)
+		if commit == "" {
+			f = f.WithRecorder(rec)
+		}
 		checkouts[root] = f
-		return f, nil
+		return f, commit, nil
 	}
 
 	// Ref sources provide "$name/..." value files to the Helm sources of a multi-source app.
 	refs := map[string]*repofs.FS{}
+	refErrs := map[string]error{}
 	if multi {
 		for _, src := range sources {
 			if src.Ref == "" {
 				continue
 			}
-			if f, err := open(src.RepoURL); err == nil {
+			if f, _, err := open(src.RepoURL, src.TargetRevision); err == nil {
 				refs["$"+src.Ref] = f
+			} else if r.opts.Git != nil {
+				refErrs["$"+src.Ref] = err // else: external, said by externalRef
 			}
 		}
 	}
@@ -244,7 +272,7 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 			res.SourceTypes = append(res.SourceTypes, "")
 			continue
 		}
-		objs, typ, err := r.renderSource(ctx, app, instance, src, open, refs, s)
+		objs, typ, err := r.renderSource(ctx, app, instance, src, open, refs, refErrs, s)
 		if err != nil {
 			return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
 		}
@@ -293,10 +321,16 @@ func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
 }
 
 func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
-	open func(string) (*repofs.FS, error), refs map[string]*repofs.FS, s Settings) ([]*unstructured.Unstructured, string, error) {
-	fsys, appPath, err := r.openSource(ctx, app, src, open, refs)
+	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error, s Settings) ([]*unstructured.Unstructured, string, error) {
+	fsys, appPath, commit, err := r.openSource(ctx, app, src, open, refs, refErrs)
 	if err != nil {
 		return nil, "", err
+	}
+	revision := s.Revision
+	if commit != "" {
+		// reposerver/repository/repository.go GenerateManifests: a source's ARGOCD_APP_REVISION is the commit its
+		// own repository was resolved to.
+		revision = commit
 	}
 	appPath, err = repofs.Clean(appPath)
 	if err != nil {
@@ -316,7 +350,7 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 	if err != nil {
 		return nil, "", err
 	}
-	env := newEnv(app, instance, src, s.Revision)
+	env := newEnv(app, instance, src, revision)
 	kubeVersion := src.GetKubeVersionOrDefault(s.KubeVersion)
 	apiVersions := src.GetAPIVersionsOrDefault(s.APIVersions)
 	var objs []*unstructured.Unstructured

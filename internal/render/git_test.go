@@ -1,0 +1,160 @@
+package render_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
+)
+
+const gitPassword = "render-git-password-42"
+
+// platformRepo publishes "platform.git": a chart and plain manifests at v1.0.0, changed at v1.1.0, and
+// "values.git": value files for the chart.
+func platformRepo(t *testing.T) (srv *gitfetchtest.Server, v1, v2 string) {
+	t.Helper()
+	root := t.TempDir()
+	p := gitfetchtest.NewRepo(t, root, "platform.git")
+	v1 = p.Commit("v1", map[string]string{
+		"manifests/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
+		"charts/web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/values.yaml":           "replicas: 1\nrevision: none\n",
+		"charts/web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n  annotations:\n    revision: {{ .Values.revision | quote }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+	})
+	p.Tag("v1.0.0", "first")
+	v2 = p.Commit("v2", map[string]string{
+		"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
+	})
+	p.Tag("v1.1.0", "")
+	vals := gitfetchtest.NewRepo(t, root, "values.git")
+	vals.Commit("values", map[string]string{"prod/web.yaml": "replicas: 5\n"})
+	srv = gitfetchtest.Start(t, root, "reader", gitPassword)
+	return srv, v1, v2
+}
+
+func gitSecrets(urls ...string) string {
+	var b strings.Builder
+	for i, u := range urls {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: repo-%d\n  labels: {argocd.argoproj.io/secret-type: repository}\nstringData:\n  url: %s\n  username: reader\n  password: %s\n", i, u, gitPassword)
+	}
+	return b.String()
+}
+
+func gitRenderer(t *testing.T, srv *gitfetchtest.Server, secrets string) *render.Renderer {
+	t.Helper()
+	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gitfetch.New(gitfetch.Options{Repos: set, CacheDir: t.TempDir(), CAFile: srv.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return render.New(render.Options{Git: f})
+}
+
+func TestRenderSourceFromAnotherGitRepository(t *testing.T) {
+	srv, v1, _ := platformRepo(t)
+	platform := srv.URL + "/platform.git"
+	r := gitRenderer(t, srv, gitSecrets(platform))
+	app := func(rev string) render.Request {
+		return mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: platform, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: platform}
+  source: {repoURL: `+platform+`, path: manifests, targetRevision: "`+rev+`"}
+`)
+	}
+	for _, tc := range []struct{ rev, want string }{
+		{"v1.0.0", "version: one"}, {"v1.1.0", "version: two"}, {"main", "version: two"}, {"HEAD", "version: two"}, {v1, "version: one"},
+	} {
+		out, res, err := renderYAML(t, r, app(tc.rev))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.rev, err)
+		}
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s: rendered\n%s\nwant %q", tc.rev, out, tc.want)
+		}
+		if len(res.ReadFiles) != 0 {
+			t.Errorf("%s: files of another repository are recorded as this repository's: %v", tc.rev, res.ReadFiles)
+		}
+	}
+	if !r.Fetches(&app("main").App.Spec.GetSources()[0]) {
+		t.Error("Fetches is false for a source of an allowed repository")
+	}
+}
+
+func TestRenderMultiSourceWithValuesInAnotherGitRepository(t *testing.T) {
+	srv, v1, _ := platformRepo(t)
+	platform, values := srv.URL+"/platform.git", srv.URL+"/values.git"
+	r := gitRenderer(t, srv, gitSecrets(platform, values))
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  sources:
+  - repoURL: `+platform+`
+    path: charts/web
+    targetRevision: v1.0.0
+    helm:
+      valueFiles: [$values/prod/web.yaml]
+      parameters: [{name: revision, value: $ARGOCD_APP_REVISION}]
+  - {repoURL: `+values+`, targetRevision: main, ref: values}
+`)
+	out, _, err := renderYAML(t, r, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "remote/git-multi-source-values.yaml", out)
+	if !strings.Contains(out, "replicas: 5") || !strings.Contains(out, v1) {
+		t.Errorf("want the other repository's values and the source's own commit as ARGOCD_APP_REVISION:\n%s", out)
+	}
+}
+
+func TestGitSourceFailures(t *testing.T) {
+	srv, _, _ := platformRepo(t)
+	platform, values := srv.URL+"/platform.git", srv.URL+"/values.git"
+	app := func(sources string) render.Request {
+		return mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n  destination: {server: https://kubernetes.default.svc, namespace: web}\n"+sources)
+	}
+	single := app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: main}\n")
+	multi := app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: main\n    helm: {valueFiles: [$values/prod/web.yaml]}\n  - {repoURL: " + values + ", targetRevision: main, ref: values}\n")
+	for _, tc := range []struct {
+		name     string
+		renderer *render.Renderer
+		req      render.Request
+		external bool
+		want     string
+	}{
+		{"no fetcher", render.New(render.Options{}), single, true, "source is not in the checkout: " + platform},
+		{"not allowed", gitRenderer(t, srv, gitSecrets(values)), single, true, "not rendered: repository " + platform + " is not in the allowed repositories"},
+		{"ref repository not allowed", gitRenderer(t, srv, gitSecrets(platform)), multi, true, "ref source values (for $values/prod/web.yaml): source is not in the checkout: not rendered: repository " + values + " is not in the allowed repositories"},
+		{"wrong password", gitRenderer(t, srv, strings.ReplaceAll(gitSecrets(platform), gitPassword, "nope")), single, false, "the server refused the credentials"},
+		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, main)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.renderer.Render(context.Background(), tc.req)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := errors.Is(err, render.ErrExternalSource); got != tc.external {
+				t.Errorf("external = %v: %v", got, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q\ndoes not say %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), gitPassword) {
+				t.Errorf("error shows the password: %q", err)
+			}
+		})
+	}
+}
