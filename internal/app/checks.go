@@ -41,7 +41,9 @@ func (h *headFiles) read(path string) []byte {
 // diffCheck is the fleetwave/diff check run of a preview:
 //   - failure when an app failed to render or the repository has problems (broken manifests, failing
 //     generators), with an annotation on the manifest each failing app is declared in; failure too when no
-//     app takes a source from this repository (nothing was rendered: no all-clear);
+//     app takes a source from this repository (nothing was rendered: no all-clear), and when the change adds or
+//     alters an ApplicationSet with live generators that was not evaluated (its apps are unknown); other
+//     unevaluated ApplicationSets are listed without failing unrelated PRs;
 //   - neutral when the change alters no app's manifests (nothing to review; GitHub counts neutral as passing
 //     for required checks);
 //   - success otherwise.
@@ -86,6 +88,19 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 			}
 		}
 	}
+	if len(rep.Unevaluated) > 0 {
+		sb.WriteString("\n### ApplicationSets not evaluated\n\n")
+		for _, u := range rep.Unevaluated {
+			mark := ""
+			if u.Changed {
+				mark = "❌ changed by this PR: "
+				if u.File != "" && files.read(u.File) != nil {
+					anns = append(anns, github.Annotation{Path: u.File, StartLine: 1, Title: "ApplicationSet not evaluated", Message: u.String()})
+				}
+			}
+			fmt.Fprintf(&sb, "- %s%s\n", mark, u)
+		}
+	}
 	if len(skipped) > 0 {
 		fmt.Fprintf(&sb, "\n%d app(s) take sources from outside this repository and were not rendered here.\n", len(skipped))
 	}
@@ -102,6 +117,9 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("%d of %d apps failed to render", rep.Summary.Failed, rep.Summary.Apps)}
 		if rep.Summary.Failed == 0 {
 			run.Output.Title = fmt.Sprintf("%d repository problem(s)", len(rep.Problems))
+			if len(rep.Problems) == 0 {
+				run.Output.Title = fmt.Sprintf("%d changed ApplicationSet(s) could not be evaluated", rep.UnevaluatedChanged())
+			}
 		}
 	case !rep.HasChanges():
 		run.Conclusion = github.ConclusionNeutral

@@ -266,6 +266,11 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 	for _, p := range rep.Problems {
 		fmt.Fprintf(stderr, "fleetwave: %s: %s\n", name, p)
 	}
+	for _, u := range rep.Unevaluated {
+		if u.Changed {
+			fmt.Fprintf(stderr, "fleetwave: %s: %s\n", name, u)
+		}
+	}
 	if rep.NoSourceInRepo {
 		// One clear line: nothing was rendered, which is no all-clear, and how to fix it.
 		msg := fmt.Sprintf("%s: no app takes a source from this repository, so nothing was rendered", name)
@@ -279,8 +284,12 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 		return &ExitError{Code: 2, Err: fmt.Errorf("%s: if this checkout is a fork or mirror, give the URL the Applications use: --repo-url %s", msg, hint)}
 	}
 	if rep.HasErrors() {
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: %d of %d apps failed to render, %s",
-			name, rep.Summary.Failed, rep.Summary.Apps, countOf(len(rep.Problems), "repository problem"))}
+		msg := fmt.Sprintf("%s: %d of %d apps failed to render, %s", name, rep.Summary.Failed, rep.Summary.Apps,
+			countOf(len(rep.Problems), "repository problem"))
+		if n := rep.UnevaluatedChanged(); n > 0 {
+			msg += ", " + countOf(n, "changed ApplicationSet") + " not evaluated"
+		}
+		return &ExitError{Code: 2, Err: errors.New(msg)}
 	}
 	if rep.Plan != nil && !rep.Plan.OK() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan breaks the release policy", name)}

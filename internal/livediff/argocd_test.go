@@ -46,6 +46,14 @@ func (f *fakeArgo) Manifests(context.Context, string, string) (*argocd.ManifestR
 	return nil, errors.New("not used")
 }
 
+func (f *fakeArgo) SourcesManifests(context.Context, string, []string) (*argocd.ManifestResponse, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakeArgo) GenerateApplicationSet(context.Context, *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
+	return nil, errors.New("not used")
+}
+
 func (f *fakeArgo) Settings(context.Context) (*argocd.Settings, error) {
 	if f.settings == "" {
 		return nil, errors.New("settings not served")

@@ -33,6 +33,8 @@ type ArgoCD interface {
 	FindApplication(ctx context.Context, name, project string) (*v1alpha1.Application, error)
 	Manifests(ctx context.Context, name, revision string) (*argocd.ManifestResponse, error)
 	Settings(ctx context.Context) (*argocd.Settings, error)
+	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)
+	SourcesManifests(ctx context.Context, name string, revisions []string) (*argocd.ManifestResponse, error)
 }
 
 // Options tune a Comparer.
@@ -76,14 +78,23 @@ func New(argo ArgoCD, opts Options) *Comparer {
 }
 
 var (
-	_ preview.LiveComparer   = (*Comparer)(nil)
-	_ preview.RemoteRenderer = (*Comparer)(nil)
+	_ preview.LiveComparer    = (*Comparer)(nil)
+	_ preview.RemoteRenderer  = (*Comparer)(nil)
+	_ preview.AppSetGenerator = (*Comparer)(nil)
 )
 
-// RenderRemote renders app at revision through Argo CD's repo-server (GET .../manifests?revision=): the way to
-// see what a config-management plugin makes of a change. Argo CD renders the Application it holds, so when
-// that one's source differs from app's (the change edits the Application itself) the render carries a warning.
-func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revision string) (*preview.RemoteRender, error) {
+// GenerateApplicationSet generates set's apps through Argo CD's generate endpoint (see
+// argocd.Client.GenerateApplicationSet).
+func (c *Comparer) GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
+	return c.argo.GenerateApplicationSet(ctx, set)
+}
+
+// RenderRemote renders app through Argo CD's repo-server with one revision per source (GET .../manifests with
+// ?revision= for a single source, ?revisions=&sourcePositions= for several): the way to see what a
+// config-management plugin, or a source only Argo CD fetches, makes of a change. Argo CD renders the Application
+// it holds, so when that one's sources differ from app's in more than their revisions (the change edits the
+// Application itself) the render carries a warning.
+func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*preview.RemoteRender, error) {
 	name := app.Namespace + "/" + app.Name
 	held, err := c.argo.FindApplication(ctx, name, app.Spec.Project)
 	if errors.Is(err, argocd.ErrNotFound) { // not there, or in another project than the change says
@@ -92,7 +103,17 @@ func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.argo.Manifests(ctx, name, revision)
+	var res *argocd.ManifestResponse
+	switch {
+	case len(revisions) != len(app.Spec.GetSources()):
+		return nil, fmt.Errorf("rendering %s through Argo CD: %d revisions for %d sources", name, len(revisions), len(app.Spec.GetSources()))
+	case held.Spec.HasMultipleSources() != app.Spec.HasMultipleSources() || len(held.Spec.GetSources()) != len(revisions):
+		return nil, fmt.Errorf("Argo CD's Application %s has %d source(s), the change's %d: it cannot render the change's", name, len(held.Spec.GetSources()), len(revisions))
+	case app.Spec.HasMultipleSources():
+		res, err = c.argo.SourcesManifests(ctx, name, revisions)
+	default:
+		res, err = c.argo.Manifests(ctx, name, revisions[0])
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,24 +121,31 @@ func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, 
 	for i, m := range res.Manifests {
 		obj, err := decode(m)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %d of %s at %s from Argo CD: %w", i, name, revision, err)
+			return nil, fmt.Errorf("manifest %d of %s from Argo CD: %w", i, name, err)
 		}
 		if obj != nil {
 			out.Objects = append(out.Objects, obj)
 		}
 	}
-	if !sameSource(held.Spec.Source, app.Spec.Source) {
-		out.Warning = "Argo CD rendered it with the source of the Application it holds, which this revision changes"
+	if !sameSources(held.Spec.GetSources(), app.Spec.GetSources()) {
+		out.Warning = "Argo CD rendered it with the sources of the Application it holds, which this revision changes"
 	}
 	return out, nil
 }
 
-// sameSource compares two single sources as Argo CD would use them.
-func sameSource(a, b *v1alpha1.ApplicationSource) bool {
-	if a == nil || b == nil {
-		return a == b
+// sameSources compares two source lists as Argo CD would use them, revisions aside (they are given apart).
+func sameSources(a, b v1alpha1.ApplicationSources) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return a.Equals(b)
+	for i := range a {
+		x, y := a[i].DeepCopy(), b[i].DeepCopy()
+		x.TargetRevision, y.TargetRevision = "", ""
+		if !x.Equals(y) {
+			return false
+		}
+	}
+	return true
 }
 
 // CompareLive lists Argo CD's applications once, then compares each app that exists there (matched by

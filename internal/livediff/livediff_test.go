@@ -327,18 +327,18 @@ func (failing) ManagedResources(context.Context, string) ([]v1alpha1.ResourceDif
 func TestRenderRemote(t *testing.T) {
 	c := newSim(t, []string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"web"},"data":{"a":"b"}}`}, webApp())
 	lc := livediff.New(c, livediff.Options{})
-	rr, err := lc.RenderRemote(context.Background(), webApp(), targetRev)
+	rr, err := lc.RenderRemote(context.Background(), webApp(), []string{targetRev})
 	if err != nil || len(rr.Objects) != 1 || rr.Objects[0].GetKind() != "ConfigMap" || rr.Warning != "" {
 		t.Fatalf("RenderRemote = %+v, %v", rr, err)
 	}
 	edited := webApp()
 	edited.Spec.Source.Path = "web-v2"
-	if rr, err = lc.RenderRemote(context.Background(), edited, targetRev); err != nil || !strings.Contains(rr.Warning, "source of the Application it holds") {
+	if rr, err = lc.RenderRemote(context.Background(), edited, []string{targetRev}); err != nil || !strings.Contains(rr.Warning, "sources of the Application it holds") {
 		t.Fatalf("RenderRemote of an edited app = %+v, %v; want a warning", rr, err)
 	}
 	other := webApp()
 	other.Name = "other"
-	if _, err := lc.RenderRemote(context.Background(), other, targetRev); !errors.Is(err, preview.ErrNotInArgoCD) {
+	if _, err := lc.RenderRemote(context.Background(), other, []string{targetRev}); !errors.Is(err, preview.ErrNotInArgoCD) {
 		t.Fatalf("RenderRemote of an unknown app: %v; want ErrNotInArgoCD", err)
 	}
 }

@@ -62,10 +62,11 @@ type Input struct {
 // DefaultRenderBudget is Input.RenderBudget's default: ten apps at render.DefaultTimeout each.
 const DefaultRenderBudget = 10 * render.DefaultTimeout
 
-// RemoteRenderer renders an app at a revision through Argo CD's repo-server: the apps whose source is a
-// config-management plugin, which only Argo CD can run. internal/livediff's Comparer implements it.
+// RemoteRenderer renders an app through Argo CD's repo-server, at one revision per source (revisions[i] for
+// source i; one for a single-source app): the apps only Argo CD can render — a config-management plugin, a
+// repository or registry fleetwave may not or cannot fetch. internal/livediff's Comparer implements it.
 type RemoteRenderer interface {
-	RenderRemote(ctx context.Context, app *v1alpha1.Application, revision string) (*RemoteRender, error)
+	RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*RemoteRender, error)
 }
 
 // RemoteRender is an app rendered by Argo CD.
@@ -74,6 +75,13 @@ type RemoteRender struct {
 	// Warning says how the render may differ from the change (Argo CD renders with the Application spec it
 	// holds, not the one in the change).
 	Warning string
+}
+
+// AppSetGenerator generates an ApplicationSet's apps through Argo CD (the generators that need a live service:
+// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/livediff's Comparer implements it; when
+// Input.Live does, discovery uses it (discover.Options.Generate says which sets a change may have generated).
+type AppSetGenerator interface {
+	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)
 }
 
 // ErrNotInArgoCD is returned by a RemoteRenderer for an app Argo CD does not know (yet).
@@ -264,9 +272,15 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	p.base.settings, p.head.settings = settings, settings
 	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
+	var generate discover.GenerateFunc
+	if g, ok := in.Live.(AppSetGenerator); ok {
+		generate = func(set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
+			return g.GenerateApplicationSet(ctx, set)
+		}
+	}
 	discoverOpts := func(s *side) discover.Options {
 		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Mentions: s.mentions, Clusters: in.Clusters,
-			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace}
+			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace, Generate: generate}
 	}
 	p.base.inv = discover.Discover(discoverOpts(p.base))
 	headOpts := discoverOpts(p.head)
@@ -323,6 +337,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	for _, pr := range p.head.inv.Problems {
 		rep.Problems = append(rep.Problems, pr.Error())
 	}
+	rep.Unevaluated = unevaluated(p.base.inv, p.head.inv)
 	for _, name := range headCo.Skipped() {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%q: not checked out: git refuses to write such a path (an app that reads it finds it missing)", name))
 	}
@@ -409,7 +424,7 @@ func (p *pipeline) renderIn(ctx context.Context, a *discover.App, s *side) *outc
 		Settings: s.settings,
 	})
 	if err != nil {
-		if errors.Is(err, render.ErrPluginSource) && p.remote != nil {
+		if (errors.Is(err, render.ErrPluginSource) || errors.Is(err, render.ErrExternalSource)) && p.remote != nil {
 			return p.renderRemote(ctx, a, s, err)
 		}
 		return &outcome{err: err}
@@ -417,23 +432,52 @@ func (p *pipeline) renderIn(ctx context.Context, a *discover.App, s *side) *outc
 	return &outcome{objs: res.Objects, readFiles: res.ReadFiles, readDirs: res.ReadDirs}
 }
 
-// renderRemote renders a plugin app through Argo CD at the side's revision. Only a single-source app of this
-// repository can be: Argo CD renders the Application it holds, at one revision. Which changes affect it is
-// decided by the static rules (its source path), as no read set is known.
+// renderRemote renders through Argo CD an app that cannot be rendered here (local: why): a config-management
+// plugin, or a source fleetwave does not fetch (a repository or registry not in the allowed repositories, one only
+// Argo CD can reach). Argo CD renders the Application it holds with the revisions given here, one per source: the
+// side's commit for a source in this repository, the targetRevision this side's Application names for any other
+// (so a PR that bumps an external chart's version shows the chart's diff). Which changes affect the app is decided
+// by the static rules (its Application and source paths), as no read set is known.
 func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, local error) *outcome {
-	src := a.App.Spec.Source
-	if a.App.Spec.HasMultipleSources() || src == nil || !p.matcher.Match(src.RepoURL) {
-		return &outcome{err: local}
+	sources := a.App.Spec.GetSources()
+	revisions := make([]string, len(sources))
+	var why string
+	for i, src := range sources {
+		if p.matcher.Match(src.RepoURL) {
+			revisions[i] = s.settings.Revision
+			if src.Plugin != nil || errors.Is(local, render.ErrPluginSource) {
+				why = "config-management plugin"
+			}
+			continue
+		}
+		revisions[i] = src.TargetRevision
+		if why == "" {
+			why = "source " + src.RepoURL + " is not fetched by fleetwave"
+		}
 	}
-	rr, err := p.remote.RenderRemote(ctx, a.App, s.settings.Revision)
+	if why == "" {
+		why = "config-management plugin"
+	}
+	rr, err := p.remote.RenderRemote(ctx, a.App, revisions)
 	switch {
 	case errors.Is(err, ErrNotInArgoCD):
 		return &outcome{err: fmt.Errorf("%w (Argo CD has no app %s to render it with yet)", local, a.App.Name)}
 	case err != nil:
-		return &outcome{err: fmt.Errorf("rendering the plugin source through Argo CD at %s: %w", short(s.settings.Revision), err)}
+		return &outcome{err: fmt.Errorf("rendering through Argo CD at %s: %w", strings.Join(shortAll(revisions), ", "), err)}
 	}
-	warning := "rendered by Argo CD's repo-server at " + short(s.settings.Revision) + " (config-management plugin)"
+	warning := "rendered by Argo CD's repo-server at " + strings.Join(shortAll(revisions), ", ") + " (" + why + ")"
 	return &outcome{objs: rr.Objects, remoteWarning: joinNonEmpty(warning, rr.Warning)}
+}
+
+func shortAll(revs []string) []string {
+	out := make([]string, len(revs))
+	for i, r := range revs {
+		if len(r) == 40 && strings.Trim(r, "0123456789abcdef") == "" {
+			r = r[:7] // a commit; a tag or chart version stays whole
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // renderBase renders an app of the base revision (once).
@@ -940,5 +984,32 @@ func rollingSteps(steps []v1alpha1.ApplicationSetRolloutStep) []plan.RollingSync
 		}
 		out = append(out, st)
 	}
+	return out
+}
+
+// unevaluated lists the ApplicationSets the head side could not generate, and those of the base the change
+// removes while they were not generated (its apps would go, unknown).
+func unevaluated(base, head *discover.Inventory) []report.Unevaluated {
+	var out []report.Unevaluated
+	seen := map[string]bool{}
+	add := func(u discover.Unevaluated) {
+		seen[u.AppSet] = true
+		out = append(out, report.Unevaluated{ApplicationSet: u.AppSet, File: u.File, Parent: u.Parent,
+			Generators: u.Generators, Reason: u.Reason, Changed: u.Changed})
+	}
+	for _, u := range head.Unevaluated {
+		add(u)
+	}
+	generated := map[string]bool{}
+	for _, a := range head.Apps() {
+		generated[a.AppSet] = true
+	}
+	for _, u := range base.Unevaluated {
+		if !seen[u.AppSet] && !generated[u.AppSet] {
+			u.Reason, u.Changed = "this change removes it, and what it generated is not known", true
+			add(u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ApplicationSet < out[j].ApplicationSet })
 	return out
 }

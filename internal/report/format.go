@@ -102,6 +102,16 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(bw, "  %s\n", p)
 		}
 	}
+	if len(r.Unevaluated) > 0 {
+		bw.WriteString("\nnot evaluated (their apps are not in this diff):\n")
+		for _, u := range r.Unevaluated {
+			mark := ""
+			if u.Changed {
+				mark = " [changed by this change]"
+			}
+			fmt.Fprintf(bw, "  %s%s\n", u, mark)
+		}
+	}
 	if len(r.PolicyErrors) > 0 {
 		bw.WriteString("\nplan: not made, the release policy is invalid:\n")
 		for _, e := range r.PolicyErrors {
@@ -431,6 +441,9 @@ func (r *Report) markdownBlocks() (string, []string) {
 		}
 		b.WriteString("\n")
 		blocks = append(blocks, b.String())
+	}
+	if len(r.Unevaluated) > 0 {
+		blocks = append(blocks, unevaluatedMarkdown(r.Unevaluated))
 	}
 	if len(groups) > 0 {
 		title := "### Apps\n\n"
@@ -950,4 +963,24 @@ func fence(s string) string {
 func mdEscape(s string) string {
 	r := strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", "\\|", "*", "\\*", "_", "\\_", "`", "\\`", "[", "\\[", "]", "\\]")
 	return r.Replace(s)
+}
+
+// unevaluatedMarkdown lists the ApplicationSets whose apps were not generated, those the change touches first.
+func unevaluatedMarkdown(us []Unevaluated) string {
+	var b strings.Builder
+	b.WriteString("### ApplicationSets not evaluated\n\nTheir generators need a live service; their apps are not in this diff.\n\n")
+	for _, changed := range []bool{true, false} {
+		for _, u := range us {
+			if u.Changed != changed {
+				continue
+			}
+			mark := "- "
+			if changed {
+				mark = "- ❌ changed by this PR: "
+			}
+			b.WriteString(mark + mdEscape(u.String()) + "\n")
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
 }

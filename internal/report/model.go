@@ -2,6 +2,7 @@ package report
 
 import (
 	"io"
+	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
 )
@@ -37,6 +38,9 @@ type Report struct {
 	Problems []string `json:"problems,omitempty"`
 	// Notes are informational lines (e.g. how the head side was built).
 	Notes []string `json:"notes,omitempty"`
+	// Unevaluated are the ApplicationSets whose generators need a live service (scmProvider, pullRequest, plugin,
+	// clusterDecisionResource) that were not generated: their apps are not in the report.
+	Unevaluated []Unevaluated `json:"unevaluated,omitempty"`
 	// NoSourceInRepo is set when the fleet has apps but none takes a source from the repository under the names
 	// it was given (origin remote, --repo-url, the App's repository): a fork or mirror whose URL the
 	// Applications do not use. Nothing was rendered; the preview is no all-clear.
@@ -233,5 +237,42 @@ func (r *Report) HasChanges() bool {
 	return r.Summary.Changed+r.Summary.Added+r.Summary.Removed > 0
 }
 
-// HasErrors reports whether any app failed to render or the repository had problems.
-func (r *Report) HasErrors() bool { return r.Summary.Failed > 0 || len(r.Problems) > 0 }
+// HasErrors reports whether any app failed to render, the repository had problems, or the change adds or alters
+// an ApplicationSet whose apps could not be generated (nothing is known of what it changes).
+func (r *Report) HasErrors() bool {
+	return r.Summary.Failed > 0 || len(r.Problems) > 0 || r.UnevaluatedChanged() > 0
+}
+
+// UnevaluatedChanged counts the unevaluated ApplicationSets the change adds or alters.
+func (r *Report) UnevaluatedChanged() int {
+	n := 0
+	for _, u := range r.Unevaluated {
+		if u.Changed {
+			n++
+		}
+	}
+	return n
+}
+
+// Unevaluated is an ApplicationSet with live generators whose apps were not generated.
+type Unevaluated struct {
+	ApplicationSet string   `json:"applicationSet"` // namespace/name
+	File           string   `json:"file,omitempty"`
+	Parent         string   `json:"parent,omitempty"` // the app-of-apps whose manifests hold it
+	Generators     []string `json:"generators"`
+	Reason         string   `json:"reason"`
+	// Changed is set when this change adds or alters it: the diff check fails, as for an app that failed to
+	// render, since what it generates is unknown.
+	Changed bool `json:"changed,omitempty"`
+}
+
+// String is the one line shown for it.
+func (u Unevaluated) String() string {
+	s := "applicationset " + u.ApplicationSet
+	if u.File != "" {
+		s += " (" + u.File + ")"
+	} else if u.Parent != "" {
+		s += " (in the manifests of " + u.Parent + ")"
+	}
+	return s + ": " + strings.Join(u.Generators, ", ") + " generator not evaluated: " + u.Reason
+}

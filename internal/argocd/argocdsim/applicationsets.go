@@ -15,9 +15,8 @@ import (
 )
 
 // handleGenerate answers POST /api/v1/applicationsets/generate (server/applicationset/applicationset.go
-// Generate) for ApplicationSets whose generators are lists: the generators that need live services (SCM
-// providers, pull requests, plugins, duck types) are what a real Argo CD evaluates, and the simulator has none of
-// those services, so it refuses them. Templates with string parameters are rendered over the template's JSON
+// Generate) for ApplicationSets whose generators are lists, or generators that need live services (SCM
+// providers, pull requests, plugins, duck types) when Config.LiveGenerator stands in for those services. Templates with string parameters are rendered over the template's JSON
 // (Argo CD renders each string field: applicationset/utils Render.RenderTemplateParams; its package pulls in
 // controller-runtime, which a simulator is not worth).
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
@@ -38,12 +37,17 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 	}
 	var apps []*v1alpha1.Application
 	for i, g := range set.Spec.Generators {
-		if g.List == nil || g.Matrix != nil || g.Merge != nil || g.Git != nil || g.Clusters != nil || g.SCMProvider != nil ||
-			g.PullRequest != nil || g.Plugin != nil || g.ClusterDecisionResource != nil {
-			writeError(w, codes.Unimplemented, fmt.Sprintf("argocdsim generates list generators only (generator %d)", i+1))
+		var params []map[string]any
+		var err error
+		switch kind := liveKind(&g); {
+		case g.List != nil && kind == "" && g.Matrix == nil && g.Merge == nil && g.Git == nil && g.Clusters == nil:
+			params, err = listParams(g.List, set.Spec.GoTemplate)
+		case kind != "" && s.cfg.LiveGenerator != nil:
+			params, err = s.cfg.LiveGenerator(kind, &g)
+		default:
+			writeError(w, codes.Unimplemented, fmt.Sprintf("argocdsim generates list generators and, with Config.LiveGenerator, live ones only (generator %d)", i+1))
 			return
 		}
-		params, err := listParams(g.List, set.Spec.GoTemplate)
 		if err != nil {
 			writeError(w, codes.Unknown, "unable to generate Applications of ApplicationSet: "+err.Error())
 			return
@@ -63,6 +67,21 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, map[string]any{"applications": apps})
+}
+
+// liveKind names g's generator when it is one that needs a live service.
+func liveKind(g *v1alpha1.ApplicationSetGenerator) string {
+	switch {
+	case g.SCMProvider != nil:
+		return "scmProvider"
+	case g.PullRequest != nil:
+		return "pullRequest"
+	case g.Plugin != nil:
+		return "plugin"
+	case g.ClusterDecisionResource != nil:
+		return "clusterDecisionResource"
+	}
+	return ""
 }
 
 // listParams is applicationset/generators/list.go GenerateParams for elements (not elementsYaml).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -531,16 +532,34 @@ func (s *Server) handleManifests(out http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rev := r.URL.Query().Get("revision")
+	app, rev := st.app, r.URL.Query().Get("revision")
 	if rev == "" {
 		rev = st.app.Spec.GetSource().TargetRevision
+	} else if !app.Spec.HasMultipleSources() && app.Spec.Source != nil {
+		app = app.DeepCopy() // rendered with that targetRevision, as GetManifests sets it
+		app.Spec.Source.TargetRevision = rev
+	}
+	// A multi-source app takes revisions and sourcePositions pairwise (server/application/application.go
+	// GetManifests): the app is rendered with those targetRevisions, and Manifests gets the first source's.
+	if positions := r.URL.Query()["sourcePositions"]; app.Spec.HasMultipleSources() && len(positions) > 0 {
+		revs := r.URL.Query()["revisions"]
+		app = app.DeepCopy()
+		for i, p := range positions {
+			n, err := strconv.Atoi(p)
+			if err != nil || n <= 0 || n > len(app.Spec.Sources) || i >= len(revs) {
+				writeError(w, codes.Unknown, "source position is out of range")
+				return
+			}
+			app.Spec.Sources[n-1].TargetRevision = revs[i]
+		}
+		rev = app.Spec.Sources[0].TargetRevision
 	}
 	sha, err := s.resolveLocked(rev)
 	if err != nil {
 		writeError(w, codes.Unknown, err.Error())
 		return
 	}
-	docs, err := s.cfg.Manifests(st.app, sha)
+	docs, err := s.cfg.Manifests(app, sha)
 	if err != nil {
 		writeError(w, codes.Unknown, fmt.Sprintf("failed to generate manifest: %v", err))
 		return

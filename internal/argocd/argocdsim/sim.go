@@ -73,6 +73,10 @@ type Config struct {
 	Manifests ManifestFunc
 	// Settings answered by GET /api/v1/settings.
 	Settings Settings
+	// LiveGenerator stands in for the live services of ApplicationSet generators (SCM providers, pull requests,
+	// plugins, duck types) in POST /api/v1/applicationsets/generate: the parameter sets a generator of that kind
+	// yields. nil: the simulator generates list generators only.
+	LiveGenerator func(kind string, g *v1alpha1.ApplicationSetGenerator) ([]map[string]any, error)
 }
 
 // Settings is what GET /api/v1/settings answers.
