@@ -136,8 +136,8 @@ func TestGitSourceFailures(t *testing.T) {
 		want     string
 	}{
 		{"no fetcher", render.New(render.Options{}), single, true, "source is not in the checkout: " + platform},
-		{"not allowed", gitRenderer(t, srv, gitSecrets(values)), single, true, "not rendered: repository " + platform + " is not in the allowed repositories"},
-		{"ref repository not allowed", gitRenderer(t, srv, gitSecrets(platform)), multi, true, "ref source values (for $values/prod/web.yaml): source is not in the checkout: not rendered: repository " + values + " is not in the allowed repositories"},
+		{"not allowed", gitRenderer(t, srv, gitSecrets(values)), single, true, "source is not in the checkout: repository " + platform + " is not in the allowed repositories"},
+		{"ref repository not allowed", gitRenderer(t, srv, gitSecrets(platform)), multi, true, "ref source values (for $values/prod/web.yaml): source is not in the checkout: repository " + values + " is not in the allowed repositories"},
 		{"wrong password", gitRenderer(t, srv, strings.ReplaceAll(gitSecrets(platform), gitPassword, "nope")), single, false, "the server refused the credentials"},
 		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, main)`},
 	} {

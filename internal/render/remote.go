@@ -16,7 +16,7 @@ import (
 )
 
 // openSource returns the files a source renders from and its app path in them: the checkout holding a git
-// source, or, for a chart from a Helm repository, the chart extracted from its archive, which is both the
+// source, a native OCI source's extracted artifact, or, for a chart from a Helm repository or an OCI registry, the chart extracted from its archive, which is both the
 // repository root and the app path, as reposerver/repository/repository.go runManifestGenAsync hands the
 // directory helm's ExtractChart returns to the generation (operationContext{chartPath}). Files of a fetched chart
 // are not recorded: they are not the repository's, and the Application's targetRevision (its definition) is what
@@ -30,9 +30,26 @@ func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, sr
 		f, commit, err := open(src.RepoURL, src.TargetRevision)
 		return f, src.Path, commit, err
 	}
-	if r.opts.Charts == nil || src.IsOCI() {
-		return nil, "", "", fmt.Errorf("%w: chart %q from %s (OCI registries are not fetched, and Helm repositories only with an allowed repositories file)",
-			ErrExternalSource, src.Chart, src.RepoURL)
+	if r.opts.Charts == nil {
+		if src.IsOCI() {
+			return nil, "", "", fmt.Errorf("%w: OCI artifact %s (fetched only from an allowed repositories file)", ErrExternalSource, repocreds.RedactURL(src.RepoURL))
+		}
+		return nil, "", "", fmt.Errorf("%w: chart %q from %s (fetched only from an allowed repositories file)",
+			ErrExternalSource, src.Chart, repocreds.RedactURL(src.RepoURL))
+	}
+	if src.IsOCI() {
+		// A native OCI source (oci://, chart ignored as Argo CD ignores it): the artifact's extracted root is the
+		// repository, src.Path the app path in it and the manifest digest its revision, as runManifestGenAsync
+		// hands ociClient.Extract's directory and the resolved digest to the generation.
+		ch, err := r.opts.Charts.Chart(ctx, src.RepoURL, "", src.TargetRevision)
+		if err != nil {
+			return nil, "", "", err
+		}
+		f, err := repofs.New(ch.Dir, r.opts.Limits.MaxFileBytes)
+		if err != nil {
+			return nil, "", "", err
+		}
+		return f, src.Path, ch.Digest, nil
 	}
 	ch, err := r.opts.Charts.Chart(ctx, src.RepoURL, src.Chart, src.TargetRevision)
 	if err != nil {
@@ -59,7 +76,7 @@ func (r *Renderer) gitTree(ctx context.Context, repoURL, revision string) (*gitf
 	case err == nil:
 		return tree, nil
 	case errors.Is(err, gitfetch.ErrNotAllowed) || errors.Is(err, ErrExternalSource):
-		return nil, fmt.Errorf("%w: not rendered: %s", ErrExternalSource, err.Error())
+		return nil, fmt.Errorf("%w: %s", ErrExternalSource, err.Error())
 	}
 	return nil, err
 }
@@ -102,8 +119,8 @@ func (r *Renderer) chartSource() helmengine.ChartSource {
 }
 
 // Fetches reports whether the renderer fetches src itself although it is not in a checkout: a chart from a Helm
-// repository the operator allows. What such a source renders is fixed by the Application (repoURL, chart,
-// targetRevision), so a change that leaves the Application and this repository's files alone cannot alter it.
+// repository or an OCI registry, or a native OCI source, that the operator allows. What such a source renders is
+// fixed by the Application (repoURL, chart, path, targetRevision), so a change that leaves the Application and this repository's files alone cannot alter it.
 func (r *Renderer) Fetches(src *v1alpha1.ApplicationSource) bool {
 	return Fetches(r.opts.Charts, src) || FetchesGit(r.opts.Git, src)
 }
@@ -124,7 +141,7 @@ func Fetches(charts ChartFetcher, src *v1alpha1.ApplicationSource) bool {
 	if f, ok := charts.(*chartfetch.Fetcher); ok && f == nil {
 		return false
 	}
-	if charts == nil || src == nil || !src.IsHelm() || src.IsOCI() {
+	if charts == nil || src == nil || (!src.IsHelm() && !src.IsOCI()) {
 		return false
 	}
 	allows, ok := charts.(interface {
