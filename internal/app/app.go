@@ -40,6 +40,8 @@ type App struct {
 	skipDrafts  bool
 	concurrency int
 	tempDir     string
+	// renderBudget is preview.Input.RenderBudget of every preview (0: preview's default).
+	renderBudget time.Duration
 
 	mu         sync.Mutex
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
@@ -86,6 +88,10 @@ func WithSkipDrafts(skip bool) Option { return func(a *App) { a.skipDrafts = ski
 
 // WithConcurrency bounds the concurrent renders of one preview (default: the number of CPUs).
 func WithConcurrency(n int) Option { return func(a *App) { a.concurrency = n } }
+
+// WithRenderBudget bounds the time of all the renders of one change, base and head
+// (preview.Input.RenderBudget; default preview.DefaultRenderBudget; negative: none).
+func WithRenderBudget(d time.Duration) Option { return func(a *App) { a.renderBudget = d } }
 
 // WithTempDir sets where previews write their checkouts (default: the system's temporary directory).
 func WithTempDir(dir string) Option { return func(a *App) { a.tempDir = dir } }

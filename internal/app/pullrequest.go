@@ -14,6 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
+	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
@@ -259,7 +260,7 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 		}
 		in.Clusters = cs
 	}
-	rep, err := a.runPreview(ctx, in)
+	rep, err := a.runPreview(ctx, ch.InstallationID, in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
 		// The diff does not depend on the policy: show it, and fail the plan check on the policy's lines.
@@ -269,7 +270,7 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 			err = nil
 		} else {
 			in.Plan = false
-			rep, err = a.runPreview(ctx, in)
+			rep, err = a.runPreview(ctx, ch.InstallationID, in)
 		}
 	}
 	out.rep, out.err = rep, err
@@ -314,26 +315,45 @@ func repoWebURL(ch Change) string {
 	return ""
 }
 
-// runPreview runs the preview, with the live state when a comparer is configured; when the preview fails with
-// it (Argo CD unreachable) it is made again without, and says so.
-func (a *App) runPreview(ctx context.Context, in preview.Input) (*report.Report, error) {
+// runPreview runs the preview of a change of the installation, with the live state when a comparer is
+// configured; when the preview fails with it (Argo CD unreachable) it is made again without, and says so.
+func (a *App) runPreview(ctx context.Context, installation int64, in preview.Input) (*report.Report, error) {
+	r := a.rendererOf(installation)
+	if a.renderBudget != 0 {
+		in.RenderBudget = a.renderBudget
+	}
 	if a.live == nil {
-		return preview.Run(ctx, a.renderer, in)
+		return preview.Run(ctx, r, in)
 	}
 	in.Live = a.live
-	rep, err := preview.Run(ctx, a.renderer, in)
+	rep, err := preview.Run(ctx, r, in)
 	var pe *plan.PolicyError
 	if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
 		return rep, err
 	}
 	in.Live = nil
-	rep, err2 := preview.Run(ctx, a.renderer, in)
+	rep, err2 := preview.Run(ctx, r, in)
 	if err2 != nil {
 		return nil, err // the first error is the one to report
 	}
 	rep.Notes = append(rep.Notes, "live state not compared: "+oneLine(err))
 	logFrom(ctx).Warn("preview without live state", slog.Any("error", err))
 	return rep, nil
+}
+
+// sharedRenderer is a renderer shared among tenants (isolate.Pool): each tenant's renders are scheduled
+// fairly against the others', within a share of the workers.
+type sharedRenderer interface {
+	For(tenant string) *isolate.Tenant
+}
+
+// rendererOf is the renderer of an installation's previews: its share of a shared renderer, so that one
+// installation flooding pull requests (or rendering bombs to the time cap) cannot starve another.
+func (a *App) rendererOf(installation int64) preview.Renderer {
+	if s, ok := a.renderer.(sharedRenderer); ok {
+		return s.For(strconv.FormatInt(installation, 10))
+	}
+	return a.renderer
 }
 
 // publish posts a preview's results, unless its head is stale.

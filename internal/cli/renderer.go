@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,20 @@ import (
 //
 //   - FLEETWAVE_RENDER_WORKERS: the number of worker processes (0: render in-process);
 //   - FLEETWAVE_RENDER_MEMORY: a worker's memory cap (default 1GiB; bytes, or K/M/G units);
-//   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none.
+//   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none;
+//   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer).
 func newRenderer(getenv func(string) string, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
+	return newSharedRenderer(getenv, opts, workers, false)
+}
+
+// newServeRenderer is serve's newRenderer: its pool is shared by the installations, each holding at most
+// FLEETWAVE_RENDER_SHARE workers at once (default: all but one, at least one), so that one installation whose
+// renders all run to the time cap still leaves a worker to the others.
+func newServeRenderer(getenv func(string) string, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
+	return newSharedRenderer(getenv, opts, 0, true)
+}
+
+func newSharedRenderer(getenv func(string) string, opts render.Options, workers int, shared bool) (r preview.Renderer, close func(), mode string, err error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -58,16 +71,28 @@ func newRenderer(getenv func(string) string, opts render.Options, workers int) (
 	if envWorkers > 0 && (workers <= 0 || envWorkers < workers) {
 		workers = envWorkers
 	}
-	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory})
+	share := 0
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_SHARE")); v != "" && shared {
+		if share, err = strconv.Atoi(v); err != nil || share < 1 {
+			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_SHARE=%q: want the number of render workers one installation may hold at once (at least 1)", v)
+		}
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if shared && share == 0 {
+		share = max(1, workers-1)
+	}
+	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share})
 	if err != nil {
 		return nil, nil, "", err
 	}
 	if memory <= 0 {
 		memory = isolate.DefaultMemoryBytes
 	}
-	n := workers
-	if n <= 0 {
-		n = pool.Workers()
+	mode = fmt.Sprintf("%d worker processes, %s of memory each", pool.Workers(), isolate.FormatBytes(memory))
+	if shared {
+		mode += fmt.Sprintf(", at most %d per installation", pool.Share())
 	}
-	return pool, func() { _ = pool.Close() }, fmt.Sprintf("%d worker processes, %s of memory each", n, isolate.FormatBytes(memory)), nil
+	return pool, func() { _ = pool.Close() }, mode, nil
 }

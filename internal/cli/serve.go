@@ -62,6 +62,9 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
   FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
   FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, ...)
+  FLEETWAVE_RENDER_WORKERS, _MEMORY, _TIMEOUT   render worker processes, each one's memory and time cap
+  FLEETWAVE_RENDER_SHARE               render workers one installation holds at once (default: all but one)
+  FLEETWAVE_RENDER_BUDGET              time of all the renders of one change, base and head (default 10m)
   FLEETWAVE_REPLICA_NAME               this replica's name in rollout leases (default hostname-pid); give each replica
                                        a name that survives its restarts (a StatefulSet pod name) so a restarted
                                        replica takes its rollouts back at once instead of after the lease expires`,
@@ -225,8 +228,10 @@ type serveWiring struct {
 //   - GitHub: one client per installation from the App (d.GitHub);
 //   - clones: a gitcache under FLEETWAVE_CACHE_DIR, else next to the SQLite store ("<dir>/fleetwave-cache"),
 //     else the user's cache directory; fetched with the installation token;
-//   - rendering: internal/render in worker processes of this binary (internal/render/isolate; newRenderer reads
-//     FLEETWAVE_RENDER_WORKERS, FLEETWAVE_RENDER_MEMORY, FLEETWAVE_RENDER_TIMEOUT), with the settings of
+//   - rendering: internal/render in worker processes of this binary (internal/render/isolate; newServeRenderer
+//     reads FLEETWAVE_RENDER_WORKERS, FLEETWAVE_RENDER_MEMORY, FLEETWAVE_RENDER_TIMEOUT, FLEETWAVE_RENDER_SHARE),
+//     shared fairly among installations; FLEETWAVE_RENDER_BUDGET bounds the time of one change's renders
+//     (preview.Input.RenderBudget, default 10m), with the settings of
 //     FLEETWAVE_RENDER_SETTINGS (a render-env.yaml file) over those Argo CD reports when it is configured;
 //     charts of the Helm repositories FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch, by
 //     this process for its workers) and cached under the cache directory's charts/;
@@ -301,9 +306,17 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
-	renderer, closeRenderer, renderMode, err := newRenderer(getenv, render.Options{Charts: charts}, 0)
+	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, render.Options{Charts: charts})
 	if err != nil {
 		return serveWiring{}, usageErr(err)
+	}
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_BUDGET")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d == 0 {
+			closeRenderer()
+			return serveWiring{}, usageErr(fmt.Errorf("FLEETWAVE_RENDER_BUDGET=%q: want a duration such as 10m (negative: no budget)", v))
+		}
+		opts = append(opts, app.WithRenderBudget(d))
 	}
 	if pool, ok := renderer.(*isolate.Pool); ok {
 		if err := pool.Prestart(ctx); err != nil {

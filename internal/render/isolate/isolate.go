@@ -35,6 +35,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -56,6 +57,11 @@ type Options struct {
 	// CPU caps the CPU time of one render, enforced by the kernel (default: the time cap times the number of
 	// CPUs, plus a second; the wall-time kill normally comes first).
 	CPU time.Duration
+	// Share is the most workers one tenant (Pool.For) holds at once (default and at most: Workers). Whatever
+	// it is, a freed worker goes first to the waiting tenant that holds the fewest. A server shared by tenants
+	// that must not starve each other sets it below Workers (serve: Workers-1), so that a tenant whose renders
+	// all run to the time cap still leaves a worker to the others.
+	Share int
 }
 
 // ErrUnavailable is returned by New in a binary that does not call WorkerMain at its start.
@@ -71,7 +77,7 @@ func Available() bool { return capable.Load() }
 type Pool struct {
 	opts    Options
 	timeout time.Duration
-	sem     chan struct{}
+	sched   *scheduler
 	nextID  atomic.Uint64
 	started atomic.Int64
 
@@ -92,6 +98,9 @@ func New(opts Options) (*Pool, error) {
 	if f, ok := opts.Render.Charts.(*chartfetch.Fetcher); ok && f == nil {
 		opts.Render.Charts = nil
 	}
+	if f, ok := opts.Render.Git.(*gitfetch.Fetcher); ok && f == nil {
+		opts.Render.Git = nil
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -105,13 +114,16 @@ func New(opts Options) (*Pool, error) {
 	if opts.CPU <= 0 {
 		opts.CPU = timeout*time.Duration(runtime.NumCPU()) + time.Second
 	}
-	return &Pool{opts: opts, timeout: timeout, sem: make(chan struct{}, opts.Workers), all: map[*worker]bool{}, notify: make(chan struct{})}, nil
+	if opts.Share <= 0 || opts.Share > opts.Workers {
+		opts.Share = opts.Workers
+	}
+	return &Pool{opts: opts, timeout: timeout, sched: newScheduler(opts.Workers, opts.Share), all: map[*worker]bool{}, notify: make(chan struct{})}, nil
 }
 
 // Fetches is render.Renderer.Fetches, answered by the parent, which holds the chart fetcher: whether src is a
 // chart from a Helm repository the operator allows.
 func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool {
-	return render.Fetches(p.opts.Render.Charts, src)
+	return render.Fetches(p.opts.Render.Charts, src) || render.FetchesGit(p.opts.Render.Git, src)
 }
 
 // Workers is the pool's size: the most worker processes, and renders, at once.
@@ -122,8 +134,13 @@ func (p *Pool) Started() int64 { return p.started.Load() }
 
 // Render renders req.App in a worker. Errors are those of render.Renderer.Render (a *render.Error naming the app,
 // matching render.ErrExternalSource and render.ErrPluginSource), plus the worker's own end: past the time cap,
-// the memory cap or the CPU cap, or a crash, the error is one line and the worker is replaced.
+// the memory cap or the CPU cap, or a crash, the error is one line and the worker is replaced. Its renders are
+// those of the tenant "" (see For).
 func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, error) {
+	return p.render(ctx, "", req)
+}
+
+func (p *Pool) render(ctx context.Context, tenant string, req render.Request) (*render.Result, error) {
 	app := req.App
 	if app == nil {
 		return nil, errors.New("render: no application")
@@ -140,16 +157,14 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 		}
 	}
 	fail := func(err error) (*render.Result, error) { return nil, &render.Error{App: app.Name, Err: err} }
-	select {
-	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return fail(ctx.Err())
+	if err := p.sched.acquire(ctx, tenant); err != nil {
+		return fail(err)
 	}
 	released := false
 	release := func() {
 		if !released {
 			released = true
-			<-p.sem
+			p.sched.release(tenant)
 		}
 	}
 	defer release()
@@ -212,6 +227,9 @@ func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, 
 
 // fetch answers a worker's chart request with the pool's fetcher. The time it takes counts in the render's.
 func (p *Pool) fetch(ctx context.Context, fc *fetchCall) *fetchReply {
+	if fc.Git {
+		return p.fetchGit(ctx, fc)
+	}
 	f := p.opts.Render.Charts
 	if f == nil {
 		return &fetchReply{Err: toWire(errors.New("no chart repositories are configured"))}
@@ -442,7 +460,7 @@ func (p *Pool) spawn() (*worker, error) {
 	}()
 
 	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU,
-		Charts: p.opts.Render.Charts != nil}
+		Charts: p.opts.Render.Charts != nil, Git: p.opts.Render.Git != nil}
 	if err := w.send(cfg); err != nil {
 		w.kill()
 		return nil, fmt.Errorf("%w: %s", err, w.stderr.firstLine())
