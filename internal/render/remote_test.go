@@ -179,7 +179,8 @@ spec:
 		t.Error("a repository that is not allowed was contacted")
 	}
 
-	// Without a fetcher (no repositories file) chart sources stay external, as before; OCI ones always are.
+	// Without a fetcher (no repositories file) chart sources stay external, as before; an OCI source on a registry
+	// that is not allowed is refused like a chart repository.
 	if _, _, err := renderYAML(t, render.New(render.Options{}), req); !errors.Is(err, render.ErrExternalSource) {
 		t.Errorf("without a fetcher: %v", err)
 	}
@@ -190,7 +191,9 @@ spec:
   destination: {server: https://kubernetes.default.svc, namespace: x}
   source: {repoURL: oci://registry.example.com/charts/x, targetRevision: 1.0.0, path: .}
 `)
-	if _, _, err := renderYAML(t, chartRenderer(t, srv, srv.Secret("x")), oci); !errors.Is(err, render.ErrExternalSource) {
+	_, _, err = renderYAML(t, chartRenderer(t, srv, srv.Secret("x")), oci)
+	if !errors.Is(err, chartfetch.ErrNotAllowed) || errors.Is(err, render.ErrExternalSource) ||
+		!strings.Contains(err.Error(), "not rendered: repository oci://registry.example.com/charts/x is not in the allowed repositories") {
 		t.Errorf("oci: %v", err)
 	}
 }

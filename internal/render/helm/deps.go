@@ -44,10 +44,10 @@ outer:
 //   - `repository: ""` dependencies must already be charts/<name> directories satisfying the version;
 //   - `file://` dependencies are loaded from their directory inside the checkout (confined) and added as the
 //     archive helm would package (<name>-<version>.tgz replaces a file of that name);
-//   - dependencies from chart repositories (https, @alias): a vendored copy under charts/ that satisfies the
-//     version stands for the download; otherwise the archive is downloaded through in.Charts (the allowed
+//   - dependencies from chart repositories (https, @alias, oci://): a vendored copy under charts/ that satisfies
+//     the version stands for the download; otherwise the archive is downloaded through in.Charts (the allowed
 //     repositories only) and added as charts/<name>-<version>.tgz, as the downloader saves it; without
-//     in.Charts, or for an oci:// repository, the build fails;
+//     in.Charts the build fails;
 //   - chart archives under charts/ that the build did not produce are deleted, unless they hold a
 //     `repository: ""` dependency, as safeMoveDeps does.
 //
@@ -172,7 +172,7 @@ func (e *Engine) buildDependencies(ctx context.Context, in Input, dir string, ch
 					}
 				}
 			}
-			if !found && in.Charts != nil && !strings.HasPrefix(dep.Repository, "oci://") {
+			if !found && in.Charts != nil {
 				data, version, err := in.Charts.Archive(ctx, dep.Repository, dep.Name, dep.Version)
 				if err != nil {
 					return nil, &markedError{msg: fmt.Sprintf("chart dependency %q (version %q): %v", dep.Name, dep.Version, err),
@@ -185,9 +185,6 @@ func (e *Engine) buildDependencies(ctx context.Context, in Input, dir string, ch
 			}
 			if !found {
 				how := "no allowed repositories are configured to fetch it from (--repositories, FLEETWAVE_REPOSITORIES_FILE)"
-				if strings.HasPrefix(dep.Repository, "oci://") {
-					how = "OCI registries are not fetched"
-				}
 				return nil, &markedError{
 					msg: fmt.Sprintf("chart dependency %q (repository %q, version %q) is not vendored under %s/charts and %s",
 						dep.Name, dep.Repository, dep.Version, dir, how),
