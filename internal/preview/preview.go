@@ -15,6 +15,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/plan"
@@ -424,7 +425,7 @@ func (p *pipeline) renderIn(ctx context.Context, a *discover.App, s *side) *outc
 		Settings: s.settings,
 	})
 	if err != nil {
-		if (errors.Is(err, render.ErrPluginSource) || errors.Is(err, render.ErrExternalSource)) && p.remote != nil {
+		if onlyArgoCDRenders(err) && p.remote != nil {
 			return p.renderRemote(ctx, a, s, err)
 		}
 		return &outcome{err: err}
@@ -467,6 +468,12 @@ func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, l
 	}
 	warning := "rendered by Argo CD's repo-server at " + strings.Join(shortAll(revisions), ", ") + " (" + why + ")"
 	return &outcome{objs: rr.Objects, remoteWarning: joinNonEmpty(warning, rr.Warning)}
+}
+
+// onlyArgoCDRenders tells the render errors Argo CD can do better than: a plugin, a source not fetched here, a
+// repository the operator did not allow fleetwave to fetch (Argo CD has its own repository credentials).
+func onlyArgoCDRenders(err error) bool {
+	return errors.Is(err, render.ErrPluginSource) || errors.Is(err, render.ErrExternalSource) || errors.Is(err, chartfetch.ErrNotAllowed)
 }
 
 func shortAll(revs []string) []string {
