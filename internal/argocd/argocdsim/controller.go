@@ -10,6 +10,8 @@ import (
 	"github.com/argoproj/gitops-engine/pkg/health"
 	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
 )
 
 // This file is the application controller: it runs operations and reconciles apps. The steps and the order of
@@ -311,7 +313,7 @@ func (s *Server) reconcileLocked(st *appState) {
 	st.waiters = nil
 
 	if err == nil && a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled() &&
-		a.Status.Sync.Status == v1alpha1.SyncStatusCodeOutOfSync && a.Operation == nil {
+		a.Status.Sync.Status == v1alpha1.SyncStatusCodeOutOfSync && a.Operation == nil && s.autoSyncAllowedLocked(a) {
 		key := fmt.Sprint(revs)
 		if st.autoRev == key {
 			return // already attempted (controller/appcontroller.go autoSync: "most recent sync already to")
@@ -321,6 +323,17 @@ func (s *Server) reconcileLocked(st *appState) {
 		op.InitiatedBy = v1alpha1.OperationInitiator{Automated: true}
 		_, _ = s.startOperationLocked(st, op) // nobody to answer: the controller started it
 	}
+}
+
+// autoSyncAllowedLocked: the app's sync windows let an automated sync through now (controller/appcontroller.go
+// processAppRefreshQueueItem: project.Spec.SyncWindows.Matches(app).CanSync(false), an error counting as no;
+// "Sync prevented by sync window" otherwise).
+func (s *Server) autoSyncAllowedLocked(a *v1alpha1.Application) bool {
+	if s.blocked[a.Name] {
+		return false
+	}
+	ok, _ := argocd.CanSyncAt(s.appWindowsLocked(a), s.clk.Now(), false)
+	return ok
 }
 
 func (s *Server) scheduleResyncLocked() {

@@ -14,6 +14,8 @@ import (
 	jsonpatch "github.com/evanphx/json-patch"
 	"google.golang.org/grpc/codes"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
 )
 
 // Messages and codes below are the ones server/application/application.go and util/argo/argo.go return.
@@ -29,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/applications/{name}/managed-resources", s.handleManagedResources)
 	mux.HandleFunc("GET /api/v1/applications/{name}/manifests", s.handleManifests)
 	mux.HandleFunc("GET /api/v1/applications/{name}/syncwindows", s.handleSyncWindows)
+	mux.HandleFunc("GET /api/v1/projects/{name}", s.handleProject)
 	mux.HandleFunc("POST /api/v1/applicationsets/generate", s.handleGenerate)
 	mux.HandleFunc("GET /api/v1/stream/applications", s.handleStream)
 	mux.HandleFunc("GET /api/v1/clusters", s.handleClusters)
@@ -354,7 +357,16 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 	}
 	a := st.app
 	if s.blocked[name] {
-		writeError(w, codes.PermissionDenied, "cannot sync: blocked by sync window")
+		writeError(w, codes.PermissionDenied, argocd.SyncWindowBlockedText)
+		return
+	}
+	// server/application/application.go Sync: proj.Spec.SyncWindows.Matches(a).CanSync(true), before RBAC's sync
+	// check and anything else.
+	if ok, err := argocd.CanSyncAt(s.appWindowsLocked(a), s.clk.Now(), true); err != nil {
+		writeError(w, codes.PermissionDenied, fmt.Sprintf("cannot sync: invalid sync window: %v", err))
+		return
+	} else if !ok {
+		writeError(w, codes.PermissionDenied, argocd.SyncWindowBlockedText)
 		return
 	}
 	automated := a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled()
@@ -576,14 +588,59 @@ func (s *Server) handleSyncWindows(out http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.OtherReads++ }); !ok {
+	st, _, ok := s.appLocked(w, r, name, func(c *Counts) { c.OtherReads++ })
+	if !ok {
 		return
 	}
-	ans := map[string]any{"canSync": !s.blocked[name]}
+	// server/application/application.go GetApplicationSyncWindows: the windows matched to the app (assigned), those
+	// active now, and CanSync(true); convertSyncWindows keeps kind, schedule, duration and manualSync.
+	windows := s.appWindowsLocked(st.app)
+	now := s.clk.Now()
+	canSync, err := argocd.CanSyncAt(windows, now, true)
+	if err != nil {
+		writeError(w, codes.Unknown, fmt.Sprintf("invalid sync windows: %v", err))
+		return
+	}
+	active, _ := argocd.ActiveWindowsAt(windows, now) // CanSyncAt parsed them already
 	if s.blocked[name] {
-		ans["activeWindows"] = []map[string]any{{"kind": "deny", "schedule": "* * * * *", "duration": "1h", "manualSync": false}}
+		canSync = false
+		active = append(active, &v1alpha1.SyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"})
+	}
+	ans := map[string]any{"canSync": canSync}
+	if v := convertSyncWindows(active); v != nil {
+		ans["activeWindows"] = v
+	}
+	if v := convertSyncWindows(windows); v != nil {
+		ans["assignedWindows"] = v
 	}
 	writeJSON(w, ans)
+}
+
+// convertSyncWindows is server/application/application.go convertSyncWindows: nil for none.
+func convertSyncWindows(ws v1alpha1.SyncWindows) []map[string]any {
+	var out []map[string]any
+	for _, w := range ws {
+		out = append(out, map[string]any{"kind": w.Kind, "schedule": w.Schedule, "duration": w.Duration, "manualSync": w.ManualSync})
+	}
+	return out
+}
+
+// handleProject is server/project/project.go Get: the AppProject, or NotFound as the Kubernetes API says it.
+func (s *Server) handleProject(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	s.mu.Lock()
+	p, ok := s.projectLocked(name)
+	var b []byte
+	var err error
+	if ok {
+		b, err = json.Marshal(p)
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, codes.NotFound, fmt.Sprintf("appprojects.argoproj.io %q not found", name))
+		return
+	}
+	writeRawJSON(w, b, err)
 }
 
 func (s *Server) handleClusters(w http.ResponseWriter, _ *http.Request) {

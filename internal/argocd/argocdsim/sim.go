@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
 )
 
 // Config shapes the simulated Argo CD. The zero value is a fast, fault-free server on the real clock.
@@ -160,7 +162,8 @@ type Server struct {
 	clusters []v1alpha1.Cluster
 	subs     map[*subscriber]struct{}
 	timers   map[*timerHandle]struct{}
-	blocked  map[string]bool // sync window closed
+	blocked  map[string]bool // sync window closed (SetSyncWindowBlocked)
+	projects map[string]*v1alpha1.AppProject
 	counts   map[string]*Counts
 	totals   Totals
 	closed   bool
@@ -222,16 +225,17 @@ func New(cfg Config) *Server {
 		cfg.Settings.TrackingMethod = "annotation"
 	}
 	s := &Server{
-		cfg:     cfg,
-		clk:     cfg.Clock,
-		rng:     rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		apps:    map[string]*appState{},
-		refs:    map[string]string{},
-		subs:    map[*subscriber]struct{}{},
-		timers:  map[*timerHandle]struct{}{},
-		blocked: map[string]bool{},
-		counts:  map[string]*Counts{},
-		done:    make(chan struct{}),
+		cfg:      cfg,
+		clk:      cfg.Clock,
+		rng:      rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		apps:     map[string]*appState{},
+		refs:     map[string]string{},
+		subs:     map[*subscriber]struct{}{},
+		timers:   map[*timerHandle]struct{}{},
+		blocked:  map[string]bool{},
+		projects: map[string]*v1alpha1.AppProject{},
+		counts:   map[string]*Counts{},
+		done:     make(chan struct{}),
 	}
 	s.handler = s.routes()
 	if cfg.ResyncPeriod > 0 {
@@ -295,11 +299,53 @@ func (s *Server) SetBehavior(name string, b Behavior) error {
 	return nil
 }
 
-// SetSyncWindowBlocked closes (or opens) a deny sync window over the app: syncs get PermissionDenied.
+// SetSyncWindowBlocked closes (or opens) a deny sync window over the app: syncs get PermissionDenied. It
+// overrides the app's project's windows (SetProject); use those to test how windows are evaluated.
 func (s *Server) SetSyncWindowBlocked(name string, blocked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.blocked[name] = blocked
+}
+
+// SetProject creates or replaces an AppProject. Its spec.syncWindows are evaluated as Argo CD does, on the
+// server's clock: a manual sync of an app they block is refused (handleSync), automated sync waits
+// (reconcileLocked), GET .../syncwindows and GET /api/v1/projects/{name} show them. The project "default" exists
+// without being set, with no windows.
+func (s *Server) SetProject(p v1alpha1.AppProject) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p.Kind, p.APIVersion = "AppProject", "argoproj.io/v1alpha1"
+	if p.Namespace == "" {
+		p.Namespace = s.cfg.Namespace
+	}
+	s.rv++
+	p.ResourceVersion = strconv.FormatInt(s.rv, 10)
+	s.projects[p.Name] = p.DeepCopy()
+}
+
+// projectLocked returns the app's project: set by SetProject, or the implicit empty "default".
+func (s *Server) projectLocked(name string) (*v1alpha1.AppProject, bool) {
+	if name == "" {
+		name = "default"
+	}
+	if p, ok := s.projects[name]; ok {
+		return p, true
+	}
+	if name == "default" {
+		p := &v1alpha1.AppProject{}
+		p.Name, p.Namespace, p.Kind, p.APIVersion = "default", s.cfg.Namespace, "AppProject", "argoproj.io/v1alpha1"
+		return p, true
+	}
+	return nil, false
+}
+
+// appWindowsLocked returns the sync windows of the app's project that apply to it (Argo CD's Matches).
+func (s *Server) appWindowsLocked(a *v1alpha1.Application) v1alpha1.SyncWindows {
+	p, ok := s.projectLocked(a.Spec.Project)
+	if !ok {
+		return nil
+	}
+	return argocd.AppWindows(p.Spec.SyncWindows, a)
 }
 
 // AddCluster registers a cluster for GET /api/v1/clusters.
