@@ -31,6 +31,8 @@ type stepRun struct {
 	prev    string             // the app's live revision, recorded as PreviousRevision by a first sync intent
 	want    store.RolloutState // the rollout state in which the operation may start
 	refused bool               // onTrigger refused: nothing recorded
+	// windowRefused: Argo CD refused the sync request because of a sync window.
+	windowRefused bool
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -82,6 +84,11 @@ type trackingAPI struct {
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
 	app, err := t.ArgoCD.Sync(ctx, name, req)
 	if err != nil {
+		if run := runOf(ctx); run != nil && argocd.IsSyncWindowRefusal(err) {
+			run.mu.Lock()
+			run.windowRefused = true
+			run.mu.Unlock()
+		}
 		return app, err
 	}
 	if run := runOf(ctx); run != nil {
@@ -257,6 +264,24 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 	out := store.Outcome{StepID: st.ID, Version: st.Version, OpStartedAt: res.OperationStartedAt,
 		OpFinishedAt: res.OperationFinishedAt, Health: string(res.Health), Message: res.Message}
 	inFlight := st.State.InFlight()
+	run.mu.Lock()
+	windowRefused := run.windowRefused
+	run.mu.Unlock()
+	if windowRefused && res.Outcome == argosync.OutcomeFailed && run.op == store.OpSync && st.State == store.StepIntent {
+		// Argo CD checks the windows before anything else (server/application/application.go Sync): the refused
+		// request started nothing. An earlier attempt of it (the client retries after a lost answer) may have, so
+		// the step's operation is looked for as below; none: the app waits for the window, it did not fail.
+		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt)
+		if found {
+			if state == "" {
+				return st.State
+			}
+			out.State, out.OpStartedAt, out.OpFinishedAt, out.Health, out.Message = state, ev.StartedAt, ev.FinishedAt, h, msg
+			return d.saveOutcome(ctx, st, out)
+		}
+		d.windowRefusals.Add(1)
+		return d.saveOutcome(ctx, st, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepPending, Message: windowRefusedMessage})
+	}
 	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
 		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The
 		// request may have been processed all the same — its answer lost on the way — while Argo CD still showed

@@ -22,6 +22,8 @@ type driver struct {
 	wake   chan struct{} // the control loop re-read the rollout after a poke or a change (read by the step loop only)
 	cur    atomic.Pointer[store.Rollout]
 	lost   atomic.Bool
+	// windowRefusals counts syncs Argo CD refused because of a sync window (record).
+	windowRefusals atomic.Int64
 
 	mu        sync.Mutex
 	sp        *storedPlan

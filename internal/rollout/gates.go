@@ -110,6 +110,8 @@ type gateState struct {
 	// RollbackBaseline is the Attempts of each step when /rollback was given: a rollback that failed before it is
 	// retried by this rollback, one that failed during it is not.
 	RollbackBaseline map[int64]int `json:"rollbackBaseline,omitempty"`
+	// Window: the running wave is held by sync windows (windows.go).
+	Window *windowHold `json:"window,omitempty"`
 }
 
 type metricEval struct {

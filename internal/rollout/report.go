@@ -628,6 +628,13 @@ func waveCheckRun(v view, wi int) CheckRun {
 		cr.Status, cr.Title = StatusQueued, fmt.Sprintf("Waiting for earlier waves (%d apps)", c.total)
 	case store.WaveRunning:
 		cr.Status, cr.Title = StatusInProgress, "Syncing: "+done
+		if h := gs.Window; h != nil {
+			cr.Title = "Held by " + h.Reason
+			if !h.Until.IsZero() {
+				cr.Title += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
+			}
+			cr.Title += ": " + done
+		}
 		cr.Actions = []Action{actPause, actRollback, actAbort}
 	case store.WaveGating:
 		cr.Status, cr.Title = StatusInProgress, "Gates: "+done
@@ -685,6 +692,10 @@ func waveCheckRun(v view, wi int) CheckRun {
 			mark = "❌"
 		}
 		fmt.Fprintf(&b, "- %s `%s` at %s UTC: %s\n", mark, mdCell(m.Query, 120), hhmmss(m.At), mdCell(m.Result, 300))
+	}
+	if h := gs.Window; h != nil && w.State == store.WaveRunning {
+		fmt.Fprintf(&b, "- ⏸️ %s (Argo CD refuses their syncs; the wave waits, nothing is counted as failed). Held since %s UTC.\n",
+			mdCell(h.describe(), 500), hhmmss(h.Since))
 	}
 	if w.ApprovedBy != "" {
 		fmt.Fprintf(&b, "- Approved by @%s at %s UTC\n", w.ApprovedBy, hhmmss(w.ApprovedAt))

@@ -351,8 +351,28 @@ func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, w
 			todo = append(todo, s)
 		}
 	}
+	// Sync windows (windows.go): the apps a window blocks now wait; when nothing else is left, the wave waits.
+	todo, hold := d.checkWindows(ctx, todo)
+	if len(todo) == 0 && hold != nil {
+		return d.holdWave(ctx, r, wi, w, hold)
+	}
+	if err := d.releaseHold(ctx, r, wi, w); err != nil {
+		return again, err
+	}
+	refusedBefore := d.windowRefusals.Load()
 	if err := d.runBatch(ctx, sp, todo, failed, tolerated); err != nil {
 		return again, err
+	}
+	if d.windowRefusals.Load() != refusedBefore && d.mayStart(ctx, store.RolloutRunning) {
+		h, err := d.refusedHold(ctx, r, wi)
+		if err != nil {
+			return again, err
+		}
+		nw, err := d.e.st.ListWaves(ctx, r.ID)
+		if err != nil || wi >= len(nw) {
+			return again, err
+		}
+		return d.holdWave(ctx, r, wi, nw[wi], h)
 	}
 	d.publish(ctx, r.ID)
 	return again, nil

@@ -1,0 +1,215 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// Sync windows. An AppProject's syncWindows make Argo CD refuse a sync ("cannot sync: blocked by sync window",
+// PermissionDenied: server/application/application.go Sync) while a deny window is active or no allow window
+// is; fleetwave's syncs are manual ones, so a window with manualSync lets them through. A refused app is not a
+// failed app: the wave is held until the window opens.
+//
+// Before a batch, the executor reads the windows of its apps' projects (WindowReader) and evaluates them as
+// Argo CD does on its clock (argocd.EvaluateWindows): the apps a window blocks are held, the others synced.
+// When only held apps are left, the wave waits — its check-run in progress, "Held by a sync window … until …",
+// an event for the terminal — until the earliest of them opens, re-reading the windows at least every
+// windowRecheck (a project edited meanwhile). A sync Argo CD refuses all the same (its clock, a window edited
+// since, windows the token may not read) puts the app back to pending and holds the wave for windowRetry.
+
+// WindowReader reads an AppProject's sync windows; *argocd.Client implements it. When the executor's ArgoCD
+// also implements it, each batch's apps are checked against their windows before any sync.
+type WindowReader interface {
+	ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error)
+}
+
+const (
+	// windowRecheck bounds the wait of a held wave between readings of its windows.
+	windowRecheck = 5 * time.Minute
+	// windowRetry is how long a wave waits after Argo CD refused a sync the windows, as read, allowed.
+	windowRetry = time.Minute
+	// heldAppsShown bounds the apps a hold names.
+	heldAppsShown = 5
+)
+
+// windowHold is a wave held by sync windows, kept in the wave's gate state for its check-run and the terminal.
+type windowHold struct {
+	Apps   []string  `json:"apps"`  // the first heldAppsShown held apps
+	Count  int       `json:"count"` // all held apps
+	Reason string    `json:"reason"`
+	Until  time.Time `json:"until,omitzero"` // when the first of them may sync; zero: not known
+	Since  time.Time `json:"since"`
+}
+
+// describe says it in one line: "3 apps (web, api, db) held by deny window '0 9 * * *' (1h) until 10:00 UTC".
+func (h *windowHold) describe() string {
+	apps := plural(h.Count, "app")
+	if len(h.Apps) > 0 {
+		names := h.Apps
+		more := ""
+		if h.Count > len(names) {
+			more = ", …"
+		}
+		apps += " (" + joinNames(names) + more + ")"
+	}
+	s := apps + " held by " + h.Reason
+	if !h.Until.IsZero() {
+		s += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
+	}
+	return s
+}
+
+func joinNames(names []string) string {
+	s := ""
+	for i, n := range names {
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
+}
+
+// checkWindows splits a batch's apps into those their sync windows let through now and the held ones. Apps
+// whose windows cannot be read (no WindowReader, an error) are let through: Argo CD decides, and a refusal is
+// handled as a hold (record).
+func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]store.AppStep, *windowHold) {
+	wr, ok := d.e.argo.(WindowReader)
+	if !ok || len(todo) == 0 {
+		return todo, nil
+	}
+	now := d.e.o.clock.Now()
+	projects := map[string]v1alpha1.SyncWindows{}
+	var allowed []store.AppStep
+	var hold *windowHold
+	for _, s := range todo {
+		app := d.readApp(ctx, s.App)
+		if app == nil {
+			allowed = append(allowed, s)
+			continue
+		}
+		proj := app.Spec.Project
+		if proj == "" {
+			proj = "default"
+		}
+		ws, seen := projects[proj]
+		if !seen {
+			var err error
+			if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
+				d.e.o.log.Warn("reading the sync windows of a project: Argo CD decides at each sync", "rollout", d.id, "project", proj, "err", err)
+				ws = nil
+			}
+			projects[proj] = ws
+		}
+		h := argocd.EvaluateWindows(argocd.AppWindows(ws, app), now)
+		if !h.Blocked {
+			allowed = append(allowed, s)
+			continue
+		}
+		if hold == nil {
+			hold = &windowHold{Reason: h.Reason, Until: h.Until, Since: now}
+		}
+		hold.Count++
+		if len(hold.Apps) < heldAppsShown {
+			hold.Apps = append(hold.Apps, s.App.Name)
+		}
+		if !h.Until.IsZero() && (hold.Until.IsZero() || h.Until.Before(hold.Until)) {
+			hold.Until, hold.Reason = h.Until, h.Reason
+		}
+	}
+	return allowed, hold
+}
+
+// holdWave records that a running wave waits for a sync window and sleeps until it may open (or the next
+// reading of the windows).
+func (d *driver) holdWave(ctx context.Context, r store.Rollout, wi int, w store.Wave, h *windowHold) (stepResult, error) {
+	now := d.e.o.clock.Now()
+	prev := readGateState(w).Window
+	if prev != nil {
+		h.Since = prev.Since
+	}
+	changed := prev == nil || prev.Reason != h.Reason || !prev.Until.Equal(h.Until) || prev.Count != h.Count
+	if changed {
+		nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+			if x.State != store.WaveRunning {
+				return false, nil
+			}
+			gs := readGateState(*x)
+			gs.Window = h
+			x.GateState = gs.raw()
+			return true, nil
+		})
+		if err != nil || nw.State != store.WaveRunning {
+			return again, err
+		}
+		msg := h.describe()
+		if !h.Until.IsZero() {
+			msg = "until " + h.Until.UTC().Format(time.RFC3339) + ": " + msg
+		}
+		d.e.event(ctx, r.ID, "", "window-held", w.Name, "ok", msg)
+		d.publish(ctx, r.ID)
+	}
+	next := now.Add(windowRecheck)
+	if !h.Until.IsZero() && h.Until.Before(next) {
+		next = h.Until
+	}
+	return waitUntil(next), nil
+}
+
+// releaseHold clears a wave's hold once its windows let apps through again.
+func (d *driver) releaseHold(ctx context.Context, r store.Rollout, wi int, w store.Wave) error {
+	if readGateState(w).Window == nil {
+		return nil
+	}
+	_, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
+		gs := readGateState(*x)
+		if gs.Window == nil {
+			return false, nil
+		}
+		gs.Window = nil
+		x.GateState = gs.raw()
+		return true, nil
+	})
+	if err == nil {
+		d.e.event(ctx, r.ID, "", "window-released", w.Name, "ok", "the sync window opened")
+		d.publish(ctx, r.ID)
+	}
+	return err
+}
+
+// refusedHold is the hold after Argo CD refused syncs the windows, as read, allowed: the windows' own account
+// when they now block, else Argo CD's word, retried after windowRetry.
+func (d *driver) refusedHold(ctx context.Context, r store.Rollout, wi int) (*windowHold, error) {
+	steps, err := d.e.st.ListSteps(ctx, r.ID, store.StepFilter{Waves: []int{wi}})
+	if err != nil {
+		return nil, err
+	}
+	var pending []store.AppStep
+	for _, s := range steps {
+		if s.State == store.StepPending && s.Message == windowRefusedMessage {
+			pending = append(pending, s)
+		}
+	}
+	_, h := d.checkWindows(ctx, pending)
+	if h != nil {
+		return h, nil
+	}
+	now := d.e.o.clock.Now()
+	h = &windowHold{Reason: "Argo CD refusing the sync (" + argocd.SyncWindowBlockedText + ")", Until: now.Add(windowRetry), Since: now}
+	for _, s := range pending {
+		h.Count++
+		if len(h.Apps) < heldAppsShown {
+			h.Apps = append(h.Apps, s.App.Name)
+		}
+	}
+	return h, nil
+}
+
+// windowRefusedMessage is the message of a step put back to pending after a sync window refusal.
+var windowRefusedMessage = fmt.Sprintf("held: Argo CD refused the sync (%s); synced when the window opens", argocd.SyncWindowBlockedText)
