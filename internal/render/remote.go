@@ -75,11 +75,17 @@ func (r *Renderer) gitTree(ctx context.Context, repoURL, revision string) (*gitf
 	switch {
 	case err == nil:
 		return tree, nil
-	case errors.Is(err, gitfetch.ErrNotAllowed) || errors.Is(err, ErrExternalSource):
-		return nil, fmt.Errorf("%w: %s", ErrExternalSource, err.Error())
+	case errors.Is(err, ErrExternalSource): // said so by a worker's parent (internal/render/isolate)
+		return nil, err
+	case errors.Is(err, gitfetch.ErrNotAllowed):
+		return nil, NotAllowedError(err)
 	}
 	return nil, err
 }
+
+// NotAllowedError is the error of a git source whose repository is not allowed (err wraps gitfetch.ErrNotAllowed):
+// external, with gitfetch's line.
+func NotAllowedError(err error) error { return fmt.Errorf("%w: %s", ErrExternalSource, err.Error()) }
 
 // externalRef reports a "$name/..." value file or file parameter of src whose ref source could not be opened: in
 // another repository that is not fetched it is external (as the source itself would be), not a missing file; a

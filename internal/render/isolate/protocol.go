@@ -10,6 +10,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -27,6 +28,9 @@ type config struct {
 	CPU time.Duration `json:"cpu"`
 	// Charts: the parent fetches charts (render.Options.Charts); the worker asks it for them during a render.
 	Charts bool `json:"charts,omitempty"`
+	// Git: the parent fetches revisions of other git repositories (render.Options.Git); the worker asks it for
+	// them during a render and reads the exported tree the parent names.
+	Git bool `json:"git,omitempty"`
 }
 
 // hello is the worker's answer to its config.
@@ -49,6 +53,7 @@ type request struct {
 // and its cache.
 type fetchCall struct {
 	Archive  bool   `json:"archive,omitempty"` // a dependency's archive (ChartFetcher.Archive), else a chart (Chart)
+	Git      bool   `json:"git,omitempty"`     // a git repository's revision (GitFetcher.Checkout)
 	RepoURL  string `json:"repoURL"`
 	Chart    string `json:"chart"`
 	Revision string `json:"revision"`
@@ -58,6 +63,7 @@ type fetchReply struct {
 	Chart   *chartfetch.Chart `json:"chart,omitempty"`
 	Archive []byte            `json:"archive,omitempty"`
 	Version string            `json:"version,omitempty"`
+	Tree    *gitfetch.Tree    `json:"tree,omitempty"`
 	Err     *wireError        `json:"err,omitempty"`
 }
 

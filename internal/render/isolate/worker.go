@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -80,8 +81,12 @@ func serve(in io.Reader, out *os.File) int {
 	// it would abandon a goroutine that keeps running into the next render.
 	lim.Timeout = 1000 * time.Hour
 	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote}
+	proxy := &chartProxy{dec: dec, enc: enc, w: w} // one pipe: charts and git trees are asked in turn
 	if cfg.Charts {
-		ropts.Charts = &chartProxy{dec: dec, enc: enc, w: w}
+		ropts.Charts = proxy
+	}
+	if cfg.Git {
+		ropts.Git = &gitProxy{proxy}
 	}
 	r := render.New(ropts)
 	if err := enc.Encode(response{Hello: &hello{Worker: os.Getpid(), Limits: limits}}); err != nil || w.Flush() != nil {
@@ -269,4 +274,19 @@ func (c *chartProxy) Archive(_ context.Context, repository, chart, constraint st
 		return nil, "", err
 	}
 	return r.Archive, r.Version, nil
+}
+
+// gitProxy fetches git revisions through the parent, which holds the repositories' credentials and the cache;
+// the worker reads the tree the parent exported.
+type gitProxy struct{ c *chartProxy }
+
+func (g *gitProxy) Checkout(_ context.Context, repoURL, revision string) (*gitfetch.Tree, error) {
+	r, err := g.c.call(fetchCall{Git: true, RepoURL: repoURL, Revision: revision})
+	if err != nil {
+		return nil, err
+	}
+	if r.Tree == nil {
+		return nil, errors.New("render worker: the parent sent no tree")
+	}
+	return r.Tree, nil
 }
