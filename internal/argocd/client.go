@@ -33,6 +33,8 @@ type Options struct {
 	// HTTPClient replaces the client built from CAFile/Insecure (tests, the in-process simulator). Its Timeout
 	// must be zero: the watch stream is long-lived; unary calls get Timeout below through their context.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the transport of the client (metrics: internal/metrics Transport).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Timeout bounds each attempt of a unary call (default 60s; a GET with refresh waits for a reconcile).
 	Timeout time.Duration
 	// MaxRetries is how many times a call is retried after a 5xx, a 429 or a connection error (default 4;
@@ -105,6 +107,15 @@ func New(opts Options) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if opts.WrapTransport != nil {
+		wrapped := *hc
+		base := wrapped.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		wrapped.Transport = opts.WrapTransport(base)
+		hc = &wrapped
 	}
 	return &Client{base: u, hc: hc, opts: opts}, nil
 }

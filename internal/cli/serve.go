@@ -25,6 +25,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
@@ -103,8 +104,11 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	log := slog.New(slog.NewJSONHandler(deps.Stderr, &slog.HandlerOptions{Level: level}))
 	log.Info("starting", slog.Any("config", cfg))
 
+	// One registry for the process, served on /metrics (internal/metrics: bounded labels, no global state).
+	mets := metrics.New()
 	app, err := github.NewApp(github.AppConfig{
 		AppID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey.Reveal()), APIURL: cfg.GitHubAPIURL,
+		Transport: mets.Transport("github", http.DefaultTransport.(*http.Transport).Clone()),
 	})
 	if err != nil {
 		return usageErr(err)
@@ -115,13 +119,14 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	}
 	defer st.Close()
 
-	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv, DrainTimeout: f.drainTimeout})
+	mets.Store(st.Counts)
+	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv, DrainTimeout: f.drainTimeout, Metrics: mets})
 	if err != nil {
 		return err
 	}
 	defer wiring.close()
 
-	hooks, err := webhooks.New([]byte(cfg.WebhookSecret.Reveal()), wiring.handler, serveDeliveries{st},
+	hooks, err := webhooks.New([]byte(cfg.WebhookSecret.Reveal()), mets.TimeHandler(wiring.handler), serveDeliveries{st},
 		webhooks.WithLogger(log), webhooks.WithWorkers(f.workers), webhooks.WithQueueSize(f.queueSize))
 	if err != nil {
 		return usageErr(err)
@@ -130,6 +135,8 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	var ready atomic.Bool
 	mux := http.NewServeMux()
 	mux.Handle("POST "+webhooks.Path, hooks)
+	mets.Webhooks(hooks.Stats)
+	mux.Handle("GET /metrics", mets.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !ready.Load() {
@@ -215,6 +222,8 @@ type serveDeps struct {
 	Getenv func(string) string
 	// DrainTimeout bounds the rollout executor's drain at shutdown (--drain-timeout; default 20s).
 	DrainTimeout time.Duration
+	// Metrics receives the use cases' series (Argo CD requests, the chart cache); nil: none.
+	Metrics *metrics.Metrics
 }
 
 // serveWiring is what the seam returns.
@@ -261,7 +270,11 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 
 	var settings render.Settings
 	if d.Config.ArgoCDURL != "" {
-		argo, err := argocd.New(argocd.Options{BaseURL: d.Config.ArgoCDURL, Token: d.Config.ArgoCDToken.Reveal(), Insecure: d.Config.ArgoCDInsecure})
+		argoOpts := argocd.Options{BaseURL: d.Config.ArgoCDURL, Token: d.Config.ArgoCDToken.Reveal(), Insecure: d.Config.ArgoCDInsecure}
+		if d.Metrics != nil {
+			argoOpts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return d.Metrics.Transport("argocd", rt) }
+		}
+		argo, err := argocd.New(argoOpts)
 		if err != nil {
 			return serveWiring{}, usageErr(fmt.Errorf("argo cd %s: %w", d.Config.ArgoCDURL, err))
 		}
@@ -303,6 +316,9 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		// Charts are cached next to the clones, bounded, and survive restarts.
 		if charts, err = newChartFetcher(d.Config.Repositories, cacheDir); err != nil {
 			return serveWiring{}, usageErr(err)
+		}
+		if d.Metrics != nil {
+			d.Metrics.Charts(charts.Requests, []string{"index", "index-304", "archive", "oci-tags", "oci-manifest", "oci-blob"})
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).

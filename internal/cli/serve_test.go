@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	dto "github.com/prometheus/client_model/go"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
@@ -143,6 +145,34 @@ func TestServeLifecycle(t *testing.T) {
 		}
 	}
 
+	// /metrics: the deliveries by outcome, the handled one timed by event, the GitHub calls it made, the store's
+	// (empty) rollouts; no label names the repository, the PR or the delivery.
+	var fams map[string]*dto.MetricFamily
+	waitFor(t, "the delivery to be handled", func() bool {
+		fams = scrape(t, base)
+		return value(fams, "fleetwave_webhook_handle_duration_seconds", map[string]string{"event": "pull_request"}) == 1
+	})
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"fleetwave_webhooks_received_total", map[string]string{"outcome": "accepted"}, 1},
+		{"fleetwave_webhooks_received_total", map[string]string{"outcome": "duplicate"}, 1},
+		{"fleetwave_webhooks_received_total", map[string]string{"outcome": "unauthorized"}, 2},
+		{"fleetwave_webhook_queue_depth", nil, 0},
+		{"fleetwave_rollouts", map[string]string{"state": "running"}, 0},
+		{"fleetwave_store_up", nil, 1},
+	} {
+		if got := value(fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if n := value(fams, "fleetwave_upstream_requests_total", map[string]string{"service": "github"}); n < 1 {
+		t.Errorf("no GitHub request counted (%v)", n)
+	}
+	checkBounded(t, fams, "Codertocat", "Hello-World", "72d3162e", "/")
+
 	stop() // SIGTERM
 	select {
 	case err := <-done:
@@ -245,7 +275,9 @@ spec:
 
 	var logs syncBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	w, err := wireServe(ctx, serveDeps{Log: log, GitHub: gh, Store: st,
+	mets := metrics.New()
+	mets.Store(st.Counts)
+	w, err := wireServe(ctx, serveDeps{Log: log, GitHub: gh, Store: st, Metrics: mets,
 		Config: &config.Serve{ArgoCDURL: argo.URL, Store: config.NewSecret("sqlite://" + filepath.Join(dir, "fleetwave.db"))},
 		Getenv: func(k string) string {
 			switch k {
@@ -312,6 +344,26 @@ spec:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The rollout shows in the metrics: Argo CD calls counted, the rollout and its app step by state.
+	gathered, err := mets.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	if n := value(fams, "fleetwave_upstream_requests_total", map[string]string{"service": "argocd"}); n < 1 {
+		t.Errorf("no Argo CD request counted (%v)", n)
+	}
+	if n := value(fams, "fleetwave_rollouts", nil); n != 1 {
+		t.Errorf("fleetwave_rollouts sums to %v, want 1", n)
+	}
+	if n := value(fams, "fleetwave_app_steps", nil); n != 1 {
+		t.Errorf("fleetwave_app_steps sums to %v, want 1", n)
+	}
+	checkBounded(t, fams, "Codertocat", "Hello-World", "demo", "/")
+
 	done := make(chan struct{})
 	go func() { w.close(); close(done) }()
 	closed = true

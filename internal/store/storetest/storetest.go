@@ -117,6 +117,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"leases", leaseTests},
 		{"touching", touchingTests},
 		{"restart", restartTests},
+		{"counts", countTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
