@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -287,8 +286,24 @@ func (c *Client) GetProject(ctx context.Context, name string) (*v1alpha1.AppProj
 		return nil, &validationError{fmt.Sprintf("project name %q is not valid", name)}
 	}
 	var out v1alpha1.AppProject
-	if err := c.call(ctx, request{method: "GET", path: apiPath("projects", name), query: url.Values{}}, &out); err != nil {
+	if err := c.call(ctx, request{method: "GET", path: apiPath("projects", name)}, &out); err != nil {
 		return nil, fmt.Errorf("getting project %q: %w", name, err)
+	}
+	return &out, nil
+}
+
+// UpdateProject replaces an AppProject (PUT /api/v1/projects/{name}, server/project/project.go Update), e.g. its
+// sync windows. p must carry the resourceVersion it was read at.
+func (c *Client) UpdateProject(ctx context.Context, p *v1alpha1.AppProject) (*v1alpha1.AppProject, error) {
+	if p.Name == "" || strings.ContainsRune(p.Name, '/') || p.Name == "." || p.Name == ".." {
+		return nil, &validationError{fmt.Sprintf("project name %q is not valid", p.Name)}
+	}
+	var out v1alpha1.AppProject
+	body := struct {
+		Project *v1alpha1.AppProject `json:"project"`
+	}{p}
+	if err := c.call(ctx, request{method: "PUT", path: apiPath("projects", p.Name), body: body}, &out); err != nil {
+		return nil, fmt.Errorf("updating project %q: %w", p.Name, err)
 	}
 	return &out, nil
 }

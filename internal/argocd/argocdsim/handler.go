@@ -32,6 +32,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/applications/{name}/manifests", s.handleManifests)
 	mux.HandleFunc("GET /api/v1/applications/{name}/syncwindows", s.handleSyncWindows)
 	mux.HandleFunc("GET /api/v1/projects/{name}", s.handleProject)
+	mux.HandleFunc("PUT /api/v1/projects/{name}", s.handleUpdateProject)
 	mux.HandleFunc("POST /api/v1/applicationsets/generate", s.handleGenerate)
 	mux.HandleFunc("GET /api/v1/stream/applications", s.handleStream)
 	mux.HandleFunc("GET /api/v1/clusters", s.handleClusters)
@@ -623,6 +624,50 @@ func convertSyncWindows(ws v1alpha1.SyncWindows) []map[string]any {
 		out = append(out, map[string]any{"kind": w.Kind, "schedule": w.Schedule, "duration": w.Duration, "manualSync": w.ManualSync})
 	}
 	return out
+}
+
+// handleUpdateProject is server/project/project.go Update, for its sync windows: the body's project replaces the
+// stored one (a stale resourceVersion is refused as the Kubernetes API does; windows are validated as
+// v1alpha1.SyncWindow.Validate does, through validateProject).
+func (s *Server) handleUpdateProject(out http.ResponseWriter, r *http.Request) {
+	w := deferWrites(out)
+	defer w.flush()
+	var req struct {
+		Project *v1alpha1.AppProject `json:"project"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, codes.InvalidArgument, fmt.Sprintf("decoding request: %v", err))
+		return
+	}
+	if req.Project == nil {
+		writeError(w, codes.InvalidArgument, "missing payload 'project' in request")
+		return
+	}
+	for _, win := range req.Project.Spec.SyncWindows {
+		if err := win.Validate(); err != nil {
+			writeError(w, codes.InvalidArgument, err.Error())
+			return
+		}
+	}
+	s.mu.Lock()
+	old, ok := s.projectLocked(req.Project.Name)
+	if !ok {
+		s.mu.Unlock()
+		writeError(w, codes.NotFound, fmt.Sprintf("appprojects.argoproj.io %q not found", req.Project.Name))
+		return
+	}
+	if rv := req.Project.ResourceVersion; rv != "" && old.ResourceVersion != "" && rv != old.ResourceVersion {
+		s.mu.Unlock()
+		writeError(w, codes.Unknown, fmt.Sprintf(`Operation cannot be fulfilled on appprojects.argoproj.io %q: the object has been modified; please apply your changes to the latest version and try again`, req.Project.Name))
+		return
+	}
+	s.mu.Unlock()
+	s.SetProject(*req.Project)
+	s.mu.Lock()
+	p, _ := s.projectLocked(req.Project.Name)
+	b, err := json.Marshal(p)
+	s.mu.Unlock()
+	writeRawJSON(w, b, err)
 }
 
 // handleProject is server/project/project.go Get: the AppProject, or NotFound as the Kubernetes API says it.

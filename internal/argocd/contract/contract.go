@@ -53,6 +53,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"SyncToRevisionAndWait", syncAndWait},
 		{"RefuseSyncWhileOperationRuns", refuseConcurrentSync},
 		{"RefuseWhileAutomated", refuseWhileAutomated},
+		{"RefuseSyncInsideSyncWindow", refuseInsideSyncWindow},
 		{"RefuseRollbackToUnknownID", refuseUnknownRollback},
 		{"RefuseTerminateWithoutOperation", refuseTerminateIdle},
 		{"RefuseBadToken", refuseBadToken},
@@ -317,6 +318,86 @@ func refuseWhileAutomated(t *testing.T, s *suite) {
 	_, err = s.c.Rollback(ctx, s.AutoApp, argocd.RollbackRequest{ID: 0})
 	if !errors.Is(err, argocd.ErrFailedPrecondition) || errors.Is(err, argocd.ErrOperationInProgress) {
 		t.Fatalf("rollback of an automated app: %v, want FailedPrecondition", err)
+	}
+}
+
+// refuseInsideSyncWindow: a deny window of the app's project over the app (or an allow window not open now) makes
+// the API server refuse a manual sync with PermissionDenied "cannot sync: blocked by sync window"; manualSync on
+// the window lets manual syncs through. GET .../syncwindows says the same. The project's windows are restored.
+func refuseInsideSyncWindow(t *testing.T, s *suite) {
+	ctx := s.ctx(t)
+	app := s.idle(t, s.ManualApp)
+	project := app.Spec.Project
+	if project == "" {
+		project = "default"
+	}
+	p, err := s.c.GetProject(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := p.Spec.SyncWindows
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.Timeout)
+		defer cancel()
+		p, err := s.c.GetProject(ctx, project)
+		if err == nil {
+			p.Spec.SyncWindows = orig
+			_, err = s.c.UpdateProject(ctx, p)
+		}
+		if err != nil {
+			t.Errorf("restoring the sync windows of project %s: %v", project, err)
+		}
+	})
+	// setWindows replaces the project's windows and waits until the API server evaluates them for the app (it
+	// reads projects from an informer's cache).
+	setWindows := func(w v1alpha1.SyncWindow, canSync bool) {
+		t.Helper()
+		cur, err := s.c.GetProject(ctx, project)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Applications = []string{app.Name}
+		cur.Spec.SyncWindows = append(slices.Clone(orig), &w)
+		if _, err := s.c.UpdateProject(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			sw, err := s.c.SyncWindows(ctx, s.ManualApp)
+			if err == nil && sw.CanSync == canSync && slices.ContainsFunc(sw.AssignedWindows, func(a argocd.SyncWindow) bool {
+				return a.Kind == w.Kind && a.Schedule == w.Schedule && a.ManualSync == w.ManualSync
+			}) {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("GET syncwindows never showed the %s window %q (manualSync %v) with canSync %v: %+v, %v", w.Kind, w.Schedule, w.ManualSync, canSync, sw, err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	refused := func(what string) {
+		t.Helper()
+		_, err := s.c.Sync(ctx, s.ManualApp, argocd.SyncRequest{Revision: s.NewRevision})
+		var ae *argocd.APIError
+		if !errors.As(err, &ae) || !errors.Is(err, argocd.ErrPermissionDenied) || ae.Message != argocd.SyncWindowBlockedText || !argocd.IsSyncWindowRefusal(err) {
+			t.Fatalf("sync %s: %v, want PermissionDenied %q", what, err, argocd.SyncWindowBlockedText)
+		}
+	}
+	always := v1alpha1.SyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"} // a minute's start, an hour long: always active
+	setWindows(always, false)
+	refused("inside a deny window")
+	sw, err := s.c.SyncWindows(ctx, s.ManualApp)
+	if err != nil || len(sw.ActiveWindows) != 1 || sw.ActiveWindows[0].Kind != "deny" {
+		t.Fatalf("GET syncwindows inside a deny window: %+v, %v", sw, err)
+	}
+
+	closed := v1alpha1.SyncWindow{Kind: "allow", Schedule: fmt.Sprintf("0 %d * * *", (time.Now().UTC().Hour()+12)%24), Duration: "1h"}
+	setWindows(closed, false)
+	refused("outside the only allow window")
+
+	always.ManualSync = true
+	setWindows(always, true) // canSync: a manual sync would be accepted (not sent: it would start an operation)
+	if h := argocd.EvaluateWindows(argocd.AppWindows(v1alpha1.SyncWindows{&always}, app), time.Now()); h.Blocked {
+		t.Fatalf("EvaluateWindows blocks a manual sync in a deny window with manualSync: %+v", h)
 	}
 }
 
