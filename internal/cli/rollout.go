@@ -111,11 +111,12 @@ with the command to run, soak, wave and rollout states), then a summary: synced,
 healthy), failed (with Argo CD's message), in flight, not started. --output json: one JSON object per line
 (fields time, event, rollout, wave, batch, app, cluster, state, revision, health, until, command, apps, message,
 summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
-wave-awaiting-approval, wave-approved, wave-started, wave-retried, app-syncing, app-synced, app-skipped,
+wave-awaiting-approval, wave-approved, wave-started, wave-held (an Argo CD sync window refuses its apps' syncs:
+until when, which window), wave-released, wave-retried, app-syncing, app-synced, app-skipped,
 app-failed, app-rolling-back, app-rolled-back, wave-gating, soak-started, soak-passed, metrics-passed,
 wave-succeeded, wave-failed, wave-cancelled, wave-rolling-back, wave-rolled-back; the last line is
 {"event":"summary"}. On a terminal a status line under the events shows the wave, the apps in flight and the
-soak's countdown.
+soak's or sync window's countdown.
 
 Exit status: 0 succeeded (or nothing to roll out); 1 failed, aborted, rolled back or superseded, or a wave failed
 and the rollout is paused by its onFailure; 2 bad input (nothing was synced); 3 paused; 130 stopped by a second
@@ -765,11 +766,11 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		}
 		in.Clusters = cs
 	}
-	charts, err := chartFetcher(deps, o.repositories)
+	remote, err := fetchers(deps, o.repositories)
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{Charts: charts}, 0)
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, remote, 0)
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}

@@ -950,3 +950,57 @@ func TestRolloutTerminalStatus(t *testing.T) {
 		t.Errorf("the status line outlived the summary: %q", out)
 	}
 }
+
+// TestRolloutHeldBySyncWindow: an Argo CD deny window over the apps holds the wave — a wave-held line naming the
+// window and when it ends, a status to match — and no app is synced or counted as failed.
+func TestRolloutHeldBySyncWindow(t *testing.T) {
+	apps := []simApp{{name: "x1", cluster: "in-cluster", labels: map[string]string{"team": "x"}},
+		{name: "x2", cluster: "in-cluster", labels: map[string]string{"team": "x"}}}
+	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+	started := time.Now().UTC().Add(-time.Minute)
+	p := v1alpha1.AppProject{}
+	p.Name = "default"
+	p.Spec.SyncWindows = v1alpha1.SyncWindows{{Kind: "deny", Schedule: fmt.Sprintf("%d %d * * *", started.Minute(), started.Hour()),
+		Duration: "1h", Applications: []string{"x*"}}}
+	sim.SetProject(p)
+	until := started.Truncate(time.Minute).Add(time.Hour)
+
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
+	sigs := make(chan os.Signal, 1)
+	var out outBuffer
+	done := make(chan int, 1)
+	go func() {
+		code, _ := runArgoSignals(t, context.Background(), env, &out, sigs, "rollout", "--argocd", url, "--selector", "team=x",
+			"--revision", rolloutNew, "--store", db, "-o", "json")
+		done <- code
+	}()
+	out.waitFor(t, `"event":"wave-held"`, 30*time.Second)
+	sigs <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != exitPaused {
+			t.Errorf("exit %d after the interrupt, want %d", code, exitPaused)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit after the interrupt:\n%s", out.String())
+	}
+	var held *rolloutEvent
+	for _, ev := range jsonEvents(t, out.String()) {
+		if ev.Event == "wave-held" {
+			held = &ev
+		}
+		if ev.Event == "app-failed" {
+			t.Errorf("an app failed while held: %+v", ev)
+		}
+	}
+	want := fmt.Sprintf("2 apps (x1, x2) held by deny window '%s' (1h)", p.Spec.SyncWindows[0].Schedule)
+	if held == nil || held.Message != want || held.Until == nil || !held.Until.Equal(until) {
+		t.Fatalf("wave-held event %+v, want %q until %s\n%s", held, want, until, out.String())
+	}
+	for _, a := range apps {
+		if c := sim.Counts(a.name); c.Syncs != 0 {
+			t.Errorf("%s: %d sync requests while the window denies", a.name, c.Syncs)
+		}
+	}
+}

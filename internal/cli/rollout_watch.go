@@ -173,6 +173,14 @@ func (w *watcher) statusLine(s snapshot) string {
 			line += " · soak " + left.Round(time.Second).String() + " left"
 		}
 	}
+	if until, ok := w.heldUntil[wv.Name]; ok && wv.State == store.WaveRunning {
+		line += " · held by a sync window"
+		if until != nil {
+			if left := until.Sub(w.now()); left > 0 {
+				line += " for " + left.Round(time.Second).String()
+			}
+		}
+	}
 	if wv.State == store.WaveAwaitingApproval {
 		line += " · " + w.commands("approve", wv.Name)
 	}
@@ -294,6 +302,9 @@ type watcher struct {
 	quiet     bool // prime: take the state in without a word
 	waitNoted bool
 	soakUntil map[string]time.Time
+	// heldUntil: waves a sync window holds, and until when (nil: not known); windowLog: their events to emit.
+	heldUntil map[string]*time.Time
+	windowLog map[string][]rolloutEvent
 }
 
 // noteWait says which older unfinished rollouts a pending one waits for (never two rollouts on one app).
@@ -321,7 +332,8 @@ func (w *watcher) noteWait(ctx context.Context, s snapshot) {
 
 func newWatcher(st *store.Store, id int64, sink *eventSink, commands func(string, ...string) string) *watcher {
 	return &watcher{st: st, id: id, sink: sink, now: time.Now, commands: commands,
-		waves: map[int]*waveSeen{}, steps: map[int64]string{}, gateLog: map[string][]rolloutEvent{}, soakUntil: map[string]time.Time{}}
+		waves: map[int]*waveSeen{}, steps: map[int64]string{}, gateLog: map[string][]rolloutEvent{}, soakUntil: map[string]time.Time{},
+		heldUntil: map[string]*time.Time{}, windowLog: map[string][]rolloutEvent{}}
 }
 
 // snapshot is one reading of the rollout.
@@ -406,6 +418,24 @@ func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 			}
 		case "soak-passed", "metrics-passed":
 			ev.Event = e.Action
+		case "window-held", "window-released":
+			// A sync window holds the wave (internal/rollout windows.go): "until <RFC3339>: <which apps, which
+			// window>", or the description alone when Argo CD's windows never open within the search horizon.
+			ev.Event, ev.Message = "wave-"+strings.TrimPrefix(e.Action, "window-"), e.Message
+			if rest, ok := strings.CutPrefix(e.Message, "until "); ok {
+				if at, msg, ok := strings.Cut(rest, ": "); ok {
+					if t, err := time.Parse(time.RFC3339, at); err == nil {
+						ev.Until, ev.Message = &t, msg
+					}
+				}
+			}
+			if ev.Event == "wave-held" {
+				w.heldUntil[e.Target] = ev.Until
+			} else {
+				delete(w.heldUntil, e.Target)
+			}
+			w.windowLog[e.Target] = append(w.windowLog[e.Target], ev)
+			continue
 		default:
 			continue
 		}
@@ -523,6 +553,10 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 		}
 		w.emit(rolloutEvent{Event: "wave-started", Wave: wv.Name, Message: msg})
 	}
+	for _, ev := range w.windowLog[wv.Name] {
+		w.emit(ev)
+	}
+	delete(w.windowLog, wv.Name)
 	for _, st := range s.steps {
 		if st.Wave == i {
 			w.step(wv, st)

@@ -47,8 +47,18 @@ type windowHold struct {
 	Since  time.Time `json:"since"`
 }
 
-// describe says it in one line: "3 apps (web, api, db) held by deny window '0 9 * * *' (1h) until 10:00 UTC".
+// describe says it in one line: "3 apps (web, api, db) held by deny window '0 9 * * *' (1h) until 2026-11-27
+// 10:00 UTC".
 func (h *windowHold) describe() string {
+	s := h.what()
+	if !h.Until.IsZero() {
+		s += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
+	}
+	return s
+}
+
+// what is describe without the time.
+func (h *windowHold) what() string {
 	apps := plural(h.Count, "app")
 	if len(h.Apps) > 0 {
 		names := h.Apps
@@ -58,11 +68,7 @@ func (h *windowHold) describe() string {
 		}
 		apps += " (" + joinNames(names) + more + ")"
 	}
-	s := apps + " held by " + h.Reason
-	if !h.Until.IsZero() {
-		s += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
-	}
-	return s
+	return apps + " held by " + h.Reason
 }
 
 func joinNames(names []string) string {
@@ -148,9 +154,9 @@ func (d *driver) holdWave(ctx context.Context, r store.Rollout, wi int, w store.
 		if err != nil || nw.State != store.WaveRunning {
 			return again, err
 		}
-		msg := h.describe()
+		msg := h.what() + " (no opening found within a year)"
 		if !h.Until.IsZero() {
-			msg = "until " + h.Until.UTC().Format(time.RFC3339) + ": " + msg
+			msg = "until " + h.Until.UTC().Format(time.RFC3339) + ": " + h.what()
 		}
 		d.e.event(ctx, r.ID, "", "window-held", w.Name, "ok", msg)
 		d.publish(ctx, r.ID)
