@@ -17,9 +17,12 @@ FIDELITY_DIR ?= $(or $(FLEETWAVE_FIDELITY_DIR),$(SHARED_DIR)/fidelity)
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+# fleetwave version prints it (and the Argo CD, Helm and Kustomize versions it renders as).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 .PHONY: build
 build: ## build bin/fleetwave
-	$(GO) build -trimpath -o $(BIN) ./cmd/bot
+	$(GO) build -trimpath -ldflags "-X github.com/fleetwave/fleetwave/internal/cli.version=$(VERSION)" -o $(BIN) ./cmd/bot
 
 .PHONY: demo
 demo: ## diff, plan and comment of the example change, then its rollout against the Argo CD simulator (no credentials, no network)

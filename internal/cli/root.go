@@ -61,6 +61,7 @@ var commands = []func(*Deps) *cobra.Command{
 	newServeCmd,
 	newRolloutCmd,
 	newArgocdSimCmd,
+	newVersionCmd,
 }
 
 // Main runs the CLI with args and returns the process exit code. User errors are printed as one line.
