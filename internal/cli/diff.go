@@ -151,12 +151,12 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
 	}
 	in.Live = live
-	charts, err := chartFetcher(deps, f.repositories)
+	remote, err := fetchers(deps, f.repositories)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
 	// The PR's content renders in worker processes, as under serve (internal/render/isolate).
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, render.Options{Charts: charts}, in.Concurrency)
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, remote, in.Concurrency)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}

@@ -8,14 +8,62 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // repositoriesUsage is the help of --repositories, shared by render, diff and plan.
-const repositoriesUsage = "allowed chart repositories: a YAML stream of Argo CD repository and repo-creds Secrets; charts of Helm repositories it allows are fetched and rendered (cached under $FLEETWAVE_CACHE_DIR/charts, default the user cache directory)"
+const repositoriesUsage = "allowed repositories: a YAML stream of Argo CD repository and repo-creds Secrets; charts of the Helm repositories and revisions of the git repositories it allows are fetched and rendered (cached under $FLEETWAVE_CACHE_DIR/charts and git, default the user cache directory)"
 
 func registerRepositories(fl *pflag.FlagSet, file *string) {
 	fl.StringVar(file, "repositories", "", repositoriesUsage)
+}
+
+// fetchers returns render options with the chart and git fetchers of --repositories (none without it: sources in
+// other repositories then stay external).
+func fetchers(deps *Deps, file string) (render.Options, error) {
+	if file == "" {
+		return render.Options{}, nil
+	}
+	set, err := repocreds.Load(file)
+	if err != nil {
+		return render.Options{}, fmt.Errorf("--repositories: %w", err)
+	}
+	dir := ""
+	if deps != nil && deps.Getenv != nil {
+		dir = deps.Getenv("FLEETWAVE_CACHE_DIR")
+	}
+	charts, err := newChartFetcher(set, dir)
+	if err != nil {
+		return render.Options{}, err
+	}
+	git, err := newGitFetcher(set, dir)
+	if err != nil {
+		return render.Options{}, err
+	}
+	return render.Options{Charts: charts, Git: git}, nil
+}
+
+// newGitFetcher builds the fetcher of the allowed git repositories, its mirrors under cacheDir/git (cacheDir as
+// for newChartFetcher).
+func newGitFetcher(set *repocreds.Set, cacheDir string) (*gitfetch.Fetcher, error) {
+	f, err := gitfetch.New(gitfetch.Options{Repos: set, CacheDir: filepath.Join(cacheRoot(cacheDir), "git")})
+	if err != nil {
+		return nil, fmt.Errorf("git cache: %w", err)
+	}
+	return f, nil
+}
+
+// cacheRoot is cacheDir, or when empty the user's cache directory, else the temporary directory.
+func cacheRoot(cacheDir string) string {
+	if cacheDir != "" {
+		return cacheDir
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "fleetwave")
+	}
+	return filepath.Join(os.TempDir(), "fleetwave-cache")
 }
 
 // chartFetcher returns the chart fetcher of --repositories, nil without it (chart sources then stay external).
@@ -37,14 +85,7 @@ func chartFetcher(deps *Deps, file string) (*chartfetch.Fetcher, error) {
 // newChartFetcher builds a fetcher caching under cacheDir/charts (cacheDir "" is the user's cache directory,
 // else the temporary directory).
 func newChartFetcher(set *repocreds.Set, cacheDir string) (*chartfetch.Fetcher, error) {
-	if cacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			cacheDir = filepath.Join(d, "fleetwave")
-		} else {
-			cacheDir = filepath.Join(os.TempDir(), "fleetwave-cache")
-		}
-	}
-	f, err := chartfetch.New(chartfetch.Options{Repos: set, CacheDir: filepath.Join(cacheDir, "charts")})
+	f, err := chartfetch.New(chartfetch.Options{Repos: set, CacheDir: filepath.Join(cacheRoot(cacheDir), "charts")})
 	if err != nil {
 		return nil, fmt.Errorf("chart cache: %w", err)
 	}
