@@ -101,7 +101,12 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usageErr(fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel))
 	}
-	log := slog.New(slog.NewJSONHandler(deps.Stderr, &slog.HandlerOptions{Level: level}))
+	// JSON lines for a log collector; text for a person at a terminal.
+	var handler slog.Handler = slog.NewJSONHandler(deps.Stderr, &slog.HandlerOptions{Level: level})
+	if isTerminal(deps.Stderr) {
+		handler = slog.NewTextHandler(deps.Stderr, &slog.HandlerOptions{Level: level})
+	}
+	log := slog.New(handler)
 	log.Info("starting", slog.Any("config", cfg))
 
 	// One registry for the process, served on /metrics (internal/metrics: bounded labels, no global state).
