@@ -4,8 +4,11 @@
 # on it, prints both, writes the pull-request comment the GitHub App would post, and rolls the change out wave by
 # wave against the Argo CD simulator (DEMO_ROLLOUT=0 skips that part).
 #
-# No credentials, no network: charts are vendored, the repository is local, and its origin URL
-# (https://github.com/example/fleet.git, the repoURL of the example's Applications) is never fetched.
+# No credentials, no network: the repository is local, and its origin URL (https://github.com/example/fleet.git,
+# the repoURL of the example's Applications) is never fetched. The vendor charts the fleet installs from outside it
+# (examples/vendor-charts: ingress-nginx from a Helm repository, cert-manager from an OCI registry) are served for
+# the run by hack/chartserve on 127.0.0.1, reached as charts.fleet.example and registry.fleet.example through its
+# proxy (HTTPS_PROXY), and allowed by the repositories file it writes (--repositories).
 #
 # Environment:
 #   DEMO_OUT   where the outputs go (default: bin/demo in the repository)
@@ -15,7 +18,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DEMO_OUT:-$root/bin/demo}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleetwave-demo.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+charts_pid=
+trap '[ -n "$charts_pid" ] && kill "$charts_pid" 2>/dev/null; rm -rf "$work"' EXIT
 mkdir -p "$out"
 rm -f "$out/rollout.txt" # written again by this run's rollout (unless DEMO_ROLLOUT=0)
 
@@ -33,11 +37,11 @@ git_() {
 git_ init -q -b main
 git_ remote add origin https://github.com/example/fleet.git
 git_ add -A
-git_ commit -q -m "Example fleet: 9 clusters, web (Helm), api (Kustomize), tenants, payments, status page"
+git_ commit -q -m "Example fleet: 9 clusters, web (Helm), api (Kustomize), tenants, payments, status page, vendor charts"
 git_ checkout -q -b change
 (cd "$root/examples/fleet-change" && tar --exclude=./README.md -cf - .) | (cd "$repo" && tar -xf -)
 git_ add -A
-git_ commit -q -m "Roll out web 1.5.0, add an API readiness probe, rotate the payments DB password, onboard team-c"
+git_ commit -q -m "Roll out web 1.5.0, add an API readiness probe, rotate the payments DB password, onboard team-c, ingress-nginx 4.11.0"
 
 bold "The change under review (git diff --stat main...change):"
 git_ --no-pager diff --stat main...change
@@ -62,14 +66,30 @@ if [ -z "$bin" ]; then
 	echo "  built in $(($(date +%s) - t0))s: $(du -m "$bin" | cut -f1) MB"
 fi
 
+# The vendor charts, served for the run (hack/chartserve): a Helm repository and an OCI registry on 127.0.0.1.
+bold "Serving the vendor charts (hack/chartserve): https://charts.fleet.example (Helm repository) and registry.fleet.example/charts (OCI), on 127.0.0.1"
+(cd "$root" && go build -o "$work/chartserve" ./hack/chartserve)
+"$work/chartserve" --charts "$root/examples/vendor-charts" --repositories "$work/repositories.yaml" >"$work/charts.url" 2>"$work/charts.log" &
+charts_pid=$!
+for _ in $(seq 1 100); do [ -s "$work/charts.url" ] && break; sleep 0.1; done
+proxy=$(head -n 1 "$work/charts.url")
+if [ -z "$proxy" ]; then
+	echo "demo: the chart server did not start:" >&2
+	cat "$work/charts.log" >&2
+	exit 1
+fi
+export HTTPS_PROXY=$proxy                   # only charts.fleet.example and registry.fleet.example are tunnelled
+export FLEETWAVE_CACHE_DIR=$work/cache      # the chart cache of this run, not the user's
+repos=(--repositories "$work/repositories.yaml")
+
 status=0
-bold "\$ fleetwave diff --repo <fleet> --base main --head change"
-"$bin" diff --repo "$repo" --base main --head change | tee "$out/diff.txt" || status=$?
+bold "\$ fleetwave diff --repo <fleet> --base main --head change --repositories <repositories.yaml>"
+"$bin" diff --repo "$repo" --base main --head change "${repos[@]}" | tee "$out/diff.txt" || status=$?
 
 bold "\$ fleetwave plan --repo <fleet> --base main --head change --markdown-out $out/comment.md"
-"$bin" plan --repo "$repo" --base main --head change --markdown-out "$out/comment.md" --output text \
+"$bin" plan --repo "$repo" --base main --head change "${repos[@]}" --markdown-out "$out/comment.md" --output text \
 	| sed -n '/^plan:/,$p' | tee "$out/plan.txt" || status=$?
-"$bin" plan --repo "$repo" --base main --head change --output json >"$out/plan.json" || status=$?
+"$bin" plan --repo "$repo" --base main --head change "${repos[@]}" --output json >"$out/plan.json" || status=$?
 
 # 3. The rollout half: the same change carried across the fleet wave by wave, against the Argo CD simulator
 #    (`fleetwave argocd-sim`, seeded with the plan's apps, live at main). The demo's policy is the example's with
@@ -79,7 +99,7 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	git_ checkout -q -b rollout-demo change
 	cp "$root/examples/rollout-demo/.fleetwave.yaml" "$repo/.fleetwave.yaml"
 	git_ commit -q -am "Demo policy: soaks of seconds, no Prometheus gate"
-	"$bin" plan --repo "$repo" --base main --head rollout-demo --output json >"$work/rollout-plan.json" || true
+	"$bin" plan --repo "$repo" --base main --head rollout-demo "${repos[@]}" --output json >"$work/rollout-plan.json" || true
 	"$bin" argocd-sim --addr 127.0.0.1:0 --from-plan "$work/rollout-plan.json" --token demo-token-not-a-secret \
 		--sync-duration 700ms --reconcile-delay 50ms >"$work/sim.url" 2>"$work/sim.log" &
 	sim=$!
@@ -94,7 +114,7 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	store=$work/rollout.db
 	echo "\$ fleetwave rollout --argocd $url --repo <fleet> --base main --head rollout-demo"
 	t0=$(date +%s)
-	"$bin" rollout --argocd "$url" --repo "$repo" --base main --head rollout-demo --store "$store" --concurrency 10 \
+	"$bin" rollout --argocd "$url" --repo "$repo" --base main --head rollout-demo "${repos[@]}" --store "$store" --concurrency 10 \
 		>"$out/rollout.txt" 2>&1 &
 	ro=$!
 	tail -n +1 -f "$out/rollout.txt" --pid "$ro" &
@@ -117,7 +137,8 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 fi
 
 # 4. The example's Secret values must appear nowhere in what fleetwave wrote.
-for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token; do
+# The same for the demo registry's password (hack/chartserve's repositories file).
+for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token demo-registry-password-not-a-secret; do
 	encoded=$(printf %s "$secret" | base64)
 	if grep -rqF -e "$secret" -e "$encoded" "$out"; then
 		echo "demo: a Secret value leaked into $out" >&2

@@ -19,12 +19,15 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -39,8 +42,24 @@ const (
 	prNumber     = 2
 )
 
-// The renderer caches charts: one for all tests, as the bot has one per process.
-var sharedRenderer = sync.OnceValue(func() *render.Renderer { return render.New(render.Options{}) })
+// The renderer caches charts: one for all tests, as the bot has one per process. It fetches the example fleet's
+// vendor charts from the chart repository and registry hack/chartserve serves for the demo (started once), through
+// the repositories file it writes, as the bot would with FLEETWAVE_REPOSITORIES_FILE.
+var sharedRenderer = sync.OnceValue(func() *render.Renderer {
+	srv, err := chartserver.Start("../../examples/vendor-charts")
+	if err != nil {
+		panic("serving the example's vendor charts: " + err.Error())
+	}
+	set, err := repocreds.Parse("repositories.yaml", []byte(srv.Repositories()))
+	if err != nil {
+		panic(err)
+	}
+	charts, err := chartfetch.New(chartfetch.Options{Repos: set, Transport: srv.Transport()})
+	if err != nil {
+		panic(err)
+	}
+	return render.New(render.Options{Charts: charts})
+})
 
 // sign is X-Hub-Signature-256 as GitHub computes it: HMAC-SHA256 of the raw body with the webhook secret.
 func sign(secret string, body []byte) string {

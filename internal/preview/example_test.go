@@ -11,9 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
 )
@@ -43,14 +46,30 @@ func exampleRepo(t testing.TB) string {
 	return dir
 }
 
-// The renderer caches charts; one for all tests, as the CLI has one per run.
+// The renderer caches charts; one for all tests, as the CLI has one per run. It fetches the example's vendor
+// charts (examples/vendor-charts) from the chart repository and registry that hack/chartserve serves for the demo,
+// started once for the test binary, through the repositories file it writes.
 var (
 	rendererOnce sync.Once
 	renderer     *render.Renderer
 )
 
 func theRenderer() *render.Renderer {
-	rendererOnce.Do(func() { renderer = render.New(render.Options{}) })
+	rendererOnce.Do(func() {
+		srv, err := chartserver.Start("../../examples/vendor-charts")
+		if err != nil {
+			panic("serving the example's vendor charts: " + err.Error())
+		}
+		set, err := repocreds.Parse("repositories.yaml", []byte(srv.Repositories()))
+		if err != nil {
+			panic(err)
+		}
+		charts, err := chartfetch.New(chartfetch.Options{Repos: set, Transport: srv.Transport()})
+		if err != nil {
+			panic(err)
+		}
+		renderer = render.New(render.Options{Charts: charts})
+	})
 	return renderer
 }
 
@@ -83,9 +102,11 @@ func TestExampleFleetGolden(t *testing.T) {
 		if rep.HasErrors() {
 			t.Fatalf("%s: the example fleet has errors: %+v %v", name, rep.Summary, rep.Problems)
 		}
-		want := report.Summary{Apps: 25, Changed: 19, Added: 1, Unchanged: 5, ResourcesAdded: 2, ResourcesModified: 40}
+		// The vendor charts: ingress-nginx bumped 4.10.0 → 4.11.0 (3 resources) and the root app listing it (its
+		// Application), cert-manager unchanged; ingress-nginx on the management cluster adds the platform wave.
+		want := report.Summary{Apps: 27, Changed: 21, Added: 1, Unchanged: 5, ResourcesAdded: 2, ResourcesModified: 44}
 		if withPlan {
-			want.Waves = 3
+			want.Waves = 4
 			if !rep.Plan.OK() {
 				t.Errorf("the example plan breaks its policy")
 			}
@@ -122,7 +143,9 @@ func TestExampleAffectedApps(t *testing.T) {
 		"tenant-team-a":     {report.StatusUnchanged, "", ""},
 		"status-page":       {report.StatusUnchanged, "", ""},
 		"monitoring":        {report.StatusUnchanged, "", ""},
-		"root":              {report.StatusUnchanged, "", "apps/web.yaml"},
+		"root":              {report.StatusChanged, "read-file: apps/ingress-nginx.yaml", "apps/web.yaml"},
+		"ingress-nginx":     {report.StatusChanged, "application-changed", ""},
+		"cert-manager":      {report.StatusUnchanged, "", ""},
 	} {
 		a, ok := byName[name]
 		if !ok {
