@@ -89,6 +89,16 @@ func (c *Comparer) GenerateApplicationSet(ctx context.Context, set *v1alpha1.App
 	return c.argo.GenerateApplicationSet(ctx, set)
 }
 
+// ProjectSyncWindows reads an AppProject's sync windows (preview.SyncWindowReader: the plan says which waves a
+// window holds), when the Argo CD client can.
+func (c *Comparer) ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error) {
+	wr, ok := c.argo.(preview.SyncWindowReader)
+	if !ok {
+		return nil, errors.New("reading sync windows: not supported by this Argo CD client")
+	}
+	return wr.ProjectSyncWindows(ctx, project)
+}
+
 // RenderRemote renders app through Argo CD's repo-server with one revision per source (GET .../manifests with
 // ?revision= for a single source, ?revisions=&sourcePositions= for several): the way to see what a
 // config-management plugin, or a source only Argo CD fetches, makes of a change. Argo CD renders the Application

@@ -101,6 +101,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(bw, "\n  limits: %s\n", wv.Limits.describe())
 		fmt.Fprintf(bw, "  gates: %s\n", strings.Join(wv.Gates.gateParts(true), "; "))
+		if h := wv.HeldBySyncWindow; h != nil {
+			fmt.Fprintf(bw, "  sync window: %s (Argo CD, at %s); the rollout holds the wave until then\n", h.Describe(), h.At.UTC().Format("15:04 MST"))
+		}
 		for j, b := range wv.Batches {
 			fmt.Fprintf(bw, "  batch %d/%d: %s\n", j+1, len(wv.Batches), strings.Join(b.Clusters, ", "))
 			for _, a := range b.Apps {
@@ -186,8 +189,12 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 			if wv.Production {
 				name += " (production)"
 			}
+			gates := mdEscape(strings.Join(wv.Gates.gateParts(false), " · "))
+			if h := wv.HeldBySyncWindow; h != nil {
+				gates += " · ⏸️ " + mdEscape("Argo CD sync window: "+h.Describe())
+			}
 			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s |\n", mdEscape(name), wv.AppCount(), wv.ClusterCount(),
-				len(wv.Batches), mdEscape(strings.Join(wv.Gates.gateParts(false), " · ")))
+				len(wv.Batches), gates)
 		}
 		if len(p.SkippedWaves) > 0 {
 			fmt.Fprintf(bw, "\nWaves without apps: %s.\n", mdEscape(strings.Join(p.SkippedWaves, ", ")))

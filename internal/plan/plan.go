@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
+	"strings"
+	"time"
 )
 
 // App is one affected Argo CD Application as the planner sees it.
@@ -77,8 +80,17 @@ func (u Unplaced) ref() string {
 }
 
 // Digest is a hash of the plan's JSON form, to compare the plan shown on a PR with the one recomputed at merge.
+// The sync windows seen at planning time (Wave.HeldBySyncWindow) are left out: they describe the moment, not
+// the plan.
 func (p *Plan) Digest() string {
-	b, err := json.Marshal(p)
+	c := *p
+	if slices.ContainsFunc(p.Waves, func(w Wave) bool { return w.HeldBySyncWindow != nil }) {
+		c.Waves = slices.Clone(p.Waves)
+		for i := range c.Waves {
+			c.Waves[i].HeldBySyncWindow = nil
+		}
+	}
+	b, err := json.Marshal(&c)
 	if err != nil { // cannot happen: the plan holds only strings, numbers and maps of strings
 		return ""
 	}
@@ -102,6 +114,39 @@ type Wave struct {
 	Gates      Gates   `json:"gates"`
 	Limits     Limits  `json:"limits"`
 	Batches    []Batch `json:"batches"`
+	// HeldBySyncWindow: Argo CD's sync windows refuse syncs of some of the wave's apps at planning time (set
+	// when Argo CD is configured); the rollout would hold the wave until they open.
+	HeldBySyncWindow *WindowHold `json:"heldBySyncWindow,omitempty"`
+}
+
+// WindowHold is what Argo CD's sync windows (AppProject spec.syncWindows) say about a wave's apps at an instant:
+// the apps they would refuse a sync of, the first window that does, and when the first of the apps may sync.
+type WindowHold struct {
+	// At is when the windows were evaluated (the planning time).
+	At time.Time `json:"at"`
+	// Apps are the held apps (all of them), sorted.
+	Apps []string `json:"apps"`
+	// Reason names the window, e.g. "deny window '0 9 * * 1-5' (8h Europe/Berlin)".
+	Reason string `json:"reason"`
+	// Until is when the first held app may sync again; absent when no opening was found within a year.
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// Describe says it in one line: "2 apps (web-1, web-2) held by deny window '0 9 * * *' (8h) until 2026-11-27
+// 17:00 UTC".
+func (h *WindowHold) Describe() string {
+	names := h.Apps
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], ", …"
+	}
+	s := plural(len(h.Apps), "app") + " (" + strings.Join(names, ", ") + more + ") held by " + h.Reason
+	if h.Until != nil {
+		s += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
+	} else {
+		s += " (no opening within a year)"
+	}
+	return s
 }
 
 // AppCount is the number of apps in the wave.

@@ -365,6 +365,9 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 			return nil, policyErr
 		}
 		pl := p.plan(policy, p.head.inv, rep)
+		if wr, ok := in.Live.(SyncWindowReader); ok {
+			holdWaves(ctx, wr, pl, p.head.inv, time.Now())
+		}
 		rep.Plan = pl
 		rep.Summary.Waves = len(pl.Waves)
 		p.place(rep, policy, policyFile, pl)

@@ -1,0 +1,67 @@
+package preview
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/plan"
+)
+
+// SyncWindowReader reads an AppProject's sync windows. When Input.Live implements it (Argo CD is configured),
+// the plan says which of its waves Argo CD's sync windows would hold now, and until when
+// (plan.Wave.HeldBySyncWindow); the rollout waits for them the same way (internal/rollout windows.go).
+type SyncWindowReader interface {
+	ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error)
+}
+
+// holdWaves marks the waves of pl whose apps Argo CD's sync windows refuse a manual sync of at now, evaluated as
+// Argo CD does (argocd.EvaluateWindows over v1alpha1.SyncWindows.Matches of the app as the head revision
+// declares it). A project whose windows cannot be read is left out: the plan says nothing rather than guess.
+func holdWaves(ctx context.Context, wr SyncWindowReader, pl *plan.Plan, inv *discover.Inventory, now time.Time) {
+	projects := map[string]v1alpha1.SyncWindows{}
+	for wi := range pl.Waves {
+		wv := &pl.Waves[wi]
+		var hold *plan.WindowHold
+		for _, b := range wv.Batches {
+			for _, pa := range b.Apps {
+				a, ok := inv.Get(pa.Namespace + "/" + pa.Name)
+				if !ok {
+					continue
+				}
+				proj := a.App.Spec.Project
+				if proj == "" {
+					proj = "default"
+				}
+				ws, seen := projects[proj]
+				if !seen {
+					var err error
+					if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
+						ws = nil
+					}
+					projects[proj] = ws
+				}
+				h := argocd.EvaluateWindows(argocd.AppWindows(ws, a.App), now)
+				if !h.Blocked {
+					continue
+				}
+				if hold == nil {
+					hold = &plan.WindowHold{At: now.UTC(), Reason: h.Reason}
+				}
+				hold.Apps = append(hold.Apps, pa.Name)
+				if !h.Until.IsZero() && (hold.Until == nil || h.Until.Before(*hold.Until)) {
+					u := h.Until.UTC()
+					hold.Until, hold.Reason = &u, h.Reason
+				}
+			}
+		}
+		if hold != nil {
+			slices.Sort(hold.Apps)
+			wv.HeldBySyncWindow = hold
+		}
+	}
+}
