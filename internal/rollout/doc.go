@@ -34,7 +34,8 @@
 //	                   one finishes its syncs in flight and ends superseded); switches automated sync off first
 //	running            the first wave not succeeded: pending → [awaiting-approval, when its approval comes
 //	                   before it (the default): nothing of it has started] → running (its batches, in order;
-//	                   the apps of a batch concurrently, bounded by WithConcurrency) → gating (soak, metric
+//	                   the apps of a batch concurrently, bounded by WithConcurrency; apps an Argo CD sync window
+//	                   refuses are held there until it opens) → gating (soak, metric
 //	                   gates) → [awaiting-approval, when its approval comes after it] → succeeded; then the
 //	                   next wave
 //	awaiting-approval  a wave waits for Approve (a /approve comment or the check-run button): before it starts
@@ -78,6 +79,14 @@
 // [min, max]; a query matching nothing, NaN, or three failed queries in a row fail the wave. Soak and metric
 // windows are kept in the wave's GateState, so a restart continues them. Approval: the wave waits for Approve,
 // before its first batch (plan.ApprovalBefore) or after its metric gates (plan.ApprovalAfter).
+//
+// Sync windows (windows.go): before each batch, the apps' AppProject syncWindows are read (WindowReader, which
+// *argocd.Client implements) and evaluated as Argo CD does for a manual sync (argocd.EvaluateWindows: Argo CD's
+// Matches and CanSync at the executor's clock). Apps a window refuses wait, the others sync; when only held apps
+// are left the wave stays running, its gate state and check-run saying which window holds it until when (event
+// window-held, then window-released), and the driver sleeps until the earliest opening (re-reading the windows
+// at least every 5 minutes). A sync Argo CD refuses all the same ("cannot sync: blocked by sync window") is not a
+// failure: the step goes back to pending, once no operation of it is found, and the wave is held for a minute.
 //
 // A wave fails when more apps fail than its failureThreshold tolerates (no app of it starts once that is
 // crossed) or a gate fails; its onFailure then pauses the rollout or rolls every touched app back.

@@ -9,8 +9,10 @@
 //   - sync (server/application/application.go Sync, resolveSourceRevisions; util/argo/argo.go
 //     SetAppOperation): refused with FailedPrecondition while another operation is set ("another operation is
 //     already in progress"), for a revision other than targetRevision while automated sync is on, and for a
-//     revision that does not resolve; PermissionDenied inside a deny sync window. Accepted: the operation is set
-//     and status.operationState cleared in one write;
+//     revision that does not resolve; PermissionDenied ("cannot sync: blocked by sync window") when the app's
+//     AppProject syncWindows (SetProject; Matches, then CanSync(true) evaluated on the server's clock as
+//     argocd.CanSyncAt ports it) refuse a manual sync, or SetSyncWindowBlocked says so. Accepted: the operation
+//     is set and status.operationState cleared in one write;
 //   - the operation (controller/appcontroller.go processRequestedAppOperation, setOperationState;
 //     controller/state.go persistRevisionHistory): picked up after OperationStartDelay (0: in the request
 //     that set it, still as a write of its own) as Running with startedAt and syncResult.revision; after the
@@ -21,11 +23,12 @@
 //     SHA), sets status.sync (Synced only when what is live is what targetRevision resolves to: a sync to another
 //     revision stays OutOfSync), publishes live health (Progressing for ProgressingFor after a sync, then
 //     Healthy or Degraded), stamps reconciledAt, removes the refresh annotation, and runs automated sync once per
-//     resolved revision. Reconciles are queued like the controller's refresh queue (a client-go workqueue): a
+//     resolved revision when the windows allow an automated sync (CanSync(false)). Reconciles are queued like the controller's refresh queue (a client-go workqueue): a
 //     request while one is queued is merged into it;
 //   - rollback by history id (refused while automated, InvalidArgument for an unknown id), terminate
 //     (Terminating, then Failed "Operation terminated"), patch (JSON patch, merge patch), GET ?refresh (answers
-//     after the reconcile it requested, or the one already queued), list filters, clusters, settings, sync windows, manifests at a revision
+//     after the reconcile it requested, or the one already queued), list filters, clusters, settings, GET .../syncwindows (assigned and active windows, canSync), GET and PUT
+//     /api/v1/projects/{name}, manifests at a revision
 //     and managed resources with JSON-encoded states ("null" live state before the first sync);
 //   - the stream (server/application/application.go Watch, argoproj/pkg grpc/http NewStreamForwarder): an
 //     ADDED snapshot unless resuming with resourceVersion (a name filter always gets it), newline-delimited JSON
