@@ -23,6 +23,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/metrics"
@@ -248,7 +249,8 @@ type serveWiring struct {
 //     (preview.Input.RenderBudget, default 10m), with the settings of
 //     FLEETWAVE_RENDER_SETTINGS (a render-env.yaml file) over those Argo CD reports when it is configured;
 //     charts of the Helm repositories FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch, by
-//     this process for its workers) and cached under the cache directory's charts/;
+//     this process for its workers) and cached under the cache directory's charts/; sources in the other git
+//     repositories it allows are fetched at their targetRevision (internal/gitfetch, mirrors under git/);
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
 //   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
@@ -317,9 +319,13 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 
 	ghFactory := func(id int64) (app.GitHub, error) { return d.GitHub.Client(id) }
 	var charts *chartfetch.Fetcher
+	var git *gitfetch.Fetcher
 	if d.Config.Repositories != nil && d.Config.Repositories.Len() > 0 {
-		// Charts are cached next to the clones, bounded, and survive restarts.
+		// Charts and other git repositories are cached next to the clones, bounded, and survive restarts.
 		if charts, err = newChartFetcher(d.Config.Repositories, cacheDir); err != nil {
+			return serveWiring{}, usageErr(err)
+		}
+		if git, err = newGitFetcher(d.Config.Repositories, cacheDir); err != nil {
 			return serveWiring{}, usageErr(err)
 		}
 		if d.Metrics != nil {
@@ -327,7 +333,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
-	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, render.Options{Charts: charts})
+	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, render.Options{Charts: charts, Git: git})
 	if err != nil {
 		return serveWiring{}, usageErr(err)
 	}
