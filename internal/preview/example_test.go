@@ -210,7 +210,8 @@ func secretValues(t *testing.T) []string {
 }
 
 func TestExampleOutputsNeverHoldSecretValues(t *testing.T) {
-	secrets := secretValues(t)
+	// And the password of the registry serving the vendor charts (its repositories file's).
+	secrets := append(secretValues(t), chartserver.RegistryPassword)
 	dir := exampleRepo(t)
 	for _, withPlan := range []bool{false, true} {
 		rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: withPlan})
