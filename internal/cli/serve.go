@@ -25,6 +25,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -143,6 +144,15 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	mux.Handle("POST "+webhooks.Path, hooks)
 	mets.Webhooks(hooks.Stats)
 	mux.Handle("GET /metrics", mets.Handler())
+	// The fleet view, only when a token for it is configured (internal/fleetview).
+	if token := strings.TrimSpace(deps.Getenv(envFleetViewToken)); token != "" {
+		view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL)})
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: %w", envFleetViewToken, err))
+		}
+		mux.Handle(fleetview.Prefix, view)
+		log.Info("fleet view", slog.String("path", fleetview.Prefix))
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !ready.Load() {
@@ -198,6 +208,19 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	log.Info("stopped", slog.Int64("accepted", stats.Accepted), slog.Int64("handled", stats.Handled),
 		slog.Int64("failed", stats.Failed), slog.Int64("dropped", stats.Dropped))
 	return errors.Join(errs...)
+}
+
+// envFleetViewToken turns the fleet view on (/fleet/) and is the token a person signs in to it with.
+const envFleetViewToken = "FLEETWAVE_FLEET_VIEW_TOKEN"
+
+// gitHubWebURL is GitHub's web address for an API URL: https://github.com for the public API (""), and
+// https://<host> for GitHub Enterprise Server's https://<host>/api/v3.
+func gitHubWebURL(api string) string {
+	api = strings.TrimRight(api, "/")
+	if api == "" || api == "https://api.github.com" {
+		return "https://github.com"
+	}
+	return strings.TrimSuffix(api, "/api/v3")
 }
 
 // serveDeliveries adapts the store's delivery log to webhooks.DeliveryStore (and DeliveryForgetter).

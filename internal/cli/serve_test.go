@@ -71,6 +71,7 @@ func serveEnv(t *testing.T) map[string]string {
 
 func TestServeLifecycle(t *testing.T) {
 	env := serveEnv(t)
+	env["FLEETWAVE_FLEET_VIEW_TOKEN"] = "fleet-view-token-for-the-serve-test"
 	var stderr syncBuffer
 	deps := &Deps{Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
 	ctx, stop := context.WithCancel(context.Background())
@@ -101,6 +102,24 @@ func TestServeLifecycle(t *testing.T) {
 		}
 	}
 	base := "http://" + addr
+	// The fleet view is on (its token is set): signed in with the token, the index answers; without, the login form.
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"Bearer fleet-view-token-for-the-serve-test", 200}, {"", 303}} {
+		req, _ := http.NewRequest("GET", base+"/fleet/", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("GET /fleet/ (auth %q): %d, want %d", tc.auth, resp.StatusCode, tc.want)
+		}
+	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/nope": 404} {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -191,7 +210,7 @@ func TestServeLifecycle(t *testing.T) {
 			t.Errorf("logs lack %s\n%s", want, logs)
 		}
 	}
-	for _, secret := range []string{serveTestSecret, "BEGIN RSA"} {
+	for _, secret := range []string{serveTestSecret, "BEGIN RSA", "fleet-view-token-for-the-serve-test"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("logs reveal %q", secret)
 		}

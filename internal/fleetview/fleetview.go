@@ -1,0 +1,433 @@
+package fleetview
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// Store is what the view reads: internal/store's Store.
+type Store interface {
+	ListRollouts(ctx context.Context, f store.RolloutFilter) ([]store.Rollout, error)
+	GetRollout(ctx context.Context, id int64) (store.Rollout, error)
+	ListWaves(ctx context.Context, rolloutID int64) ([]store.Wave, error)
+	ListSteps(ctx context.Context, rolloutID int64, f store.StepFilter) ([]store.AppStep, error)
+	ListEvents(ctx context.Context, rolloutID, afterID int64, limit int) ([]store.Event, error)
+}
+
+// Options configure the view.
+type Options struct {
+	// Token is required: requests must present it (login form cookie or Authorization: Bearer).
+	Token string
+	// ArgoCDURL and GitHubURL make links (GitHubURL default https://github.com).
+	ArgoCDURL, GitHubURL string
+	// Poll is how often a live page's stream looks for changes (default 1s); Now is the clock (default time.Now).
+	Poll time.Duration
+	Now  func() time.Time
+	// Recent is how many finished rollouts the index lists (default 20).
+	Recent int
+}
+
+// Prefix is where the view is mounted.
+const Prefix = "/fleet/"
+
+//go:embed static
+var static embed.FS
+
+// New returns the view's handler, to be mounted at Prefix.
+func New(st Store, opts Options) (http.Handler, error) {
+	if len(opts.Token) < 16 {
+		return nil, errors.New("fleet view: the token must be at least 16 characters")
+	}
+	if opts.GitHubURL == "" {
+		opts.GitHubURL = "https://github.com"
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Recent <= 0 {
+		opts.Recent = 20
+	}
+	v := &view{st: st, opts: opts, cookie: cookieValue(opts.Token)}
+	sub, _ := fs.Sub(static, "static")
+	mux := http.NewServeMux()
+	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(sub)))
+	mux.HandleFunc("GET "+Prefix+"login", v.loginForm)
+	mux.HandleFunc("POST "+Prefix+"login", v.login)
+	mux.Handle("GET "+Prefix+"{$}", v.auth(v.index))
+	mux.Handle("GET "+Prefix+"rollouts/{id}", v.auth(v.rollout))
+	mux.Handle("GET "+Prefix+"rollouts/{id}/live", v.auth(v.live))
+	return headers(mux), nil
+}
+
+type view struct {
+	st     Store
+	opts   Options
+	cookie string
+}
+
+const cookieName = "fleetwave_view"
+
+// cookieValue derives the session cookie from the token (the token itself never goes in a cookie).
+func cookieValue(token string) string {
+	sum := sha256.Sum256([]byte("fleetwave fleet view session\x00" + token))
+	return hex.EncodeToString(sum[:])
+}
+
+func (v *view) authorized(r *http.Request) bool {
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		return subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(h, "Bearer ")), []byte(v.opts.Token)) == 1
+	}
+	c, err := r.Cookie(cookieName)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(v.cookie)) == 1
+}
+
+func (v *view) auth(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !v.authorized(r) {
+			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, Prefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		next(w, r)
+	})
+}
+
+func (v *view) loginForm(w http.ResponseWriter, r *http.Request) {
+	render(w, loginTmpl, map[string]any{"Next": safeNext(r.URL.Query().Get("next")), "Failed": r.URL.Query().Get("failed") != ""})
+}
+
+func (v *view) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), []byte(v.opts.Token)) != 1 {
+		http.Redirect(w, r, Prefix+"login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v.cookie, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https", MaxAge: 12 * 3600})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target inside the view (no open redirect).
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return Prefix
+	}
+	return next
+}
+
+// headers sets the security headers on every answer.
+func headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; "+
+			"form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (v *view) index(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	active, err := v.st.ListRollouts(ctx, store.RolloutFilter{Unfinished: true})
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	recent, err := v.st.ListRollouts(ctx, store.RolloutFilter{Limit: v.opts.Recent + len(active)})
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	var done []store.Rollout
+	for _, ro := range recent {
+		if ro.State.Terminal() && len(done) < v.opts.Recent {
+			done = append(done, ro)
+		}
+	}
+	render(w, indexTmpl, map[string]any{"Active": v.rows(active), "Recent": v.rows(done), "Now": v.opts.Now()})
+}
+
+type rolloutRow struct {
+	store.Rollout
+	Link, PRLink string
+}
+
+func (v *view) rows(rs []store.Rollout) []rolloutRow {
+	out := make([]rolloutRow, len(rs))
+	for i, ro := range rs {
+		out[i] = rolloutRow{Rollout: ro, Link: Prefix + "rollouts/" + strconv.FormatInt(ro.ID, 10), PRLink: v.prLink(ro)}
+	}
+	return out
+}
+
+func (v *view) prLink(ro store.Rollout) string {
+	if ro.PRNumber == 0 {
+		return ""
+	}
+	return v.opts.GitHubURL + "/" + ro.Repo + "/pull/" + strconv.Itoa(ro.PRNumber)
+}
+
+func (v *view) rollout(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	page, err := v.page(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		v.fail(w, err)
+		return
+	}
+	if r.URL.Query().Get("fragment") != "" {
+		render(w, fragmentTmpl, page)
+		return
+	}
+	render(w, rolloutTmpl, page)
+}
+
+func (v *view) fail(w http.ResponseWriter, err error) {
+	// The store's errors name no secret (DSNs are redacted where the store is opened); keep the page short.
+	http.Error(w, "the store did not answer: "+err.Error(), http.StatusServiceUnavailable)
+}
+
+// live streams "change" whenever the rollout's rows move, and a keepalive comment every 15 s.
+func (v *view) live(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	last, _ := v.fingerprint(r.Context(), id)
+	tick := time.NewTicker(v.opts.Poll)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+		fp, err := v.fingerprint(r.Context(), id)
+		switch {
+		case err == nil && fp != last:
+			last, idle = fp, 0
+			fmt.Fprintf(w, "event: change\ndata: %s\n\n", fp)
+		case time.Duration(idle)*v.opts.Poll >= 15*time.Second:
+			idle = 0
+			fmt.Fprint(w, ": keepalive\n\n")
+		default:
+			idle++
+			continue
+		}
+		fl.Flush()
+	}
+}
+
+// fingerprint changes whenever a row of the rollout changes: every row carries a version the store bumps on
+// each update, and events only grow.
+func (v *view) fingerprint(ctx context.Context, id int64) (string, error) {
+	ro, err := v.st.GetRollout(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	waves, err := v.st.ListWaves(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	steps, err := v.st.ListSteps(ctx, id, store.StepFilter{})
+	if err != nil {
+		return "", err
+	}
+	var sum int64 = ro.Version
+	for _, w := range waves {
+		sum = sum*31 + w.Version
+	}
+	for _, s := range steps {
+		sum = sum*31 + s.Version
+	}
+	return strconv.FormatInt(sum, 36), nil
+}
+
+// planWaves is the part of the stored plan (docs/contract.md, Plan fields) the view shows.
+type planWaves struct {
+	Waves []struct {
+		Name  string `json:"name"`
+		Gates struct {
+			Soak     string `json:"soak"`
+			Approval *struct {
+				When      string `json:"when"`
+				Approvers string `json:"approvers"`
+			} `json:"approval"`
+		} `json:"gates"`
+	} `json:"waves"`
+}
+
+// gateState is the part of the executor's wave bookkeeping (internal/rollout gates.go gateState, stored as
+// Wave.GateState) the view shows.
+type gateState struct {
+	SoakUntil time.Time `json:"soakUntil"`
+	SoakDone  bool      `json:"soakDone"`
+	Metrics   []struct {
+		Query  string    `json:"query"`
+		At     time.Time `json:"at"`
+		OK     bool      `json:"ok"`
+		Result string    `json:"result"`
+	} `json:"metrics"`
+	Window *struct {
+		Count  int       `json:"count"`
+		Reason string    `json:"reason"`
+		Until  time.Time `json:"until"`
+	} `json:"window"`
+}
+
+type wavePage struct {
+	store.Wave
+	Steps                                  []stepRow
+	Synced, InFlight, Waiting, Failed, All int
+	Soak, Approvers, ApprovalWhen          string
+	Gate                                   gateState
+	AwaitingApproval                       bool
+}
+
+type stepRow struct {
+	store.AppStep
+	ArgoLink string
+	Duration string
+}
+
+type rolloutPage struct {
+	Rollout      rolloutRow
+	Waves        []wavePage
+	Events       []store.Event
+	OnNew, Total int
+	Percent      int
+	Now          time.Time
+	Live         string
+	Fragment     string
+	CommitLink   string
+}
+
+func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
+	ro, err := v.st.GetRollout(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	waves, err := v.st.ListWaves(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := v.st.ListSteps(ctx, id, store.StepFilter{})
+	if err != nil {
+		return nil, err
+	}
+	events, err := v.st.ListEvents(ctx, id, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	var pw planWaves
+	_ = json.Unmarshal(ro.Plan, &pw) // the plan is fleetwave's own; an unreadable one just shows no gate details
+	link := Prefix + "rollouts/" + strconv.FormatInt(id, 10)
+	p := &rolloutPage{Rollout: rolloutRow{Rollout: ro, Link: link, PRLink: v.prLink(ro)}, Now: v.opts.Now(),
+		Live: link + "/live", Fragment: link + "?fragment=1", CommitLink: v.opts.GitHubURL + "/" + ro.Repo + "/commit/" + ro.MergeSHA}
+	for _, w := range waves {
+		wp := wavePage{Wave: w, AwaitingApproval: w.State == store.WaveAwaitingApproval}
+		if w.Index < len(pw.Waves) {
+			g := pw.Waves[w.Index].Gates
+			wp.Soak = g.Soak
+			if g.Approval != nil {
+				wp.Approvers, wp.ApprovalWhen = g.Approval.Approvers, g.Approval.When
+			}
+		}
+		if len(w.GateState) > 0 {
+			_ = json.Unmarshal(w.GateState, &wp.Gate)
+		}
+		p.Waves = append(p.Waves, wp)
+	}
+	for _, s := range steps {
+		row := stepRow{AppStep: s}
+		if v.opts.ArgoCDURL != "" {
+			row.ArgoLink = strings.TrimRight(v.opts.ArgoCDURL, "/") + "/applications/" + url.PathEscape(s.App.Namespace) + "/" + url.PathEscape(s.App.Name)
+		}
+		if !s.OpFinishedAt.IsZero() && !s.IntentAt.IsZero() {
+			row.Duration = s.OpFinishedAt.Sub(s.IntentAt).Round(time.Second).String()
+		}
+		p.Total++
+		if s.State == store.StepSynced || s.State == store.StepSkipped {
+			p.OnNew++
+		}
+		if s.Wave < len(p.Waves) {
+			wp := &p.Waves[s.Wave]
+			wp.Steps = append(wp.Steps, row)
+			wp.All++
+			switch {
+			case s.State == store.StepSynced || s.State == store.StepSkipped:
+				wp.Synced++
+			case s.State.InFlight():
+				wp.InFlight++
+			case s.State == store.StepFailed:
+				wp.Failed++
+			default:
+				wp.Waiting++
+			}
+		}
+	}
+	if p.Total > 0 {
+		p.Percent = p.OnNew * 100 / p.Total
+	}
+	// People's actions (pause, resume, approve, abort, rollback), newest first; the bot's own are in the check-runs.
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Actor != "fleetwave" && events[i].Actor != "" {
+			p.Events = append(p.Events, events[i])
+		}
+	}
+	return p, nil
+}
+
+func render(w http.ResponseWriter, t *template.Template, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := t.Execute(w, data); err != nil {
+		// Headers are gone; the page ends where the error happened.
+		fmt.Fprintf(w, "<p>rendering failed</p>")
+	}
+}
