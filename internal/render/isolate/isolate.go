@@ -78,6 +78,8 @@ type Pool struct {
 	opts    Options
 	timeout time.Duration
 	sched   *scheduler
+	cg      *cgroups // nil: workers run under setrlimit alone
+	cgWhy   string   // why cg is nil
 	nextID  atomic.Uint64
 	started atomic.Int64
 
@@ -117,7 +119,9 @@ func New(opts Options) (*Pool, error) {
 	if opts.Share <= 0 || opts.Share > opts.Workers {
 		opts.Share = opts.Workers
 	}
-	return &Pool{opts: opts, timeout: timeout, sched: newScheduler(opts.Workers, opts.Share), all: map[*worker]bool{}, notify: make(chan struct{})}, nil
+	p := &Pool{opts: opts, timeout: timeout, sched: newScheduler(opts.Workers, opts.Share), all: map[*worker]bool{}, notify: make(chan struct{})}
+	p.cg, p.cgWhy = newCgroups(cgroupRoot, "/proc/self/cgroup")
+	return p, nil
 }
 
 // Fetches is render.Renderer.Fetches, answered by the parent, which holds the chart fetcher: whether src is a
@@ -128,6 +132,15 @@ func (p *Pool) Fetches(src *v1alpha1.ApplicationSource) bool {
 
 // Workers is the pool's size: the most worker processes, and renders, at once.
 func (p *Pool) Workers() int { return p.opts.Workers }
+
+// Isolation says, for logs, what the kernel enforces on each worker: a cgroup v2 group of its own (memory.max,
+// cpu.max) where the machine has cgroup v2 and this process's cgroup is writable, and setrlimit always.
+func (p *Pool) Isolation() string {
+	if p.cg != nil {
+		return "cgroup v2 under " + p.cg.dir + " (memory.max, cpu.max) and setrlimit"
+	}
+	return "setrlimit (" + p.cgWhy + ")"
+}
 
 // Started is the number of workers started so far (a killed worker is replaced by a new one).
 func (p *Pool) Started() int64 { return p.started.Load() }
@@ -408,6 +421,8 @@ type worker struct {
 	exited chan struct{}  // closed when the process is reaped
 	stderr *headBuffer
 	once   sync.Once
+	cgroup string // its cgroup v2 group ("": none), removed once it is reaped
+	oom    bool   // the kernel killed it at its group's memory.max
 }
 
 func (p *Pool) spawn() (*worker, error) {
@@ -431,10 +446,20 @@ func (p *Pool) spawn() (*worker, error) {
 	w.cmd.Stdin, w.cmd.Stdout, w.cmd.Stderr = inR, outW, w.stderr
 	// Its own process group (a terminal's ^C is for the parent, which cancels by killing), and killed with it.
 	w.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if p.cg != nil {
+		// Started inside its own group (clone3 CLONE_INTO_CGROUP): capped from its first instruction. A group
+		// that cannot be made leaves this worker under setrlimit alone.
+		if fd, dir, err := p.cg.group(cgroupMemory(p.opts.MemoryBytes)); err == nil {
+			defer fd.Close()
+			w.cgroup = dir
+			w.cmd.SysProcAttr.UseCgroupFD, w.cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
+		}
+	}
 	err = w.cmd.Start()
 	inR.Close()
 	outW.Close()
 	if err != nil {
+		w.removeCgroup()
 		inW.Close()
 		outR.Close()
 		return nil, err
@@ -495,7 +520,16 @@ func (w *worker) kill() {
 		for range w.resps {
 		}
 		w.in.Close()
+		w.oom = w.cgroup != "" && oomKilled(w.cgroup)
+		w.removeCgroup()
 	})
+}
+
+// removeCgroup removes the worker's cgroup, empty once the worker is reaped.
+func (w *worker) removeCgroup() {
+	if w.cgroup != "" {
+		_ = os.Remove(w.cgroup)
+	}
 }
 
 // cause says, in one line, why a worker ended during a render. The worker must have been killed first (or have
@@ -512,7 +546,7 @@ func (w *worker) cause(o Options) error {
 			return fmt.Errorf("refused (cpu-limit): render exceeded %s of CPU time", seconds(o.CPU))
 		}
 	}
-	if w.stderr.contains("out of memory") || w.stderr.contains("cannot allocate memory") {
+	if w.oom || w.stderr.contains("out of memory") || w.stderr.contains("cannot allocate memory") {
 		return memory
 	}
 	if w.stderr.contains("fatal error: stack overflow") {
