@@ -114,6 +114,7 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	store=$work/rollout.db
 	echo "\$ fleetwave rollout --argocd $url --repo <fleet> --base main --head rollout-demo"
 	t0=$(date +%s)
+	: >"$out/rollout.txt" # exists before tail and grep below look at it
 	"$bin" rollout --argocd "$url" --repo "$repo" --base main --head rollout-demo "${repos[@]}" --store "$store" --concurrency 10 \
 		>"$out/rollout.txt" 2>&1 &
 	ro=$!
