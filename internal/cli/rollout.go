@@ -64,6 +64,8 @@ type rolloutOptions struct {
 	output       string
 	// Subcommands.
 	id int64
+	// memberOf: the approver states membership of this team (approve of a wave whose approval names teams).
+	memberOf string
 	// Hidden, for tests: how long a killed run's claim on its rollout lasts, and how long a sync request may
 	// take to show in Argo CD.
 	leaseTTL, intentGrace time.Duration
@@ -184,17 +186,29 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 		{"status", "status", "Print the latest rollout's state and summary", cobra.NoArgs, false},
 	} {
 		sub := sub
-		cmd.AddCommand(&cobra.Command{
-			Use: sub.use, Short: sub.short, Args: sub.args,
-			Long: sub.short + `.
+		long := sub.short + `.
 
 The rollout is the latest one of --store (or --id). With --argocd (or $FLEETWAVE_ARGOCD_URL), resume, approve and
 rollback also run it here until it ends or pauses, printing its events as 'fleetwave rollout' does; without it,
-the command is recorded and whichever process runs the rollout carries it out.`,
+the command is recorded and whichever process runs the rollout carries it out.
+
+The terminal checks no GitHub permission: whoever can write the store (and reach Argo CD) steers the rollout,
+and the audit log records $USER.`
+		if sub.verb == "approve" {
+			long += ` A wave whose approval names teams (approval.teams) may only be approved by their members, which
+only the App can check (GitHub team membership): the terminal refuses unless --member-of names one of those teams,
+and records the approval as stated, not checked ("alice (stated member of org/sre, not checked)").`
+		}
+		c := &cobra.Command{
+			Use: sub.use, Short: sub.short, Args: sub.args, Long: long,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return runRolloutCommand(cmd.Context(), deps, o, sub.verb, args, sub.drive)
 			},
-		})
+		}
+		if sub.verb == "approve" {
+			c.Flags().StringVar(&o.memberOf, "member-of", "", "state that you are a member of this team (org/team), one of the wave's approval teams; recorded as stated, not checked")
+		}
+		cmd.AddCommand(c)
 	}
 	return cmd
 }
@@ -572,7 +586,11 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	case "resume":
 		reply, err = ex.Resume(ctx, r.ID, actor)
 	case "approve":
-		reply, err = ex.Approve(ctx, r.ID, args[0], actor)
+		who, aerr := terminalApprover(r, args[0], actor, o.memberOf)
+		if aerr != nil {
+			return &ExitError{Code: 1, Err: aerr}
+		}
+		reply, err = ex.Approve(ctx, r.ID, args[0], who)
 	case "rollback":
 		target := "all"
 		if len(args) == 1 {
@@ -611,6 +629,39 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		return fmt.Errorf("rollout: reading rollout #%d: %w", r.ID, err)
 	}
 	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
+}
+
+// terminalApprover is who approves wave from the terminal, as the audit log and the check-run record it. The App
+// lets only members of a wave's approval.teams approve it (plan.Policy.Allowed, with membership read from
+// GitHub); the terminal cannot read GitHub teams, so for such a wave it refuses unless the user states, with
+// --member-of, one of those teams, and records the statement as such.
+func terminalApprover(r store.Rollout, wave, user, memberOf string) (string, error) {
+	var p plan.Plan
+	if err := json.Unmarshal(r.Plan, &p); err != nil {
+		return "", fmt.Errorf("rollout approve: reading the plan of rollout #%d: %w", r.ID, err)
+	}
+	var teams []string
+	for _, w := range p.Waves {
+		if w.Name == wave && w.Gates.Approval != nil {
+			teams = w.Gates.Approval.Teams
+		}
+	}
+	if len(teams) == 0 {
+		if memberOf != "" {
+			return "", fmt.Errorf("rollout approve: --member-of %s: wave %s names no approval team", memberOf, wave)
+		}
+		return user, nil
+	}
+	if memberOf == "" {
+		return "", fmt.Errorf("rollout approve: wave %s may only be approved by members of %s, and the terminal cannot check GitHub team membership: approve it on the pull request (/approve %s) or its check-run, or state your team with --member-of %s (recorded as stated, not checked)",
+			wave, strings.Join(teams, " or "), wave, teams[0])
+	}
+	for _, t := range teams {
+		if strings.EqualFold(t, memberOf) {
+			return fmt.Sprintf("%s (stated member of %s, not checked)", user, t), nil
+		}
+	}
+	return "", fmt.Errorf("rollout approve: --member-of %s is not one of the approval teams of wave %s (%s)", memberOf, wave, strings.Join(teams, ", "))
 }
 
 func latestRollout(ctx context.Context, st *store.Store, id int64) (store.Rollout, error) {

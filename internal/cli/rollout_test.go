@@ -1004,3 +1004,68 @@ func TestRolloutHeldBySyncWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutApproveTeams: a wave whose approval names teams is approved from the terminal only by a user who
+// states one of them (--member-of), recorded as stated; the terminal cannot check GitHub team membership and says
+// so, where the App checks it.
+func TestRolloutApproveTeams(t *testing.T) {
+	apps := []simApp{{name: "web-1", cluster: "in-cluster"}, {name: "web-2", cluster: "in-cluster"}}
+	_, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+	policy, err := plan.ParsePolicy(".fleetwave.yaml", []byte(`apiVersion: fleetwave/v1
+waves:
+  - name: production
+    selector: {}
+    approval: {teams: [org/sre]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in []plan.App
+	for _, a := range apps {
+		in = append(in, plan.App{Name: a.name, Namespace: "argocd", Project: "default", Cluster: a.cluster, ClusterLabels: map[string]string{}, Labels: map[string]string{}})
+	}
+	b, _ := json.Marshal(plan.Build(policy, in))
+	planFile := writeTemp(t, `{"base":"`+rolloutOld+`","head":"`+rolloutNew+`",`+string(b[1:]))
+	db := filepath.Join(t.TempDir(), "r.db")
+	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken", "USER": "alice"}
+
+	var out outBuffer
+	done := make(chan int, 1)
+	go func() {
+		code, _ := runArgo(t, context.Background(), env, &out, "rollout", "--argocd", url, "--plan", planFile, "--store", db, "-o", "json")
+		done <- code
+	}()
+	out.waitFor(t, `"event":"wave-awaiting-approval"`, 30*time.Second)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 1, "wave production may only be approved by members of org/sre, and the terminal cannot check GitHub team membership: approve it on the pull request (/approve production) or its check-run, or state your team with --member-of org/sre"},
+		{[]string{"--member-of", "org/web"}, 1, "--member-of org/web is not one of the approval teams of wave production (org/sre)"},
+		{[]string{"--member-of", "ORG/SRE"}, 0, ""},
+	} {
+		var reply bytes.Buffer
+		code, stderr := runArgo(t, context.Background(), env, &reply, append([]string{"rollout", "approve", "production", "--store", db}, tc.args...)...)
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Fatalf("approve %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("rollout exit %d\n%s", code, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no end after the approval:\n%s", out.String())
+	}
+	st, err := openRolloutStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ws, err := st.ListWaves(context.Background(), 1)
+	if err != nil || len(ws) != 1 || ws[0].ApprovedBy != "alice (stated member of org/sre, not checked)" {
+		t.Fatalf("wave approved by %q (%v), want the stated membership recorded", ws[0].ApprovedBy, err)
+	}
+}
