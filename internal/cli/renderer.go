@@ -94,5 +94,6 @@ func newSharedRenderer(getenv func(string) string, opts render.Options, workers 
 	if shared {
 		mode += fmt.Sprintf(", at most %d per installation", pool.Share())
 	}
+	mode += "; kernel limits: " + pool.Isolation()
 	return pool, func() { _ = pool.Close() }, mode, nil
 }

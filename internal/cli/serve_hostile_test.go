@@ -41,6 +41,13 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 	if !strings.Contains(rig.stderr.String(), `2 worker processes, 512 MiB of memory each, at most 1 per installation`) {
 		t.Fatalf("serve does not log its render pool:\n%s", rig.stderr.String())
 	}
+	if line := lineWith(rig.stderr.String(), `"msg":"use cases wired"`, "kernel limits: "); line == "" {
+		t.Errorf("serve does not log the kernel limits of its workers:\n%s", rig.stderr.String())
+	} else {
+		_, limits, _ := strings.Cut(line, "kernel limits: ")
+		limits, _, _ = strings.Cut(limits, `"`)
+		t.Logf("render workers' kernel limits: %s", limits)
+	}
 
 	// Installation 1's repository: one benign app; the pull request changes it and adds three CPU bombs (a
 	// nested until, 10^12 iterations) and a memory bomb (a 1 GB string).
