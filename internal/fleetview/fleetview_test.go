@@ -23,10 +23,11 @@ const testToken = "fleet-view-token-0123456789"
 // fixture is a store with one rollout: canary synced, production awaiting approval (teams), one app failed in a
 // finished rollout; a person paused and resumed.
 type fixture struct {
-	st      *store.Store
-	srv     *httptest.Server
-	rollout store.Rollout
-	steps   map[string]store.AppStep
+	st        *store.Store
+	srv       *httptest.Server
+	soakUntil time.Time
+	rollout   store.Rollout
+	steps     map[string]store.AppStep
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -70,7 +71,8 @@ func newFixture(t *testing.T) *fixture {
 	steps["web-canary"] = c
 	waves, _ := st.ListWaves(ctx, ro.ID)
 	w0 := waves[0]
-	w0.State, w0.GateState = store.WaveGating, json.RawMessage(`{"soakUntil":"2030-01-01T00:10:00Z"}`)
+	soakUntil := time.Now().Add(7 * time.Minute).UTC().Truncate(time.Second)
+	w0.State, w0.GateState = store.WaveGating, json.RawMessage(`{"soakUntil":"`+soakUntil.Format(time.RFC3339)+`"}`)
 	if _, err := st.UpdateWave(ctx, w0); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{st: st, srv: srv, rollout: ro, steps: steps}
+	return &fixture{st: st, srv: srv, rollout: ro, steps: steps, soakUntil: soakUntil}
 }
 
 func get(t *testing.T, c *http.Client, u string, header map[string]string) (*http.Response, string) {
@@ -197,7 +199,7 @@ func TestRolloutPageShowsWhereTheFleetStands(t *testing.T) {
 		`awaiting-approval`,
 		`1 of 3 apps (33%)`,
 		`Wave 1: canary`, `1 synced, 0 in flight, 0 waiting, 0 failed`,
-		`Soak 10m: ends 2030-01-01 00:10:00 UTC, in <span data-until="2030-01-01T00:10:00Z">`,
+		`Soak 10m: ends ` + f.soakUntil.Format("2006-01-02 15:04:05 UTC") + `, in <span data-until="` + f.soakUntil.Format(time.RFC3339) + `">`,
 		`Wave 2: production`, `0 synced, 0 in flight, 2 waiting, 0 failed`,
 		`<strong>Approval pending</strong>: write permission, and membership of example/sre may approve`,
 		`<a href="https://argocd.example.com/applications/argocd/web-eu">web-eu</a>`,
