@@ -93,7 +93,8 @@ var serveEnv = map[string]bool{"FLEETWAVE_ADDR": true, "FLEETWAVE_REPLICA_NAME":
 	"FLEETWAVE_GITHUB_API_URL": true, "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE": true, "FLEETWAVE_WEBHOOK_SECRET": true,
 	"FLEETWAVE_ARGOCD_URL": true, "FLEETWAVE_ARGOCD_INSECURE": true, "FLEETWAVE_ARGOCD_TOKEN": true, "FLEETWAVE_STORE": true,
 	"FLEETWAVE_CACHE_DIR": true, "FLEETWAVE_REPOSITORIES_FILE": true, "FLEETWAVE_RENDER_WORKERS": true,
-	"FLEETWAVE_RENDER_MEMORY": true, "FLEETWAVE_RENDER_TIMEOUT": true, "FLEETWAVE_RENDER_BUDGET": true, "TMPDIR": true}
+	"FLEETWAVE_RENDER_MEMORY": true, "FLEETWAVE_RENDER_TIMEOUT": true, "FLEETWAVE_RENDER_BUDGET": true, "TMPDIR": true,
+	"FLEETWAVE_FLEET_VIEW_TOKEN": true}
 
 func TestChartRendersAHardenedStatefulSet(t *testing.T) {
 	tests := []struct {
@@ -115,11 +116,15 @@ func TestChartRendersAHardenedStatefulSet(t *testing.T) {
 				}
 			}},
 		{"postgres, three replicas, monitoring", map[string]string{"github.appID": "12345", "replicas": "3", "store.postgres.existingSecret": "pg",
-			"serviceMonitor.enabled": "true", "podDisruptionBudget.enabled": "true", "repositories.existingSecret": "repos"},
+			"serviceMonitor.enabled": "true", "podDisruptionBudget.enabled": "true", "repositories.existingSecret": "repos",
+			"fleetView.existingSecret": "view"},
 			func(t *testing.T, objs []*unstructured.Unstructured, sts *appsv1.StatefulSet) {
 				e := env(sts.Spec.Template.Spec.Containers[0])
 				if len(sts.Spec.VolumeClaimTemplates) != 0 || e["FLEETWAVE_STORE"].ValueFrom == nil || e["FLEETWAVE_STORE"].ValueFrom.SecretKeyRef.Name != "pg" {
 					t.Errorf("postgres: PVCs %d, store %+v", len(sts.Spec.VolumeClaimTemplates), e["FLEETWAVE_STORE"])
+				}
+				if r := e["FLEETWAVE_FLEET_VIEW_TOKEN"].ValueFrom; r == nil || r.SecretKeyRef == nil || r.SecretKeyRef.Name != "view" {
+					t.Errorf("the fleet view token is not read from its Secret: %+v", e["FLEETWAVE_FLEET_VIEW_TOKEN"])
 				}
 				if *sts.Spec.Replicas != 3 || e["FLEETWAVE_REPOSITORIES_FILE"].Value != "/etc/fleetwave/repositories/repositories.yaml" {
 					t.Errorf("replicas %d, repositories %+v", *sts.Spec.Replicas, e["FLEETWAVE_REPOSITORIES_FILE"])
