@@ -23,14 +23,17 @@ func platformRepo(t *testing.T) (srv *gitfetchtest.Server, v1, v2 string) {
 	root := t.TempDir()
 	p := gitfetchtest.NewRepo(t, root, "platform.git")
 	v1 = p.Commit("v1", map[string]string{
-		"manifests/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
-		"charts/web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		"charts/web/values.yaml":           "replicas: 1\nrevision: none\n",
-		"charts/web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n  annotations:\n    revision: {{ .Values.revision | quote }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+		"manifests/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
+		"charts/web/Chart.yaml":             "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/values.yaml":            "replicas: 1\nrevision: none\n",
+		"charts/web/templates/deploy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n  annotations:\n    revision: {{ .Values.revision | quote }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+		"kustomize/base/kustomization.yaml": "resources: [deploy.yaml]\ncommonLabels: {tier: web}\n",
+		"kustomize/base/deploy.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: web:1.0\n",
 	})
 	p.Tag("v1.0.0", "first")
 	v2 = p.Commit("v2", map[string]string{
-		"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
+		"manifests/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
+		"kustomize/base/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: web:1.1\n",
 	})
 	p.Tag("v1.1.0", "")
 	vals := gitfetchtest.NewRepo(t, root, "values.git")
@@ -156,5 +159,65 @@ func TestGitSourceFailures(t *testing.T) {
 				t.Errorf("error shows the password: %q", err)
 			}
 		})
+	}
+}
+
+// TestKustomizeRemoteBaseFromAllowedRepository: a kustomization in the checkout whose base is in another allowed
+// git repository (each form kustomize reads) is built from that repository at the base's ref, the overlay applied
+// on top; a base in a repository that is not allowed is one line naming the kustomization and the entry.
+func TestKustomizeRemoteBaseFromAllowedRepository(t *testing.T) {
+	srv, _, _ := platformRepo(t)
+	platform := srv.URL + "/platform.git"
+	hostPath := strings.TrimPrefix(srv.URL, "https://")
+	r := gitRenderer(t, srv, gitSecrets(platform))
+	app := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: web, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: web}
+  source: {repoURL: https://example.com/fleet.git, path: envs/prod, targetRevision: HEAD}
+`)
+	for _, tc := range []struct{ base, image string }{
+		{platform + "//kustomize/base?ref=v1.0.0", "web:1.0"},
+		{"git::" + platform + "//kustomize/base?ref=v1.1.0", "web:1.1"},
+		{platform + "/kustomize/base?version=v1.0.0", "web:1.0"}, // after ".git": the directory
+		{platform + "//kustomize/base", "web:1.1"},               // no ref: the default branch
+		{"https://" + hostPath + "/platform.git//kustomize/base?ref=v1.0.0&timeout=10", "web:1.0"},
+	} {
+		t.Run(tc.base, func(t *testing.T) {
+			root := tree(t, map[string]string{
+				"envs/prod/kustomization.yaml": "namePrefix: prod-\nresources:\n- " + tc.base + "\n- cm.yaml\n",
+				"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+			})
+			req := app
+			req.Repos = func(u string) (string, bool) { return root, u == "https://example.com/fleet.git" }
+			out, res, err := renderYAML(t, r, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"name: prod-web", "image: " + tc.image, "tier: web", "name: prod-settings"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			for _, f := range res.ReadFiles {
+				if strings.Contains(f, "deploy.yaml") || strings.Contains(f, "fleetwave-remote") {
+					t.Errorf("a file of the remote base is recorded as the checkout's: %v", res.ReadFiles)
+				}
+			}
+		})
+	}
+
+	root := tree(t, map[string]string{"envs/prod/kustomization.yaml": "resources:\n- " + srv.URL + "/other.git//base?ref=v1\n"})
+	req := app
+	req.Repos = func(string) (string, bool) { return root, true }
+	_, _, err := renderYAML(t, r, req)
+	if err == nil || !strings.Contains(err.Error(), `envs/prod/kustomization.yaml`) || !strings.Contains(err.Error(), "other.git is not in the allowed repositories") ||
+		strings.Contains(err.Error(), gitPassword) {
+		t.Errorf("not allowed base: %v", err)
+	}
+	// Without a git fetcher, remote bases stay refused as before.
+	if _, _, err := renderYAML(t, render.New(render.Options{}), req); err == nil || !strings.Contains(err.Error(), "remote bases and files are not fetched") {
+		t.Errorf("no fetcher: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
+	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
@@ -81,6 +82,24 @@ func (r *Renderer) gitTree(ctx context.Context, repoURL, revision string) (*gitf
 		return nil, NotAllowedError(err)
 	}
 	return nil, err
+}
+
+// remoteBases fetches Kustomize remote bases from the allowed git repositories (nil without Options.Git: they stay
+// refused). Argo CD lets kustomize clone them with git, handing it the credentials of the app's own repository
+// (util/kustomize/kustomize.go Build: k.creds.Environ()); here a base's repository must itself be allowed, is
+// fetched with its own credentials through the same cache as git sources, and its files are not recorded as the
+// checkout's.
+func (r *Renderer) remoteBases() kustengine.RemoteFetcher {
+	if r.opts.Git == nil {
+		return nil
+	}
+	return func(ctx context.Context, repoURL, revision string) (*repofs.FS, error) {
+		tree, err := r.gitTree(ctx, repoURL, revision)
+		if err != nil {
+			return nil, err
+		}
+		return repofs.New(tree.Dir, r.opts.Limits.MaxFileBytes)
+	}
 }
 
 // NotAllowedError is the error of a git source whose repository is not allowed (err wraps gitfetch.ErrNotAllowed):

@@ -364,7 +364,7 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 	case v1alpha1.ApplicationSourceTypeKustomize:
 		objs, err = r.kust.Build(ctx, kustengine.Input{
 			FS: fsys, AppPath: appPath, Kustomize: src.Kustomize, Env: env, BuildOptions: s.KustomizeBuildOptions,
-			KubeVersion: kubeVersion, APIVersions: apiVersions, AllowRemote: r.opts.AllowRemote,
+			KubeVersion: kubeVersion, APIVersions: apiVersions, AllowRemote: r.opts.AllowRemote, Remote: r.remoteBases(),
 		})
 	case v1alpha1.ApplicationSourceTypeDirectory:
 		dir := v1alpha1.ApplicationSourceDirectory{}

@@ -9,8 +9,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/ignore"
-
-	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
 var utf8bom = []byte{0xEF, 0xBB, 0xBF}
@@ -19,7 +17,7 @@ var utf8bom = []byte{0xEF, 0xBB, 0xBF}
 // (helm.sh/helm/v3@v3.19.4 pkg/chart/loader/directory.go): .helmignore rules plus the defaults, a walk in lexical
 // order that follows symbolic links (internal/sympath), irregular files refused, a UTF-8 byte-order mark dropped.
 // Every read goes through repofs, so the walk cannot leave the checkout and every file is recorded.
-func loadChartDir(repo *repofs.FS, dir string) (*chart.Chart, error) {
+func loadChartDir(repo *view, dir string) (*chart.Chart, error) {
 	rules := ignore.Empty()
 	ifile := path.Join(dir, ignore.HelmIgnore)
 	if repo.Exists(ifile) {

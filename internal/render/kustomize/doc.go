@@ -16,8 +16,12 @@
 //     only: exec, container and Go plugins stay off whatever the options say; --output is refused.
 //
 //  3. Pre-walk (walk.go). The kustomization tree is walked the way kustomize's KustTarget traverses it. Every
-//     entry kustomize would hand to its loader is vetted: remote locations (which kustomize clones with git or
-//     downloads) and paths leaving the checkout are refused with the kustomization file, field and rule named.
+//     entry kustomize would hand to its loader is vetted: a remote base (resources, bases, components naming an
+//     https git repository, in the forms api@v0.21.1 internal/git/repospec.go reads) is fetched through Input.Remote
+//     (the allowed git repositories) and mounted read-only in the build's view (mount.go), the kustomization
+//     rewritten in the overlay to name the mounted directory, as kustomize names its clone's; other remote
+//     locations (downloads, ssh, other schemes, or any remote without Input.Remote) and paths leaving the checkout
+//     are refused with the kustomization file, field and rule named.
 //     Plugin configurations are scanned for remote paths. helmCharts are rendered in-process (helm.go, with the
 //     Helm SDK, reproducing HelmChartInflationGenerator: values file and valuesInline merging, additional values
 //     files, namespace inheritance, release name, CRDs, hooks, tests, kube/API versions) from vendored charts

@@ -35,7 +35,7 @@ var errReadOnly = errors.New("the repository is read-only during a build")
 //   - a refusal is remembered, so that a build which tolerated the failed access still fails (Argo CD refuses a
 //     checkout with out-of-bounds symbolic links outright).
 type buildFS struct {
-	repo    *repofs.FS
+	repo    *view  // the checkout, with fetched remote bases mounted
 	cwd     string // repository-relative working directory for relative paths ("." for the root)
 	overlay map[string][]byte
 	// checkKustomization vets a kustomization file before kustomize sees it: the directory it was read from (the
@@ -51,7 +51,7 @@ type buildFS struct {
 
 var _ filesys.FileSystem = (*buildFS)(nil)
 
-func newBuildFS(repo *repofs.FS, overlay map[string][]byte) *buildFS {
+func newBuildFS(repo *view, overlay map[string][]byte) *buildFS {
 	return &buildFS{repo: repo, cwd: ".", overlay: overlay}
 }
 

@@ -41,9 +41,13 @@ type Input struct {
 	KubeVersion string
 	// APIVersions is source.GetAPIVersionsOrDefault(cluster API versions).
 	APIVersions []string
-	// AllowRemote records that the operator allows remote bases; they are refused either way (no network here),
-	// but the message says which.
+	// AllowRemote records that the operator allows remote bases; without Remote they are refused either way, but
+	// the message says which.
 	AllowRemote bool
+	// Remote fetches the repository of a remote base (resources, bases, components: "https://host/org/repo//dir?ref=v1",
+	// "github.com/org/repo/dir?ref=v1") from the allowed git repositories; the base is then built from that
+	// revision as kustomize builds the clone it would make. nil refuses remote bases.
+	Remote RemoteFetcher
 }
 
 // Engine builds Kustomize sources in-process. It is safe for concurrent use.
@@ -113,6 +117,11 @@ type buildState struct {
 	openAPI bool
 	// aliases is the YAML alias expansion budget of the whole build (every buildFS of it).
 	aliases repofs.AliasBudget
+	// view is the checkout with the fetched remote bases mounted; mounted maps a remote repository and ref to
+	// where it is mounted.
+	view    *view
+	mountMu sync.Mutex
+	mounted map[string]string
 }
 
 type pluginDir struct {
@@ -133,11 +142,12 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	st := &buildState{in: in, overlay: map[string][]byte{}, helmFiles: map[string]string{}, planned: map[string][]string{}, scanned: map[string]bool{}}
+	st := &buildState{in: in, overlay: map[string][]byte{}, helmFiles: map[string]string{}, planned: map[string][]string{}, scanned: map[string]bool{},
+		view: newView(in.FS), mounted: map[string]string{}}
 
 	if in.Kustomize != nil {
 		ed := &editor{
-			fs:        &buildFS{repo: in.FS, cwd: appPath, overlay: st.overlay, aliases: &st.aliases},
+			fs:        &buildFS{repo: st.view, cwd: appPath, overlay: st.overlay, aliases: &st.aliases},
 			appPath:   appPath,
 			validator: e.validator,
 			env:       in.Env,
@@ -161,7 +171,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	bfs := newBuildFS(in.FS, st.overlay)
+	bfs := newBuildFS(st.view, st.overlay)
 	bfs.aliases = &st.aliases
 	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
 	rdir, err := bfs.resolve(virtual(appPath))
@@ -203,7 +213,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 // krustyRun builds the (pre-walked) kustomization at dir with krusty on the confined filesystem, with kustomize
 // build's options and builtin plugins only.
 func (e *Engine) krustyRun(ctx context.Context, st *buildState, dir string) (rm resmap.ResMap, err error) {
-	bfs := newBuildFS(st.in.FS, st.overlay)
+	bfs := newBuildFS(st.view, st.overlay)
 	bfs.aliases = &st.aliases
 	w := &walker{e: e, st: st, fs: bfs, ctx: ctx, seen: map[string]bool{}}
 	bfs.checkKustomization = w.checkServed

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -38,6 +39,9 @@ type walker struct {
 	fs   *buildFS
 	ctx  context.Context
 	seen map[string]bool
+	// rewrite, during the pre-walk's vet of one kustomization, collects its remote bases that were fetched and
+	// mounted: entry → its directory relative to the kustomization's. nil (during the build): remote is refused.
+	rewrite map[string]string
 }
 
 // readKustomization mirrors target.LoadKustFile: exactly one recognised kustomization file in dir.
@@ -101,8 +105,17 @@ func (w *walker) visit(dir, inheritedNS string, depth int) error {
 	if err != nil {
 		return nil // kustomize reports it
 	}
-	if err := w.vet(dir, file, k); err != nil {
+	w.rewrite = map[string]string{}
+	err = w.vet(dir, file, k)
+	rewrite := w.rewrite
+	w.rewrite = nil
+	if err != nil {
 		return err
+	}
+	if len(rewrite) > 0 {
+		if k, err = w.rewriteRemote(file, k, rewrite); err != nil {
+			return err
+		}
 	}
 	if len(k.OpenAPI) > 0 {
 		w.st.openAPI = true
@@ -168,6 +181,12 @@ func (w *walker) remoteDetail() string {
 func (w *walker) vet(dir, file string, k *types.Kustomization) error {
 	for _, r := range pathRefs(k) {
 		if isRemote(r.value) {
+			if fetched, err := w.fetchRemote(dir, r); fetched {
+				if err != nil {
+					return w.refuse(file, r.field, r.value, RuleRemote, remoteFailure(err))
+				}
+				continue
+			}
 			return w.refuse(file, r.field, r.value, RuleRemote, w.remoteDetail())
 		}
 		if strings.HasPrefix(r.field, "patchesStrategicMerge") && (strings.HasPrefix(strings.TrimSpace(r.value), "{") || strings.Contains(r.value, ": ")) {
@@ -425,4 +444,57 @@ func (w *walker) syntheticName(dir, tag string, i int) string {
 		}
 		return name
 	}
+}
+
+// fetchRemote fetches and mounts a remote base (a resources, bases or components entry naming an https git
+// repository) during the pre-walk, when the build has a RemoteFetcher; fetched is false for anything else, which
+// vet refuses as before.
+func (w *walker) fetchRemote(dir string, r pathRef) (fetched bool, err error) {
+	if w.rewrite == nil || w.st.in.Remote == nil || !r.dirOK || (r.field != "resources" && r.field != "bases" && r.field != "components") {
+		return false, nil
+	}
+	rb, ok := parseRemoteBase(r.value)
+	if !ok {
+		return false, nil
+	}
+	at, err := w.mountRemote(rb)
+	if err != nil {
+		return true, err
+	}
+	rel, err := filepath.Rel(filepath.FromSlash(dir), filepath.FromSlash(at))
+	if err != nil {
+		return true, err
+	}
+	w.rewrite[r.value] = filepath.ToSlash(rel)
+	return true, nil
+}
+
+// rewriteRemote writes kustomization k (read from file) into the overlay with its fetched remote bases replaced by
+// the directories they are mounted at, as kustomize replaces them by its clone's directory, and returns it.
+func (w *walker) rewriteRemote(file string, k *types.Kustomization, rewrite map[string]string) (*types.Kustomization, error) {
+	nk := *k
+	swap := func(list []string) []string {
+		out := make([]string, len(list))
+		for i, v := range list {
+			out[i] = v
+			if to, ok := rewrite[v]; ok {
+				out[i] = to
+			}
+		}
+		return out
+	}
+	nk.Resources, nk.Bases, nk.Components = swap(k.Resources), swap(k.Bases), swap(k.Components)
+	b, err := yaml.Marshal(&nk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rewrite after fetching remote bases: %w", file, err)
+	}
+	back, err := parseKustomization(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: rewrite after fetching remote bases: %w", file, err)
+	}
+	if j1, j2 := mustJSON(back), mustJSON(&nk); j1 != j2 {
+		return nil, fmt.Errorf("%s: rewrite after fetching remote bases does not round-trip", file)
+	}
+	w.st.overlay[file] = b
+	return back, nil
 }
