@@ -297,6 +297,10 @@ func (f *Fetcher) ociChart(ctx context.Context, r repocreds.Repository, repoURL,
 		return nil, err
 	}
 	key := cacheKey(ref, chart, version, digest)
+	// The extraction is one at a time per key (the archive's own lock is ociBlob's, already released).
+	lock := f.keyLock(key + "/dir")
+	lock.Lock()
+	defer lock.Unlock()
 	base := normalizeChartName(chart)
 	dir := filepath.Join(f.dir, "charts", key)
 	if st, err := os.Stat(filepath.Join(dir, base, "Chart.yaml")); err == nil && st.Mode().IsRegular() {
@@ -517,6 +521,9 @@ func (f *Fetcher) ociArtifact(ctx context.Context, r repocreds.Repository, repoU
 	digest := desc.Digest.String()
 	key := cacheKey(ref, "oci", "", digest)
 	dir := filepath.Join(f.dir, "charts", key)
+	lock := f.keyLock(key + "/dir") // ociBlob holds key's own lock while it downloads
+	lock.Lock()
+	defer lock.Unlock()
 	if st, err := os.Stat(filepath.Join(dir, ".fleetwave-oci")); err == nil && st.Mode().IsRegular() {
 		touch(dir)
 		return &Chart{Dir: filepath.Join(dir, "content"), Version: resolved, Digest: digest}, nil

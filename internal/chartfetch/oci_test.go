@@ -338,3 +338,33 @@ func TestOCIFailures(t *testing.T) {
 		})
 	}
 }
+
+// Concurrent renders of one version (the apps of a preview) pull it once and all get it: the extraction is one at
+// a time per manifest digest.
+func TestOCIConcurrentFetchesDownloadOnce(t *testing.T) {
+	reg := registryWithCharts(t)
+	reg.MustPushArtifact(t, "manifests/app", "1.0.0", ocitest.Blob{}, nil, ocitest.Blob{MediaType: layerTarGzip, Data: tgz(t, entry{name: "cm.yaml", body: "kind: ConfigMap\n"})})
+	secrets := helmOCISecret(reg, "registry") + "---\n" + reg.Secret("app", "oci://"+reg.Host+"/manifests/app", map[string]string{"type": "oci"})
+	f := fetcher(t, secrets, chartfetch.Options{Transport: reg.Transport()})
+	blobs := reg.Count("blob")
+	errs := make(chan error, 32)
+	for i := 0; i < 32; i++ {
+		go func() {
+			var err error
+			if i%2 == 0 {
+				_, err = f.Chart(context.Background(), reg.Host+"/charts", "ingress-nginx", "~4.11")
+			} else {
+				_, err = f.Chart(context.Background(), "oci://"+reg.Host+"/manifests/app", "", "1.0.0")
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 32; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reg.Count("blob") - blobs; got != 2 {
+		t.Errorf("32 concurrent fetches of two artifacts downloaded %d blobs, want 2 (fetcher: %d)", got, f.Requests("oci-blob"))
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/crypto/bcrypt"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
@@ -99,6 +100,10 @@ func Start(username, password string, plainHTTP bool) (*Registry, error) {
 		}
 		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "fleetwave-test", "path": file}}
 	}
+	// The registry logs every request through logrus's standard logger (NewApp does not apply cfg.Log): keep
+	// its warnings (a 401 challenge on every first request) out of test and benchmark output. Process-wide, so
+	// only in this test-support package.
+	logrus.SetLevel(logrus.ErrorLevel)
 	app := handlers.NewApp(context.Background(), cfg)
 	r := &Registry{Username: username, Password: password, PlainHTTP: plainHTTP, dir: dir, counts: map[string]int{}}
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -146,16 +151,25 @@ func (r *Registry) count(req *http.Request) {
 	if req.Method != http.MethodGet || !r.authorized(req) {
 		return
 	}
+	// /v2/<name>/manifests/<reference>, /v2/<name>/blobs/<digest>, /v2/<name>/tags/list: the kind is the
+	// second-to-last element (a repository's name may itself hold "manifests" or "blobs").
+	elems := strings.Split(strings.TrimSuffix(req.URL.Path, "/"), "/")
+	if len(elems) < 4 || elems[1] != "v2" {
+		return
+	}
 	kind := ""
-	switch {
-	case strings.Contains(req.URL.Path, "/manifests/"):
-		kind = "manifest"
-	case strings.Contains(req.URL.Path, "/blobs/"):
-		kind = "blob"
-	case strings.HasSuffix(req.URL.Path, "/tags/list"):
+	switch elems[len(elems)-2] + "/" + elems[len(elems)-1] {
+	case "tags/list":
 		kind = "tags"
 	default:
-		return
+		switch elems[len(elems)-2] {
+		case "manifests":
+			kind = "manifest"
+		case "blobs":
+			kind = "blob"
+		default:
+			return
+		}
 	}
 	r.mu.Lock()
 	r.counts[kind]++
