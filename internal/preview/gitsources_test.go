@@ -28,13 +28,18 @@ func gitSourcesFleet(t *testing.T) (string, *gitfetchtest.Server, *render.Render
 	root := t.TempDir()
 	p := gitfetchtest.NewRepo(t, root, "platform.git")
 	p.Commit("v1", map[string]string{
-		"manifests/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
-		"charts/web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-		"charts/web/values.yaml":           "replicas: 1\n",
-		"charts/web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+		"manifests/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
+		"charts/web/Chart.yaml":             "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/values.yaml":            "replicas: 1\n",
+		"charts/web/templates/deploy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\nspec:\n  replicas: {{ .Values.replicas }}\n",
+		"kustomize/base/kustomization.yaml": "resources: [svc.yaml]\n",
+		"kustomize/base/svc.yaml":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: edge\nspec:\n  ports: [{port: 80}]\n",
 	})
 	p.Tag("v1.0.0", "first")
-	p.Commit("v2", map[string]string{"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n"})
+	p.Commit("v2", map[string]string{
+		"manifests/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
+		"kustomize/base/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: edge\nspec:\n  ports: [{port: 8080}]\n",
+	})
 	p.Tag("v1.1.0", "")
 	gitfetchtest.NewRepo(t, root, "values.git").Commit("values", map[string]string{"prod/web.yaml": "replicas: 5\n"})
 	gitfetchtest.NewRepo(t, root, "forbidden.git").Commit("x", map[string]string{"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forbidden\n"})
@@ -55,16 +60,23 @@ func gitSourcesFleet(t *testing.T) (string, *gitfetchtest.Server, *render.Render
 	}
 	dir := t.TempDir()
 	write(t, dir, map[string]string{
-		"apps/local.yaml":     gitApp("local", gitFleetURL, "local", "HEAD", ""),
-		"local/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n",
-		"apps/platform.yaml":  gitApp("platform", srv.URL+"/platform.git", "manifests", "v1.0.0", ""),
-		"apps/web.yaml":       gitApp("web", srv.URL+"/platform.git", "charts/web", "v1.0.0", srv.URL+"/values.git"),
-		"apps/forbidden.yaml": gitApp("forbidden", srv.URL+"/forbidden.git", "manifests", "main", ""),
+		"apps/local.yaml":         gitApp("local", gitFleetURL, "local", "HEAD", ""),
+		"apps/edge.yaml":          gitApp("edge", gitFleetURL, "edge", "HEAD", ""),
+		"edge/kustomization.yaml": edgeKustomization(srv.URL, "v1.0.0"),
+		"local/cm.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n",
+		"apps/platform.yaml":      gitApp("platform", srv.URL+"/platform.git", "manifests", "v1.0.0", ""),
+		"apps/web.yaml":           gitApp("web", srv.URL+"/platform.git", "charts/web", "v1.0.0", srv.URL+"/values.git"),
+		"apps/forbidden.yaml":     gitApp("forbidden", srv.URL+"/forbidden.git", "manifests", "main", ""),
 	})
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "base")
 	return dir, srv, render.New(render.Options{Git: f})
+}
+
+// edgeKustomization is an overlay on a remote base in platform.git.
+func edgeKustomization(srvURL, ref string) string {
+	return "namePrefix: prod-\nresources:\n- " + srvURL + "/platform.git//kustomize/base?ref=" + ref + "\n"
 }
 
 func gitApp(name, repoURL, path, rev, valuesURL string) string {
@@ -88,6 +100,7 @@ func TestPreviewSourcesInOtherGitRepositories(t *testing.T) {
 	change("bump", map[string]string{"apps/platform.yaml": gitApp("platform", srv.URL+"/platform.git", "manifests", "v1.1.0", "")})
 	change("forbidden", map[string]string{"apps/forbidden.yaml": gitApp("forbidden", srv.URL+"/forbidden.git", "manifests", "v2", "")})
 	change("docs", map[string]string{"README.md": "unrelated\n"})
+	change("base-bump", map[string]string{"edge/kustomization.yaml": edgeKustomization(srv.URL, "v1.1.0")})
 
 	type want struct {
 		status report.Status
@@ -99,18 +112,28 @@ func TestPreviewSourcesInOtherGitRepositories(t *testing.T) {
 		apps map[string]want
 	}{
 		{"bump", map[string]want{
+			"edge":      {report.StatusUnchanged, nil},
 			"local":     {report.StatusUnchanged, nil},
 			"platform":  {report.StatusChanged, []string{"-  version: one", "+  version: two"}},
 			"web":       {report.StatusUnchanged, nil},
 			"forbidden": notAllowed,
 		}},
 		{"forbidden", map[string]want{
+			"edge":      {report.StatusUnchanged, nil},
 			"local":     {report.StatusUnchanged, nil},
 			"platform":  {report.StatusUnchanged, nil},
 			"web":       {report.StatusUnchanged, nil},
 			"forbidden": {report.StatusSkipped, []string{"source is not in the checkout: repository " + srv.URL + "/forbidden.git is not in the allowed repositories"}},
 		}},
 		{"docs", map[string]want{
+			"edge":      {report.StatusUnchanged, nil},
+			"local":     {report.StatusUnchanged, nil},
+			"platform":  {report.StatusUnchanged, nil},
+			"web":       {report.StatusUnchanged, nil},
+			"forbidden": notAllowed,
+		}},
+		{"base-bump", map[string]want{
+			"edge":      {report.StatusChanged, []string{"-  - port: 80", "+  - port: 8080"}},
 			"local":     {report.StatusUnchanged, nil},
 			"platform":  {report.StatusUnchanged, nil},
 			"web":       {report.StatusUnchanged, nil},
@@ -165,7 +188,7 @@ func TestPreviewSourcesInOtherGitRepositories(t *testing.T) {
 	if got := srv.Requests()[n:]; len(got) != 0 {
 		t.Errorf("the second pull request made %d requests: %v", len(got), got)
 	}
-	if a := rep.Apps[2]; a.Name != "platform" || a.Status != report.StatusChanged {
+	if a := rep.Apps[3]; a.Name != "platform" || a.Status != report.StatusChanged {
 		t.Errorf("second pull request: %+v", a)
 	}
 }
