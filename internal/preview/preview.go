@@ -326,7 +326,14 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
 	rep.Apps = p.pair(ctx)
-	if foreign, named := foreignFleet(p.matcher.Match, p.base.inv, p.head.inv); foreign {
+	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
+	fetcher, _ := p.r.(interface {
+		Fetches(*v1alpha1.ApplicationSource) bool
+	})
+	rendered := func(u string) bool {
+		return p.matcher.Match(u) || fetcher != nil && fetcher.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
+	}
+	if foreign, named := foreignFleet(rendered, p.base.inv, p.head.inv); foreign {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
 		rep.Notes = append(rep.Notes, noSourceNote(names, named))
 	}
