@@ -24,14 +24,14 @@ const (
 // epoch is when the fake's accounts, repositories and App were created.
 var epoch = time.Date(2024, 3, 18, 9, 30, 0, 0, time.UTC)
 
-// appEvents are the webhook events the App subscribes to.
-var appEvents = []any{"check_run", "issue_comment", "pull_request", "push"}
+// appEvents are the webhook events the App subscribes to (app.yml).
+var appEvents = []any{"check_run", "check_suite", "issue_comment", "merge_group", "pull_request", "push"}
 
-// appPermissions are what the App is granted on an installation.
+// appPermissions are what the App is granted on an installation (app.yml).
 func appPermissions() map[string]any {
 	return map[string]any{
 		"checks": "write", "contents": "read", "issues": "write", "metadata": "read", "members": "read",
-		"pull_requests": "write",
+		"pull_requests": "read", "merge_queues": "read",
 	}
 }
 
