@@ -67,4 +67,24 @@ func TestDiffSourceInAnotherGitRepository(t *testing.T) {
 	if a.Status != "changed" || len(a.Resources) != 1 || !strings.Contains(a.Resources[0].Diff, "+  version: two") {
 		t.Errorf("platform: %+v", a)
 	}
+
+	// Wrong credentials (the server answers 401): one line on the app, in no output the password, right or wrong.
+	const wrong = "wrong-cli-git-password"
+	bad := filepath.Join(t.TempDir(), "repositories.yaml")
+	data, err := os.ReadFile(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.ReplaceAll(string(data), password, wrong)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"json", "text", "markdown"} {
+		_, out, stderr = runWithCache(t, t.TempDir(), "diff", "--repo", repo, "--base", "main", "--head", "change", "--repo-url", previewRepoURL, "--repositories", bad, "-o", format)
+		if strings.Contains(out+stderr, password) || strings.Contains(out+stderr, wrong) {
+			t.Errorf("-o %s: an output reveals a repository password:\n%s\n%s", format, out, stderr)
+		}
+		if !strings.Contains(out, "the server refused the credentials of the allowed repositories file (HTTP 401/403)") {
+			t.Errorf("-o %s: the app does not say the credentials were refused:\n%s\n%s", format, out, stderr)
+		}
+	}
 }
