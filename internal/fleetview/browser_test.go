@@ -2,7 +2,6 @@ package fleetview
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
-
-var update = flag.Bool("update", false, "redraw docs/pictures/fleet-view.png")
 
 // TestFleetViewInBrowser drives the view in headless Chromium (Debian's), as a person would: sign in with the
 // token, watch a rollout move without reloading the page, reach every link with the keyboard. With -update it
@@ -125,7 +123,7 @@ func TestFleetViewInBrowser(t *testing.T) {
 	if strings.Contains(html, testToken) {
 		t.Error("the page shows the token")
 	}
-	if *update {
+	if golden.Updating() {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`document.activeElement.blur()`)); err != nil {
 			t.Fatal(err)
 		}

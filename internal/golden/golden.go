@@ -56,3 +56,7 @@ func FirstDiff(want, got string) string {
 	}
 	return "(same lines, different bytes)"
 }
+
+// Updating reports whether the tests run with -update: tests that write other generated files (pictures in
+// docs/) use the same flag instead of defining their own.
+func Updating() bool { return *update }
