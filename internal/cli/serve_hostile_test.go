@@ -52,8 +52,8 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 	// Installation 1's repository: one benign app; the pull request changes it and adds three CPU bombs (a
 	// nested until, 10^12 iterations) and a memory bomb (a 1 GB string).
 	headA := map[string]string{"manifests/web/cm.yaml": configMap("web", "green"),
-		"apps/mem-bomb.yaml": appYAML("mem-bomb", repoA, "charts/mem"), "charts/mem/Chart.yaml": chartYAML,
-		"charts/mem/templates/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata:\n  x: {{ repeat 100000000 \"xxxxxxxxxx\" }}\n"}
+		"apps/mem-bomb.yaml": appYAML("mem-bomb", repoA, "charts/mem-bomb"), "charts/mem-bomb/Chart.yaml": chartYAML,
+		"charts/mem-bomb/templates/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata:\n  x: {{ repeat 100000000 \"xxxxxxxxxx\" }}\n"}
 	addCPUBombs(headA, repoA, 3)
 	prA := rig.pullRequest(repoA, numA, map[string]string{"apps/web.yaml": appYAML("web", repoA, "manifests/web"),
 		"manifests/web/cm.yaml": configMap("web", "blue")}, headA)
@@ -388,12 +388,17 @@ func addCPUBombs(files map[string]string, repo string, n int) {
 	}
 }
 
-// refusals finds each app's refusal line in text and counts them by rule; an app without one fails the test.
+// refusals finds each app's refusal line in text, naming the app, its chart's path and the rule (the change's
+// budget: the app and the rule), and counts them by rule; an app without one fails the test.
 func refusals(t *testing.T, text string, apps ...string) map[string]int {
 	t.Helper()
 	rules := map[string]int{}
 	for _, a := range apps {
-		line := lineWith(text, `app "`+a+`": refused (`)
+		line := lineWith(text, `app "`+a+`" (charts/`+a, `): refused (`)
+		if line == "" {
+			// The change's budget is the preview's refusal, made without the app's source (yet).
+			line = lineWith(text, `app "`+a+`": refused (pr-budget)`)
+		}
 		if line == "" {
 			t.Errorf("no refusal line for %s in:\n%s", a, text)
 			continue

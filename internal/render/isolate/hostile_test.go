@@ -2,6 +2,7 @@ package isolate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -214,6 +215,8 @@ func TestHostileRepository(t *testing.T) {
 			}
 		case strings.Contains(msg, "\n") || !strings.Contains(msg, `app "bomb"`) || len(msg) > 1000:
 			t.Errorf("%s: want one line naming the app, got %d bytes: %.300s", tc.name, len(msg), msg)
+		case !namesFile(err):
+			t.Errorf("%s: the refusal names no file or source of the app: %s", tc.name, msg)
 		case !containsAny(msg, tc.want):
 			t.Errorf("%s: refusal %q names none of %q", tc.name, msg, tc.want)
 		case strings.Contains(msg, secret):
@@ -417,4 +420,11 @@ func killedDuring(t *testing.T, pool *isolate.Pool, req render.Request) error {
 		t.Fatal("the render did not end when its worker was killed")
 		return nil
 	}
+}
+
+// namesFile reports whether a render error names what of the app it is about: its source (render.Error.Path),
+// or a file in its message.
+func namesFile(err error) bool {
+	var re *render.Error
+	return errors.As(err, &re) && re.Path != ""
 }
