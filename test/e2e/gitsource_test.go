@@ -1,0 +1,173 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argodiff "github.com/argoproj/gitops-engine/pkg/diff"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/fidelity"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
+)
+
+// TestFidelityAgainstRealArgoCDSecondGitRepository serves a second git repository over HTTPS with basic auth from
+// this process, inside the environment's network namespace, and registers it in Argo CD with the same credentials
+// (insecure: its certificate is the test's). Apps whose sources live only there — at a tag, at a semver
+// constraint, at the default branch, multi-source with $values from another revision, and a Kustomize overlay on a
+// remote base of the same repository — are rendered by Argo CD's repo-server, which fetches them itself, and by
+// fleetwave through internal/gitfetch: identical, object for object, in order.
+func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
+	e := loadEnv(t)
+	ctx := context.Background()
+	c, err := argocd.New(argocd.Options{BaseURL: e.ArgoCDURL, Token: e.Token, UserAgent: "fleetwave-e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "reader", "e2e-second-repo-password"
+	root := t.TempDir()
+	p := gitfetchtest.NewRepo(t, root, "platform.git")
+	srv := gitfetchtest.Start(t, root, user, password)
+	repoURL := srv.URL + "/platform.git"
+	deploy := func(image string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n" +
+			"  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: " + image + "\n"
+	}
+	p.Commit("one", map[string]string{
+		"manifests/cm.yaml":                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: one\n",
+		"charts/web/Chart.yaml":             "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/values.yaml":            "replicas: 1\n",
+		"charts/web/templates/deploy.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n  labels: {rev: {{ .Values.rev | default \"none\" | quote }}}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - {name: web, image: web:1.0}\n",
+		"values/prod.yaml":                  "replicas: 3\n",
+		"kustomize/base/kustomization.yaml": "resources: [deploy.yaml]\nlabels:\n- pairs: {tier: web}\n",
+		"kustomize/base/deploy.yaml":        deploy("web:1.0"),
+	})
+	p.Tag("v1.0.0", "first release")
+	p.Commit("two", map[string]string{
+		"manifests/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
+		"values/prod.yaml":                 "replicas: 5\n",
+		"kustomize/base/deploy.yaml":       deploy("web:1.1"),
+		"overlays/prod/kustomization.yaml": "namePrefix: prod-\nresources:\n- " + repoURL + "//kustomize/base?ref=v1.0.0\n- cm.yaml\n",
+		"overlays/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+	})
+	p.Tag("v1.1.0", "")
+
+	// Argo CD gets the repository with the same credentials; fleetwave the same Secret in its repositories file.
+	body, _ := json.Marshal(map[string]any{"repo": repoURL, "type": "git", "username": user, "password": password, "insecure": true})
+	if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
+		t.Fatalf("registering the repository in Argo CD: %v", err)
+	}
+	defer func() {
+		_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/repositories/"+url.PathEscape(repoURL), nil, nil)
+	}()
+	set, err := repocreds.Parse("repositories.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: platform\n  labels: {argocd.argoproj.io/secret-type: repository}\n"+
+		"stringData: {url: '"+repoURL+"', type: git, username: "+user+", password: "+password+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gitfetch.New(gitfetch.Options{Repos: set, CacheDir: t.TempDir(), CAFile: srv.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := render.New(render.Options{Git: f})
+	settings := render.Settings{ControlPlaneNamespace: "argocd"}
+	if err := fillSettings(ctx, e, c, &settings); err != nil {
+		t.Fatal(err)
+	}
+
+	src := func(path, rev string) string {
+		return "{repoURL: '" + repoURL + "', path: " + path + ", targetRevision: '" + rev + "'}"
+	}
+	for _, tc := range []struct{ name, spec string }{
+		{"git-tag", "  source: " + src("manifests", "v1.0.0") + "\n"},
+		{"git-constraint", "  source: " + src("manifests", ">=1.0.0 <2.0.0") + "\n"},
+		{"git-head", "  source: " + src("manifests", "HEAD") + "\n"},
+		{"git-multi-values", "  sources:\n  - repoURL: '" + repoURL + "'\n    path: charts/web\n    targetRevision: v1.0.0\n" +
+			"    helm:\n      valueFiles: [$values/values/prod.yaml]\n      parameters: [{name: rev, value: $ARGOCD_APP_REVISION_SHORT}]\n" +
+			"  - {repoURL: '" + repoURL + "', targetRevision: main, ref: values}\n"},
+		{"git-remote-base", "  source: " + src("overlays/prod", "v1.1.0") + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app, err := render.ParseApplication([]byte("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: fw-" + tc.name + ", namespace: argocd}\n" +
+				"spec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: second-repo}\n" + tc.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours, err := r.Render(ctx, render.Request{App: app, Settings: settings})
+			if err != nil {
+				t.Fatalf("rendering in process: %v", err)
+			}
+			theirs, err := argoRenderAsWritten(ctx, e, c, app)
+			if err != nil {
+				t.Fatalf("rendering through Argo CD: %v", err)
+			}
+			var want, got bytes.Buffer
+			for _, m := range theirs {
+				y, err := yaml.JSONToYAML([]byte(m))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want.WriteString("---\n")
+				want.Write(y)
+			}
+			for _, o := range ours.Objects {
+				if o.GetKind() == "Secret" && o.GroupVersionKind().Group == "" {
+					if o, _, err = argodiff.HideSecretData(o, nil, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				y, err := yaml.Marshal(o.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got.WriteString("---\n")
+				got.Write(y)
+			}
+			diffs, sameOrder, err := fidelity.Compare(want.Bytes(), got.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(diffs) > 0 {
+				t.Errorf("%d differences from Argo CD's render:\n%s\nArgo CD:\n%s\nfleetwave:\n%s", len(diffs), strings.Join(diffs, "\n"), want.String(), got.String())
+			} else if !sameOrder {
+				t.Errorf("same objects as Argo CD's render, in another order")
+			}
+			if len(theirs) == 0 {
+				t.Error("Argo CD rendered nothing")
+			}
+			t.Logf("%d objects, identical to Argo CD's", len(theirs))
+		})
+	}
+}
+
+// argoRenderAsWritten creates app in Argo CD with its sources as written (another repository Argo CD fetches
+// itself) and returns the repo-server's manifests.
+func argoRenderAsWritten(ctx context.Context, e env, c *argocd.Client, app *v1alpha1.Application) ([]string, error) {
+	a := app.DeepCopy()
+	a.Labels = map[string]string{"suite": "fidelity"}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	if err := call(ctx, e, http.MethodPost, "/api/v1/applications?upsert=true&validate=false", body, nil); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/applications/"+app.Name+"?cascade=false&appNamespace=argocd", nil, nil)
+	}()
+	res, err := c.Manifests(ctx, "argocd/"+app.Name, "")
+	if err != nil {
+		return nil, err
+	}
+	return res.Manifests, nil
+}
