@@ -179,7 +179,7 @@ func (c *Cache) SizeBytes(ctx context.Context, dir string) (int64, error) {
 func authFailure(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "Authentication failed") || strings.Contains(msg, "could not read Username") ||
-		strings.Contains(msg, "401") || strings.Contains(msg, "403")
+		strings.Contains(msg, "returned error: 401") || strings.Contains(msg, "returned error: 403")
 }
 
 // remoteEnv checks r's URL (https only: credentials are never sent in clear) and returns the environment carrying

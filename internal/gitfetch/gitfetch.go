@@ -221,6 +221,14 @@ func (f *Fetcher) checkout(ctx context.Context, repoURL, revision string) (*Tree
 	if ref != "" {
 		refs = []string{ref}
 	}
+	if !source.IsFullSHA(commit) {
+		// An abbreviated id: the mirror may know it already (no fetch of every branch and tag then).
+		if known, err := source.Open(ctx, mirror); err == nil {
+			if sha, err := known.Resolve(ctx, commit); err == nil {
+				commit = sha
+			}
+		}
+	}
 	full := source.IsFullSHA(commit)
 	if full {
 		commits = []string{commit}

@@ -137,7 +137,7 @@ func TestSecondUseAsksNothing(t *testing.T) {
 	cache := t.TempDir()
 	f := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{CacheDir: cache})
 	ctx := context.Background()
-	for _, rev := range []string{"v1.0.0", "main", first} {
+	for _, rev := range []string{"v1.0.0", "main", first, first[:9]} {
 		if _, err := f.Checkout(ctx, url, rev); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestSecondUseAsksNothing(t *testing.T) {
 		t.Fatal("the server saw no request")
 	}
 	// A second pull request on the same revisions: everything is known.
-	for _, rev := range []string{"v1.0.0", "main", first} {
+	for _, rev := range []string{"v1.0.0", "main", first, first[:9]} {
 		if _, err := f.Checkout(ctx, url, rev); err != nil {
 			t.Fatal(err)
 		}
