@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,6 +212,36 @@ func TestFailures(t *testing.T) {
 				t.Errorf("error shows the password or is not one line: %q", err)
 			}
 		})
+	}
+}
+
+// TestRedirectIsNotFollowed: a repository that redirects to another host (the same repository, served elsewhere)
+// is refused: git does not follow it, so credentials never reach another host.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	root, _, _ := upstream(t)
+	srv := gitfetchtest.Start(t, root, user, password)
+	var mu sync.Mutex
+	seen := 0
+	redirector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen++
+		mu.Unlock()
+		http.Redirect(w, r, srv.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer redirector.Close()
+	url := redirector.URL + "/platform.git"
+	f := newFetcher(t, srv, allowed(t, url, password, "  insecure: \"true\"\n"), gitfetch.Options{})
+	_, err := f.Checkout(context.Background(), url, "main")
+	if err == nil || strings.Contains(err.Error(), password) {
+		t.Fatalf("error %v, want a refusal without the password", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen == 0 {
+		t.Fatal("the redirecting server saw no request")
+	}
+	for _, r := range srv.Requests() {
+		t.Errorf("the redirect was followed: %s", r)
 	}
 }
 
