@@ -110,7 +110,7 @@ act on the latest rollout of the store (--id for another).
 
 Output: one line per event (wave started, app synced/skipped/failed with Argo CD's message, gates, approvals
 with the command to run, soak, wave and rollout states), then a summary: synced, skipped (already synced and
-healthy), failed (with Argo CD's message), in flight, not started. --output json: one JSON object per line
+healthy), failed (with Argo CD's message and the resources it failed on), in flight, not started. --output json: one JSON object per line
 (fields time, event, rollout, wave, batch, app, cluster, state, revision, health, until, command, apps, message,
 summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
 wave-awaiting-approval, wave-approved, wave-started, wave-held (an Argo CD sync window refuses its apps' syncs:

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/gitops-engine/pkg/health"
+	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argosync"
@@ -329,6 +331,38 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 	return d.saveOutcome(ctx, st, out)
 }
 
+// failedResources names the resources the app's last operation failed on, from status.operationState.syncResult
+// (gitops-engine marks each SyncFailed with its message): "Deployment web/api: quota exceeded". At most three.
+func failedResources(app *v1alpha1.Application) string {
+	os := app.Status.OperationState
+	if os == nil || os.SyncResult == nil {
+		return ""
+	}
+	var parts []string
+	n := 0
+	for _, r := range os.SyncResult.Resources {
+		if r.Status != synccommon.ResultCodeSyncFailed && r.HookPhase != synccommon.OperationFailed && r.HookPhase != synccommon.OperationError {
+			continue
+		}
+		n++
+		if len(parts) == 3 {
+			continue
+		}
+		name := r.Kind + " " + r.Name
+		if r.Namespace != "" {
+			name = r.Kind + " " + r.Namespace + "/" + r.Name
+		}
+		if r.Message != "" && r.Message != os.Message {
+			name += ": " + r.Message
+		}
+		parts = append(parts, name)
+	}
+	if n > len(parts) {
+		parts = append(parts, fmt.Sprintf("%d more", n-len(parts)))
+	}
+	return strings.Join(parts, "; ")
+}
+
 func (d *driver) saveOutcome(ctx context.Context, st store.AppStep, out store.Outcome) store.StepState {
 	nst, err := d.e.st.RecordOutcome(context.WithoutCancel(ctx), out)
 	if err != nil {
@@ -508,7 +542,11 @@ func (d *driver) awaitOperation(ctx context.Context, s store.AppStep) (store.Ste
 		case opNone:
 			return store.StepFailed, ev, h, "the operation disappeared (replaced by another one?)"
 		case opFailed:
-			return store.StepFailed, ev, h, "sync " + string(app.Status.OperationState.Phase) + ": " + ev.Message
+			msg := "sync " + string(app.Status.OperationState.Phase) + ": " + ev.Message
+			if f := failedResources(app); f != "" {
+				msg += " (failed: " + f + ")" // the resources it failed on, for the summary and the check-run
+			}
+			return store.StepFailed, ev, h, msg
 		case opSucceeded:
 			if !reconciledAfter(app, ev.FinishedAt) && !confirmed.Equal(ev.FinishedAt) {
 				// Equal seconds prove nothing: ask for a reconcile, answered only once written (argosync doc.go).

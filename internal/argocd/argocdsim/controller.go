@@ -180,6 +180,13 @@ func (s *Server) finishOperationLocked(st *appState, gen int64) {
 		if state.Message == "" {
 			state.Message = "one or more objects failed to apply, reason: simulated failure"
 		}
+		// The per-resource results name what failed (gitops-engine's sync context: the failed apply's resource
+		// SyncFailed with kubectl's message): here the app's last object.
+		if res := s.resourceResultsLocked(st.app, revs); len(res) > 0 {
+			last := res[len(res)-1]
+			last.Status, last.Message, last.HookPhase = synccommon.ResultCodeSyncFailed, state.Message, synccommon.OperationFailed
+			state.SyncResult.Resources = res
+		}
 	} else {
 		st.applied = slices.Clone(revs)
 		st.final = health.HealthStatusHealthy
