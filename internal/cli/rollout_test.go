@@ -802,13 +802,20 @@ func TestRolloutHelperProcess(t *testing.T) {
 	os.Exit(Main(context.Background(), args, DefaultDeps()))
 }
 
-// TestRolloutKilled kills the CLI with SIGKILL at random moments of a selector rollout and runs it again, a few
-// times over: each app must end synced exactly once (the simulator lives in the test process and counts).
+// TestRolloutKilled kills the CLI with SIGKILL at random moments of a selector rollout and runs it again until it
+// ends, in 20 trials: each app must end synced exactly once (the simulator lives in the test process and counts).
 func TestRolloutKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts CLI processes; skipped with -short")
 	}
-	for trial := range 3 {
+	// 20 trials, as the executor's crash test (FLEETWAVE_CRASH_TRIALS sets both).
+	trials := 20
+	if n, err := strconv.Atoi(os.Getenv("FLEETWAVE_CRASH_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
+	began := time.Now()
+	defer func() { t.Logf("%d trials in %s", trials, time.Since(began).Round(time.Second)) }()
+	for trial := range trials {
 		apps := sixApps()
 		sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 600 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
 		db := filepath.Join(t.TempDir(), "r.db")
