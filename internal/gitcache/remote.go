@@ -18,7 +18,7 @@ type Remote struct {
 	Username string
 	Password string
 	// Insecure skips the server certificate's verification for this repository's host (the Secret's insecure,
-	// which Argo CD's git client honours the same way: util/git/client.go NewClientExt, insecure → GIT_SSL_NO_VERIFY).
+	// which Argo CD's git client honours the same way: util/git/client.go runCmdOutput, insecure → GIT_SSL_NO_VERIFY=true).
 	Insecure bool
 }
 
