@@ -456,13 +456,17 @@ func (f *Fetcher) ociDependency(ctx context.Context, repository, chart, constrai
 
 // ociDependencyRepository finds the allowed repository of an `oci://` dependency as
 // reposerver/repository/repository.go getHelmDependencyRepos does: by URL with "oci://" trimmed from both, then the
-// credential templates by prefix.
+// credential templates by prefix, then an OCI repository whose URL prefixes the dependency's or is prefixed by it
+// (repocreds.Set.OCIDependency).
 func (f *Fetcher) ociDependencyRepository(repository string) (repocreds.Repository, error) {
 	trimmed := strings.TrimPrefix(repository, "oci://")
 	for _, u := range []string{trimmed, repository, strings.TrimSuffix(trimmed, "/"), strings.TrimSuffix(repository, "/")} {
 		if r, ok := f.opts.Repos.Lookup(u); ok {
 			return r, nil
 		}
+	}
+	if r, ok := f.opts.Repos.OCIDependency(trimmed); ok {
+		return r, nil
 	}
 	return repocreds.Repository{}, &Error{Repo: repository, Err: fmt.Errorf("not rendered: repository %s is %w", repocreds.RedactURL(repository), ErrNotAllowed)}
 }

@@ -132,6 +132,14 @@ func TestOCIDependencyArchive(t *testing.T) {
 	if _, _, err := f.Archive(ctx, "oci://other.example.com/charts", "ingress-nginx", "^4"); !errors.Is(err, chartfetch.ErrNotAllowed) {
 		t.Errorf("dependency on a registry not allowed: %v", err)
 	}
+	// getHelmDependencyRepos's last resort: an OCI repository whose URL the dependency's extends (a repository
+	// Secret for <host>/charts/ingress-nginx, the dependency on <host>/charts), or the other way round.
+	for _, url := range []string{reg.Host + "/charts/ingress-nginx", reg.Host} {
+		g := fetcher(t, reg.Secret("registry", url, map[string]string{"enableOCI": "true"}), chartfetch.Options{Transport: reg.Transport()})
+		if _, v, err := g.Archive(ctx, "oci://"+reg.Host+"/charts", "ingress-nginx", "4.10.0"); err != nil || v != "4.10.0" {
+			t.Errorf("repository %s for a dependency on %s/charts: %s, %v", url, reg.Host, v, err)
+		}
+	}
 }
 
 // rawTar builds a tar (not gzipped) of entries.

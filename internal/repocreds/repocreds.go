@@ -250,6 +250,25 @@ func (s *Set) ByName(name string) (Repository, bool) {
 	return Repository{}, false
 }
 
+// OCIDependency returns the repository Secret whose credentials an `oci://` Helm dependency on dep (the
+// repository without "oci://") is fetched with when no Secret matches its URL: reposerver/repository/repository.go
+// getHelmDependencyRepos's last resort, the first enableOCI repository whose url prefixes dep or is prefixed by
+// it, or `type: oci` repository likewise with "oci://" in front of dep. The result's URL is dep.
+func (s *Set) OCIDependency(dep string) (Repository, bool) {
+	if s == nil || dep == "" {
+		return Repository{}, false
+	}
+	for _, r := range s.repos {
+		if r.EnableOCI && (strings.HasPrefix(dep, r.URL) || strings.HasPrefix(r.URL, dep)) ||
+			r.Type == "oci" && (strings.HasPrefix("oci://"+dep, r.URL) || strings.HasPrefix(r.URL, "oci://"+dep)) {
+			r.URL = dep
+			r.EnableOCI = true
+			return r, true
+		}
+	}
+	return Repository{}, false
+}
+
 // credsFor is getRepositoryCredentialIndex: the template with the longest normalised url that prefixes repoURL's.
 func (s *Set) credsFor(repoURL string) (Repository, bool) {
 	norm := NormalizeURL(repoURL)
