@@ -26,6 +26,10 @@
 // experiments) are fetched without credentials. Other schemes are refused: ssh would need keys the App does not
 // have, plain http would send the token in clear.
 //
+// The operator's other repositories (FetchRemote, LsRemote: internal/gitfetch) are fetched the same way with their
+// own credentials (a Remote: the repositories file's username/password), https only, with redirects not followed
+// and a low-speed cutoff, and into the same kind of mirror.
+//
 // # Safety
 //
 // git runs with an environment scrubbed of GIT_* variables and of the user's and system's configuration
