@@ -14,6 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/report"
 )
 
 // Check-run names on a pull request's head.
@@ -42,6 +43,7 @@ type App struct {
 	tempDir     string
 	// renderBudget is preview.Input.RenderBudget of every preview (0: preview's default).
 	renderBudget time.Duration
+	observer     Observer // nil: none
 
 	mu         sync.Mutex
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
@@ -52,6 +54,22 @@ type App struct {
 
 // Option configures an App.
 type Option func(*App)
+
+// Observer is told the outcome of each preview, for metrics: trigger is "pull_request" or "merge_group"; rep is
+// nil when err is set (no report could be made: clone, checkout or Argo CD failed).
+type Observer interface {
+	Previewed(trigger string, took time.Duration, rep *report.Report, err error)
+}
+
+// WithObserver reports each preview's outcome to o.
+func WithObserver(o Observer) Option { return func(a *App) { a.observer = o } }
+
+// observed tells the observer of a finished preview.
+func (a *App) observed(trigger string, out *outcome) {
+	if a.observer != nil {
+		a.observer.Previewed(trigger, out.elapsed, out.rep, out.err)
+	}
+}
 
 // WithSettings sets the render settings (cluster and argocd-cm facts; Revision is set per side).
 func WithSettings(s render.Settings) Option { return func(a *App) { a.settings = s } }

@@ -164,6 +164,10 @@ func (a *App) startGroupChecks(ctx context.Context, client GitHub, g MergeGroup,
 func (a *App) computeGroup(ctx context.Context, g MergeGroup, ch *Change) *outcome {
 	t0 := time.Now()
 	out := &outcome{}
+	defer func() {
+		out.elapsed = time.Since(t0)
+		a.observed("merge_group", out)
+	}()
 	commits := []string{g.HeadSHA}
 	if g.BaseSHA != "" {
 		commits = append(commits, g.BaseSHA)
@@ -182,7 +186,6 @@ func (a *App) computeGroup(ctx context.Context, g MergeGroup, ch *Change) *outco
 		logFrom(ctx).Info("the delivery has no base_sha: the base is the merge base with the base branch", slog.String("base", short(ch.Base)))
 	}
 	a.previewInto(ctx, out, *ch)
-	out.elapsed = time.Since(t0)
 	return out
 }
 

@@ -233,6 +233,10 @@ type outcome struct {
 func (a *App) compute(ctx context.Context, ch Change) *outcome {
 	t0 := time.Now()
 	out := &outcome{}
+	defer func() {
+		out.elapsed = time.Since(t0)
+		a.observed("pull_request", out)
+	}()
 	refs := []string{fmt.Sprintf("refs/pull/%d/head", ch.Number)}
 	if ch.BaseRef != "" {
 		refs = append(refs, "refs/heads/"+ch.BaseRef)
@@ -244,7 +248,6 @@ func (a *App) compute(ctx context.Context, ch Change) *outcome {
 	}
 	out.dir = dir
 	a.previewInto(ctx, out, ch)
-	out.elapsed = time.Since(t0)
 	return out
 }
 

@@ -75,6 +75,8 @@ var boundedLabels = map[string]*regexp.Regexp{
 	"state":    regexp.MustCompile(`^[a-z_-]+$`),
 	"kind":     regexp.MustCompile(`^[a-z0-9-]+$`),
 	"resource": regexp.MustCompile(`^[a-z_]+$`),
+	"trigger":  regexp.MustCompile(`^(pull_request|merge_group|other)$`),
+	"status":   regexp.MustCompile(`^(changed|unchanged|added|removed|error|skipped|other)$`),
 	"le":       regexp.MustCompile(`.`),
 }
 

@@ -292,6 +292,9 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		return serveWiring{}, usageErr(err)
 	}
 	opts := []app.Option{app.WithLogger(d.Log)}
+	if d.Metrics != nil {
+		opts = append(opts, app.WithObserver(d.Metrics))
+	}
 	var ex *rollout.Executor // with Argo CD
 	// installs learns which installation each repository belongs to from every delivery; for a repository no
 	// delivery named yet (a rollout resumed after a restart) it asks GitHub (GET /repos/{o}/{r}/installation).

@@ -182,6 +182,8 @@ func TestServeLifecycle(t *testing.T) {
 		{"fleetwave_webhook_queue_depth", nil, 0},
 		{"fleetwave_rollouts", map[string]string{"state": "running"}, 0},
 		{"fleetwave_store_up", nil, 1},
+		// The delivery names a pull request the fake GitHub does not know: the preview ends with an error.
+		{"fleetwave_preview_duration_seconds", map[string]string{"trigger": "pull_request", "result": "error"}, 1},
 	} {
 		if got := value(fams, c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)

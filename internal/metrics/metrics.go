@@ -1,6 +1,8 @@
 // Package metrics is the bot's Prometheus endpoint: the series `serve` exposes on /metrics, on a registry of its
 // own (no global state), fed by adapters at the edges so that no use case imports Prometheus:
 //
+//   - previews: each one's time by trigger and result, and the fleet's apps by status (Previewed, an
+//     app.Observer);
 //   - webhooks: the server's counters (received by outcome, handled by result, the queue) read at scrape time,
 //     and each handled delivery's duration by event (TimeHandler wraps the webhook handler);
 //   - upstream calls: every request to GitHub, Argo CD and chart repositories through Transport, by service,
@@ -26,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
@@ -39,6 +42,8 @@ type Metrics struct {
 	upstreamTime *prometheus.HistogramVec
 	rateLimit    *prometheus.GaugeVec
 	handled      *prometheus.HistogramVec
+	previews     *prometheus.HistogramVec
+	previewApps  *prometheus.CounterVec
 }
 
 // New returns the series on a new registry, with the Go runtime's and the process's.
@@ -65,8 +70,17 @@ func New() *Metrics {
 			Buckets: []float64{.05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600},
 		}, []string{"event", "result"}),
 	}
+	m.previews = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "preview_duration_seconds",
+		Help:    "Time of a preview (clone, render, diff, plan; not posting), by trigger and result (ok, failed: some app or the plan failed, error: no report).",
+		Buckets: []float64{.1, .25, .5, 1, 2, 5, 10, 30, 60, 120, 300, 600},
+	}, []string{"trigger", "result"})
+	m.previewApps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "preview_apps_total",
+		Help: "Apps of the fleet in previews, by trigger and status (changed, unchanged, added, removed, error, skipped).",
+	}, []string{"trigger", "status"})
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.upstream, m.upstreamTime, m.rateLimit, m.handled)
+		m.upstream, m.upstreamTime, m.rateLimit, m.handled, m.previews, m.previewApps)
 	return m
 }
 
@@ -117,6 +131,33 @@ func (m *Metrics) Webhooks(stats func() webhooks.Stats) {
 		s := stats()
 		return float64(s.Accepted - s.Handled - s.Failed - s.Dropped)
 	}))
+}
+
+// Previewed records a preview (app.Observer): its time by trigger and result, and its apps by status.
+func (m *Metrics) Previewed(trigger string, took time.Duration, rep *report.Report, err error) {
+	if trigger != "pull_request" && trigger != "merge_group" {
+		trigger = "other"
+	}
+	result := "ok"
+	switch {
+	case err != nil || rep == nil:
+		result = "error"
+	case rep.HasErrors():
+		result = "failed"
+	}
+	m.previews.WithLabelValues(trigger, result).Observe(took.Seconds())
+	if rep == nil {
+		return
+	}
+	for _, a := range rep.Apps {
+		status := string(a.Status)
+		switch a.Status {
+		case report.StatusChanged, report.StatusUnchanged, report.StatusAdded, report.StatusRemoved, report.StatusError, report.StatusSkipped:
+		default:
+			status = "other"
+		}
+		m.previewApps.WithLabelValues(trigger, status).Inc()
+	}
 }
 
 // TimeHandler wraps the webhook handler to time each delivery by event.
