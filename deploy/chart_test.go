@@ -201,3 +201,50 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
+
+// TestDockerfileMatchesChartAndModule checks the Dockerfile against what it must agree with (no Docker engine
+// runs here to build it): the Go version of go.mod, the chart's user and port, git in the image (the previews
+// run the git CLI), a static binary, and no secret baked in.
+func TestDockerfileMatchesChartAndModule(t *testing.T) {
+	df, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goVersion string
+	for _, l := range strings.Split(string(mod), "\n") {
+		if v, ok := strings.CutPrefix(l, "go "); ok {
+			parts := strings.Split(strings.TrimSpace(v), ".")
+			goVersion = parts[0] + "." + parts[1]
+		}
+	}
+	text := string(df)
+	for _, want := range []string{
+		"FROM golang:" + goVersion + "-", // the toolchain go.mod asks for
+		"CGO_ENABLED=0",                  // static: modernc SQLite and pgx are pure Go
+		"install -y --no-install-recommends git ca-certificates",
+		"USER 65532:65532", // the chart's runAsUser/runAsGroup
+		"EXPOSE 8080",      // the chart's containerPort
+		`CMD ["serve"]`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+	for _, l := range strings.Split(text, "\n") {
+		up := strings.ToUpper(l)
+		if (strings.HasPrefix(up, "ENV ") || strings.HasPrefix(up, "ARG ")) && (strings.Contains(up, "TOKEN") || strings.Contains(up, "SECRET") || strings.Contains(up, "KEY")) {
+			t.Errorf("Dockerfile bakes a credential setting into the image: %s", l)
+		}
+	}
+	values, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(values), "runAsUser: 65532") {
+		t.Error("the chart's runAsUser is not the image's user 65532")
+	}
+}
