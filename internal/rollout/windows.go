@@ -29,6 +29,14 @@ type WindowReader interface {
 	ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error)
 }
 
+// AppWindowReader reads the sync windows Argo CD assigns to one app and whether it accepts a manual sync now
+// (GET /api/v1/applications/{name}/syncwindows); *argocd.Client implements it. The executor falls back to it when
+// the token may not read the app's project: it needs only the app's get permission, but its windows carry no
+// time zone (server/application/application.go convertSyncWindows), so "until" is computed as if in UTC.
+type AppWindowReader interface {
+	SyncWindows(ctx context.Context, name string) (*argocd.SyncWindows, error)
+}
+
 const (
 	// windowRecheck bounds the wait of a held wave between readings of its windows.
 	windowRecheck = 5 * time.Minute
@@ -92,6 +100,7 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 	}
 	now := d.e.o.clock.Now()
 	projects := map[string]v1alpha1.SyncWindows{}
+	unreadable := map[string]bool{}
 	var allowed []store.AppStep
 	var hold *windowHold
 	for _, s := range todo {
@@ -108,12 +117,18 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 		if !seen {
 			var err error
 			if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
-				d.e.o.log.Warn("reading the sync windows of a project: Argo CD decides at each sync", "rollout", d.id, "project", proj, "err", err)
+				d.e.o.log.Warn("reading the sync windows of a project: asking per app", "rollout", d.id, "project", proj, "err", err)
+				unreadable[proj] = true
 				ws = nil
 			}
 			projects[proj] = ws
 		}
-		h := argocd.EvaluateWindows(argocd.AppWindows(ws, app), now)
+		var h argocd.WindowHold
+		if unreadable[proj] {
+			h = d.appWindows(ctx, s.App, now)
+		} else {
+			h = argocd.EvaluateWindows(argocd.AppWindows(ws, app), now)
+		}
 		if !h.Blocked {
 			allowed = append(allowed, s)
 			continue
@@ -130,6 +145,32 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 		}
 	}
 	return allowed, hold
+}
+
+// appWindows asks Argo CD whether it accepts a manual sync of the app now (AppWindowReader), for an app whose
+// project's windows cannot be read: not blocked when it cannot tell either (Argo CD decides at the sync).
+func (d *driver) appWindows(ctx context.Context, k store.AppKey, now time.Time) argocd.WindowHold {
+	ar, ok := d.e.argo.(AppWindowReader)
+	if !ok {
+		return argocd.WindowHold{}
+	}
+	sw, err := ar.SyncWindows(ctx, qualified(k))
+	if err != nil || sw.CanSync {
+		return argocd.WindowHold{}
+	}
+	conv := func(in []argocd.SyncWindow) v1alpha1.SyncWindows {
+		var out v1alpha1.SyncWindows
+		for _, w := range in {
+			out = append(out, &v1alpha1.SyncWindow{Kind: w.Kind, Schedule: w.Schedule, Duration: w.Duration, ManualSync: w.ManualSync})
+		}
+		return out
+	}
+	h := argocd.EvaluateWindows(conv(sw.AssignedWindows), now)
+	if !h.Blocked || h.Err != nil {
+		// Argo CD says no where the windows, read without their time zones, say yes: its word, retried.
+		h = argocd.WindowHold{Blocked: true, Reason: "a sync window (Argo CD: canSync false)", Until: now.Add(windowRetry)}
+	}
+	return h
 }
 
 // holdWave records that a running wave waits for a sync window and sleeps until it may open (or the next

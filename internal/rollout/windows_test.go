@@ -1,6 +1,8 @@
 package rollout_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -30,8 +33,13 @@ func TestSyncWindowHoldsTheWave(t *testing.T) {
 		wave    int       // the held wave (-1: none)
 		title   string    // its check-run title while held
 		opens   time.Time // no app of the wave syncs before
+		// noProject: the token may not read projects: the executor asks Argo CD per app (GET .../syncwindows).
+		noProject bool
 	}{
 		{name: "deny window over staging", wave: 1, opens: at(3, 0, 0),
+			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "4h", false, "web-stg-*")},
+			title:   "Held by deny window '0 23 * * *' (4h) until 2000-01-01 03:00 UTC: 0/2 apps done"},
+		{name: "deny window over staging, project unreadable", wave: 1, opens: at(3, 0, 0), noProject: true,
 			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "4h", false, "web-stg-*")},
 			title:   "Held by deny window '0 23 * * *' (4h) until 2000-01-01 03:00 UTC: 0/2 apps done"},
 		{name: "production outside its allow window", wave: 2, opens: at(4, 0, 1),
@@ -48,7 +56,11 @@ func TestSyncWindowHoldsTheWave(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e := start(t, envConfig{sim: argocdsim.Config{SyncDuration: 20 * time.Second}, noRun: true})
+				cfg := envConfig{sim: argocdsim.Config{SyncDuration: 20 * time.Second}, noRun: true}
+				if tc.noProject {
+					cfg.wrap = func(a rollout.ArgoCD) rollout.ArgoCD { return noProjects{a.(*argocd.Client)} }
+				}
+				e := start(t, cfg)
 				p := v1alpha1.AppProject{}
 				p.Name = "default"
 				p.Spec.SyncWindows = tc.windows
@@ -119,6 +131,13 @@ func TestSyncWindowHoldsTheWave(t *testing.T) {
 			})
 		})
 	}
+}
+
+// noProjects is a client whose token may not read AppProjects.
+type noProjects struct{ *argocd.Client }
+
+func (noProjects) ProjectSyncWindows(context.Context, string) (v1alpha1.SyncWindows, error) {
+	return nil, errors.New("argo cd answered 403 PermissionDenied: permission denied: projects, get, default")
 }
 
 // waitHeld waits until wave wi of the rollout records a sync window hold.
