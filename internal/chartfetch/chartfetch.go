@@ -185,8 +185,8 @@ func New(opts Options) (*Fetcher, error) {
 }
 
 // Requests returns how many HTTP requests of a kind ("index", "archive"; for OCI registries "oci-tags",
-// "oci-manifest", "oci-blob") the Fetcher made, and how many of the index requests were answered 304 Not Modified
-// ("index-304").
+// "oci-manifest", "oci-blob") the Fetcher made, how many of the index requests were answered 304 Not Modified
+// ("index-304"), and how many charts, archives and artifacts the cache served without a download ("cache-hit").
 func (f *Fetcher) Requests(kind string) int {
 	v, _ := f.requests.Load(kind)
 	n, _ := v.(int)
@@ -287,6 +287,7 @@ func (f *Fetcher) Chart(ctx context.Context, repoURL, chart, revision string) (*
 	base := normalizeChartName(chart)
 	dir := filepath.Join(f.dir, "charts", key)
 	if st, err := os.Stat(filepath.Join(dir, base, "Chart.yaml")); err == nil && st.Mode().IsRegular() {
+		f.count("cache-hit") // served from the cache: no download
 		touch(dir)
 		return &Chart{Dir: filepath.Join(dir, base), Name: chart, Version: cv.Version, Digest: cv.Digest}, nil
 	}
@@ -615,6 +616,7 @@ func (f *Fetcher) fetchIndex(ctx context.Context, r repocreds.Repository) (*repo
 func (f *Fetcher) archive(ctx context.Context, r repocreds.Repository, cv *repo.ChartVersion, key string) ([]byte, error) {
 	file := filepath.Join(f.dir, "charts", key+".tgz")
 	if data, err := os.ReadFile(file); err == nil && digestOK(data, cv.Digest) {
+		f.count("cache-hit") // served from the cache: no download
 		touch(file)
 		return data, nil
 	}

@@ -111,6 +111,11 @@ func TestChartCachedDownloadsNothing(t *testing.T) {
 	if g.Requests("index") != 1 || g.Requests("index-304") != 1 {
 		t.Errorf("index requests %d, 304s %d; want one conditional request answered 304", g.Requests("index"), g.Requests("index-304"))
 	}
+	// Counted as cache hits (fleetwave_chart_requests_total{kind="cache-hit"}): the second fetch of the first
+	// fetcher and the new process's.
+	if f.Requests("cache-hit") != 1 || g.Requests("cache-hit") != 1 || f.Requests("archive") != 1 {
+		t.Errorf("cache hits %d and %d, archives %d; want 1, 1 and 1", f.Requests("cache-hit"), g.Requests("cache-hit"), f.Requests("archive"))
+	}
 }
 
 func TestChartFailures(t *testing.T) {

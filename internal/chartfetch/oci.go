@@ -304,6 +304,7 @@ func (f *Fetcher) ociChart(ctx context.Context, r repocreds.Repository, repoURL,
 	base := normalizeChartName(chart)
 	dir := filepath.Join(f.dir, "charts", key)
 	if st, err := os.Stat(filepath.Join(dir, base, "Chart.yaml")); err == nil && st.Mode().IsRegular() {
+		f.count("cache-hit") // served from the cache: no download
 		touch(dir)
 		return &Chart{Dir: filepath.Join(dir, base), Name: chart, Version: version, Digest: digest}, nil
 	}
@@ -385,6 +386,7 @@ func (f *Fetcher) ociBlob(ctx context.Context, r repocreds.Repository, rr *remot
 		v := layer.Digest.Verifier()
 		_, _ = v.Write(data)
 		if v.Verified() && int64(len(data)) == layer.Size {
+			f.count("cache-hit") // served from the cache: no download
 			touch(file)
 			return data, nil
 		}
@@ -529,6 +531,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, r repocreds.Repository, repoU
 	lock.Lock()
 	defer lock.Unlock()
 	if st, err := os.Stat(filepath.Join(dir, ".fleetwave-oci")); err == nil && st.Mode().IsRegular() {
+		f.count("cache-hit") // served from the cache: no download
 		touch(dir)
 		return &Chart{Dir: filepath.Join(dir, "content"), Version: resolved, Digest: digest}, nil
 	}

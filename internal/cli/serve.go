@@ -355,7 +355,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			return serveWiring{}, usageErr(err)
 		}
 		if d.Metrics != nil {
-			d.Metrics.Charts(charts.Requests, []string{"index", "index-304", "archive", "oci-tags", "oci-manifest", "oci-blob"})
+			d.Metrics.Charts(charts.Requests, []string{"index", "index-304", "archive", "oci-tags", "oci-manifest", "oci-blob", "cache-hit"})
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
