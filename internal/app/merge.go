@@ -98,7 +98,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
 		}
 	}
-	rep, err := a.runPreview(ctx, m.installationID, in)
+	rep, err := a.runPreview(ctx, m.installationID, renderGroup(fullName, m.number), in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

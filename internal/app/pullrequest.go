@@ -263,7 +263,7 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 		}
 		in.Clusters = cs
 	}
-	rep, err := a.runPreview(ctx, ch.InstallationID, in)
+	rep, err := a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
 		// The diff does not depend on the policy: show it, and fail the plan check on the policy's lines.
@@ -273,7 +273,7 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 			err = nil
 		} else {
 			in.Plan = false
-			rep, err = a.runPreview(ctx, ch.InstallationID, in)
+			rep, err = a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
 		}
 	}
 	out.rep, out.err = rep, err
@@ -318,10 +318,11 @@ func repoWebURL(ch Change) string {
 	return ""
 }
 
-// runPreview runs the preview of a change of the installation, with the live state when a comparer is
-// configured; when the preview fails with it (Argo CD unreachable) it is made again without, and says so.
-func (a *App) runPreview(ctx context.Context, installation int64, in preview.Input) (*report.Report, error) {
-	r := a.rendererOf(installation)
+// runPreview runs the preview of a change of the installation (of the pull request group), with the live state
+// when a comparer is configured; when the preview fails with it (Argo CD unreachable) it is made again without,
+// and says so.
+func (a *App) runPreview(ctx context.Context, installation int64, group string, in preview.Input) (*report.Report, error) {
+	r := a.rendererOf(installation, group)
 	if a.renderBudget != 0 {
 		in.RenderBudget = a.renderBudget
 	}
@@ -345,19 +346,24 @@ func (a *App) runPreview(ctx context.Context, installation int64, in preview.Inp
 }
 
 // sharedRenderer is a renderer shared among tenants (isolate.Pool): each tenant's renders are scheduled
-// fairly against the others', within a share of the workers.
+// fairly against the others', within a share of the workers, and its groups' fairly within it.
 type sharedRenderer interface {
-	For(tenant string) *isolate.Tenant
+	For(tenant, group string) *isolate.Tenant
 }
 
-// rendererOf is the renderer of an installation's previews: its share of a shared renderer, so that one
-// installation flooding pull requests (or rendering bombs to the time cap) cannot starve another.
-func (a *App) rendererOf(installation int64) preview.Renderer {
+// rendererOf is the renderer of an installation's previews of a pull request: the installation's share of a
+// shared renderer, so that one installation flooding pull requests (or rendering bombs to the time cap)
+// cannot starve another, and within it the pull request's turn, so that one pull request's queue of bombs
+// does not hold the next pull request of the same installation.
+func (a *App) rendererOf(installation int64, group string) preview.Renderer {
 	if s, ok := a.renderer.(sharedRenderer); ok {
-		return s.For(strconv.FormatInt(installation, 10))
+		return s.For(strconv.FormatInt(installation, 10), group)
 	}
 	return a.renderer
 }
+
+// renderGroup names a pull request's renders for the shared renderer.
+func renderGroup(repo string, number int) string { return fmt.Sprintf("%s#%d", repo, number) }
 
 // publish posts a preview's results, unless its head is stale.
 func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, ids checkRuns, out *outcome, started time.Time) error {

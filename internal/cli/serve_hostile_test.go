@@ -27,17 +27,19 @@ import (
 // and its render workers (this test binary re-executed, see TestMain), with a fake GitHub checked against
 // GitHub's API description. Installation 1 opens a pull request whose head adds apps that are CPU and memory
 // bombs; while they render, /healthz answers promptly and installation 2's pull request gets its preview, on
-// the worker installation 1 may not take (FLEETWAVE_RENDER_SHARE defaults to all workers but one). Installation
-// 1's preview then completes with one refusal line per bomb and its benign app diffed; once serve has stopped,
+// the worker installation 1 may not take (FLEETWAVE_RENDER_SHARE defaults to all workers but one), and
+// installation 1's pull request of another repository gets its preview after at most one bomb's time cap, ahead
+// of the bombs' queue (pull requests take turns within an installation). Installation 1's bomb preview then
+// completes with one refusal line per bomb and its benign app diffed; once serve has stopped,
 // no goroutine is left beyond those running before it started. With -v it prints its timings and counts.
 func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 	const (
-		repoA, repoB = "Codertocat/Hello-World", "octo-org/fleet-b"
-		numA, numB   = 2, 7
-		timeCap      = 3 * time.Second
+		repoA, repoB, repoC = "Codertocat/Hello-World", "octo-org/fleet-b", "Codertocat/second"
+		numA, numB, numC    = 2, 7, 5
+		timeCap             = 2 * time.Second
 	)
 	rig := newServeRig(t, map[string]string{"FLEETWAVE_RENDER_WORKERS": "2", "FLEETWAVE_RENDER_TIMEOUT": timeCap.String(),
-		"FLEETWAVE_RENDER_MEMORY": "512MiB", "FLEETWAVE_RENDER_BUDGET": "30s"}, map[string]int64{repoA: 1, repoB: 2})
+		"FLEETWAVE_RENDER_MEMORY": "512MiB", "FLEETWAVE_RENDER_BUDGET": "30s"}, map[string]int64{repoA: 1, repoB: 2, repoC: 1})
 	if !strings.Contains(rig.stderr.String(), `2 worker processes, 512 MiB of memory each, at most 1 per installation`) {
 		t.Fatalf("serve does not log its render pool:\n%s", rig.stderr.String())
 	}
@@ -49,17 +51,20 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 		t.Logf("render workers' kernel limits: %s", limits)
 	}
 
-	// Installation 1's repository: one benign app; the pull request changes it and adds three CPU bombs (a
+	// Installation 1's repository: one benign app; the pull request changes it and adds five CPU bombs (a
 	// nested until, 10^12 iterations) and a memory bomb (a 1 GB string).
 	headA := map[string]string{"manifests/web/cm.yaml": configMap("web", "green"),
 		"apps/mem-bomb.yaml": appYAML("mem-bomb", repoA, "charts/mem-bomb"), "charts/mem-bomb/Chart.yaml": chartYAML,
 		"charts/mem-bomb/templates/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata:\n  x: {{ repeat 100000000 \"xxxxxxxxxx\" }}\n"}
-	addCPUBombs(headA, repoA, 3)
+	addCPUBombs(headA, repoA, 5)
 	prA := rig.pullRequest(repoA, numA, map[string]string{"apps/web.yaml": appYAML("web", repoA, "manifests/web"),
 		"manifests/web/cm.yaml": configMap("web", "blue")}, headA)
 	// Installation 2's repository: one benign app, changed.
 	prB := rig.pullRequest(repoB, numB, map[string]string{"apps/api.yaml": appYAML("api", repoB, "manifests/api"),
 		"manifests/api/cm.yaml": configMap("api", "red")}, map[string]string{"manifests/api/cm.yaml": configMap("api", "orange")})
+	// Another repository of installation 1: one benign app, changed.
+	prC := rig.pullRequest(repoC, numC, map[string]string{"apps/docs.yaml": appYAML("docs", repoC, "manifests/docs"),
+		"manifests/docs/cm.yaml": configMap("docs", "white")}, map[string]string{"manifests/docs/cm.yaml": configMap("docs", "black")})
 
 	// /healthz is probed every 50 ms from the first delivery until both previews are done.
 	probe := rig.probeHealth()
@@ -75,27 +80,43 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // its checkout is made and its bombs are rendering
 	tB := time.Now()
 	rig.deliver(prB)
+	rig.deliver(prC)
 	crB := rig.completed(prB, 60*time.Second)
 	elapsedB := time.Since(tB)
 	aStillRendering := rig.inProgress(prA)
+	crC := rig.completed(prC, 60*time.Second)
+	elapsedC := time.Since(tB)
+	aStillRenderingC := rig.inProgress(prA)
 	crA := rig.completed(prA, 90*time.Second)
 	elapsedA := time.Since(t0)
 	pr := probe()
 
 	t.Logf("installation 2's preview: %.1f s after its delivery (installation 1's still rendering: %v); installation 1's: %.1f s",
 		elapsedB.Seconds(), aStillRendering, elapsedA.Seconds())
+	t.Logf("installation 1's other pull request: %.1f s after its delivery (the bombs' still rendering: %v)", elapsedC.Seconds(), aStillRenderingC)
 	t.Logf("/healthz: %d probes while the bombs rendered, slowest %s", pr.n, pr.worst.Round(time.Millisecond))
 	// It did not wait for a bomb's worker: it took less than one time cap.
 	if !aStillRendering || elapsedB >= timeCap {
 		t.Errorf("installation 2's preview took %.1f s (installation 1's still rendering: %v): it waited for installation 1's bombs",
 			elapsedB.Seconds(), aStillRendering)
 	}
-	if crB.Conclusion == "failure" || crB.Conclusion == "" {
-		t.Errorf("installation 2's diff check: %q", crB.Conclusion)
+	// Installation 1's other pull request waits for its installation's worker, at most a bomb's time cap for
+	// each of its two renders (base, then head), not for the bombs' queue (five of them, then the benign app).
+	if !aStillRenderingC || elapsedC >= 3*timeCap {
+		t.Errorf("installation 1's other pull request took %.1f s (the bombs' still rendering: %v): it waited behind the bombs' queue",
+			elapsedC.Seconds(), aStillRenderingC)
 	}
-	bodyB := rig.comments(prB)
-	if !strings.Contains(bodyB, "api") || !strings.Contains(bodyB, "orange") {
-		t.Errorf("installation 2's comment does not show its app's change:\n%s", bodyB)
+	for _, c := range []struct {
+		cr           fakegithub.CheckRun
+		pr           rigPR
+		app, changed string
+	}{{crB, prB, "api", "orange"}, {crC, prC, "docs", "black"}} {
+		if c.cr.Conclusion == "failure" || c.cr.Conclusion == "" {
+			t.Errorf("%s: diff check %q", c.pr.repo, c.cr.Conclusion)
+		}
+		if body := rig.comments(c.pr); !strings.Contains(body, c.app) || !strings.Contains(body, c.changed) {
+			t.Errorf("%s: the comment does not show its app's change:\n%s", c.pr.repo, body)
+		}
 	}
 	if pr.err != nil || pr.n < 10 || pr.worst > 2*time.Second {
 		t.Errorf("/healthz during the bombs: %d probes, slowest %s, error %v", pr.n, pr.worst, pr.err)
@@ -103,9 +124,9 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 
 	// Installation 1: each bomb is refused in one line naming it and its rule; the benign app is diffed.
 	textA := crA.Summary + "\n" + crA.Text + "\n" + rig.comments(prA)
-	rules := refusals(t, textA, "cpu-bomb-1", "cpu-bomb-2", "cpu-bomb-3", "mem-bomb")
+	rules := refusals(t, textA, "cpu-bomb-1", "cpu-bomb-2", "cpu-bomb-3", "cpu-bomb-4", "cpu-bomb-5", "mem-bomb")
 	t.Logf("installation 1's refusals by rule: %v", rules)
-	if rules["time-limit"]+rules["cpu-limit"] != 3 || rules["memory-limit"] != 1 {
+	if rules["time-limit"]+rules["cpu-limit"] != 5 || rules["memory-limit"] != 1 {
 		t.Errorf("refusals %v: want the CPU bombs at their time (or CPU) cap, the memory bomb at its memory cap", rules)
 	}
 	if !strings.Contains(textA, "green") || strings.Contains(textA, `app "web"`) {

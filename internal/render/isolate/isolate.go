@@ -150,10 +150,10 @@ func (p *Pool) Started() int64 { return p.started.Load() }
 // the memory cap or the CPU cap, or a crash, the error is one line and the worker is replaced. Its renders are
 // those of the tenant "" (see For).
 func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, error) {
-	return p.render(ctx, "", req)
+	return p.render(ctx, who{}, req)
 }
 
-func (p *Pool) render(ctx context.Context, tenant string, req render.Request) (*render.Result, error) {
+func (p *Pool) render(ctx context.Context, tenant who, req render.Request) (*render.Result, error) {
 	app := req.App
 	if app == nil {
 		return nil, errors.New("render: no application")

@@ -9,20 +9,24 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
-// Tenant renders in a Pool on behalf of one tenant (under serve: one GitHub App installation): its renders wait
-// for a worker in the pool's fair order, and it holds at most Options.Share workers at once. It implements
-// preview.Renderer.
+// Tenant renders in a Pool on behalf of one tenant (under serve: one GitHub App installation) and, within it,
+// one group (a pull request): its renders wait for a worker in the pool's fair order, and its tenant holds at
+// most Options.Share workers at once. It implements preview.Renderer.
 type Tenant struct {
-	p    *Pool
-	name string
+	p   *Pool
+	who who
 }
 
-// For returns the renderer of tenant's renders. Renders through Pool.Render itself belong to the tenant "".
-func (p *Pool) For(tenant string) *Tenant { return &Tenant{p: p, name: tenant} }
+// who names a render's tenant and, within the tenant, its group.
+type who struct{ tenant, group string }
+
+// For returns the renderer of the renders of group (a pull request) of tenant (an installation). Renders
+// through Pool.Render itself belong to the tenant "" and its group "".
+func (p *Pool) For(tenant, group string) *Tenant { return &Tenant{p: p, who: who{tenant, group}} }
 
 // Render is Pool.Render, scheduled as the tenant's.
 func (t *Tenant) Render(ctx context.Context, req render.Request) (*render.Result, error) {
-	return t.p.render(ctx, t.name, req)
+	return t.p.render(ctx, t.who, req)
 }
 
 // Fetches is Pool.Fetches.
@@ -32,21 +36,28 @@ func (t *Tenant) Fetches(src *v1alpha1.ApplicationSource) bool { return t.p.Fetc
 func (p *Pool) Share() int { return p.sched.share }
 
 // scheduler hands the pool's workers to renders fairly among tenants: a tenant holds at most share of them at
-// once, and a freed worker goes to the waiting tenant that holds the fewest (the longest waiting among equals).
-// A tenant flooding the pool with renders, each held to the time cap, thus leaves capacity-share workers to the
-// others, and a tenant arriving later is served at the next free worker, ahead of the flood's queue.
+// once, and a freed worker goes to the waiting tenant that holds the fewest. Within that tenant it goes to the
+// group that has been given the fewest workers so far (a pull request arriving behind another's queue of
+// bombs is served at the next worker of its tenant, not after the queue), and among equals to the render
+// waiting longest. A tenant flooding the pool with renders, each held to the time cap, thus leaves
+// capacity-share workers to the others, and a tenant arriving later is served at the next free worker, ahead
+// of the flood's queue.
 type scheduler struct {
 	capacity, share int
 
 	mu      sync.Mutex
 	running int
-	held    map[string]int
-	queue   []*waiter // in arrival order
-	peak    map[string]int
+	held    map[string]int    // workers held, by tenant
+	groups  map[who]*groupUse // groups that wait or hold
+	queue   []*waiter         // in arrival order
+	peak    map[string]int    // most workers held at once, by tenant
 }
 
+// groupUse is what a group waits for, holds and was given.
+type groupUse struct{ waiting, held, given int }
+
 type waiter struct {
-	tenant  string
+	who     who
 	ready   chan struct{} // closed when granted
 	granted bool
 }
@@ -55,85 +66,115 @@ func newScheduler(capacity, share int) *scheduler {
 	if share <= 0 || share > capacity {
 		share = capacity
 	}
-	return &scheduler{capacity: capacity, share: share, held: map[string]int{}, peak: map[string]int{}}
+	return &scheduler{capacity: capacity, share: share, held: map[string]int{}, groups: map[who]*groupUse{}, peak: map[string]int{}}
 }
 
-// acquire waits for a worker slot for tenant; it fails only with ctx's error.
-func (s *scheduler) acquire(ctx context.Context, tenant string) error {
-	return s.wait(ctx, s.enqueue(tenant))
+// acquire waits for a worker slot for w; it fails only with ctx's error.
+func (s *scheduler) acquire(ctx context.Context, w who) error {
+	return s.wait(ctx, s.enqueue(w))
 }
 
-// enqueue queues a request of tenant for a slot, granted at once if one is free to it.
-func (s *scheduler) enqueue(tenant string) *waiter {
-	w := &waiter{tenant: tenant, ready: make(chan struct{})}
+// enqueue queues a request of w for a slot, granted at once if one is free to it.
+func (s *scheduler) enqueue(w who) *waiter {
+	q := &waiter{who: w, ready: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.queue = append(s.queue, w)
+	s.queue = append(s.queue, q)
+	s.group(w).waiting++
 	s.dispatch()
-	return w
+	return q
 }
 
-// wait waits until w is granted, or leaves the queue when ctx ends first.
-func (s *scheduler) wait(ctx context.Context, w *waiter) error {
+func (s *scheduler) group(w who) *groupUse {
+	g := s.groups[w]
+	if g == nil {
+		g = &groupUse{}
+		s.groups[w] = g
+	}
+	return g
+}
+
+// forget drops a group's record once it neither waits nor holds: a later render of it starts afresh.
+func (s *scheduler) forget(w who) {
+	if g := s.groups[w]; g != nil && g.waiting == 0 && g.held == 0 {
+		delete(s.groups, w)
+	}
+}
+
+// wait waits until q is granted, or leaves the queue when ctx ends first.
+func (s *scheduler) wait(ctx context.Context, q *waiter) error {
 	select {
-	case <-w.ready:
+	case <-q.ready:
 		return nil
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.granted {
-		s.releaseLocked(w.tenant) // granted as the caller gave up: hand it on
+	if q.granted {
+		s.releaseLocked(q.who) // granted as the caller gave up: hand it on
 		return ctx.Err()
 	}
-	for i, q := range s.queue {
-		if q == w {
+	for i, x := range s.queue {
+		if x == q {
 			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			s.groups[q.who].waiting--
+			s.forget(q.who)
 			break
 		}
 	}
 	return ctx.Err()
 }
 
-// release gives tenant's slot back.
-func (s *scheduler) release(tenant string) {
+// release gives w's slot back.
+func (s *scheduler) release(w who) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.releaseLocked(tenant)
+	s.releaseLocked(w)
 }
 
-func (s *scheduler) releaseLocked(tenant string) {
+func (s *scheduler) releaseLocked(w who) {
 	s.running--
-	if s.held[tenant]--; s.held[tenant] <= 0 {
-		delete(s.held, tenant)
+	if s.held[w.tenant]--; s.held[w.tenant] <= 0 {
+		delete(s.held, w.tenant)
 	}
+	s.groups[w].held--
+	s.forget(w)
 	s.dispatch()
 }
 
-// dispatch grants free slots to waiters: each time to the first waiter, in arrival order, of the tenants under
-// their share that hold the fewest. Call with s.mu held.
+// dispatch grants free slots to waiters: each time to the first waiter, in arrival order, of the group given
+// the fewest workers so far, of the tenants under their share that hold the fewest. Call with s.mu held.
 func (s *scheduler) dispatch() {
 	for s.running < s.capacity {
 		best := -1
-		for i, w := range s.queue {
-			n := s.held[w.tenant]
+		for i, q := range s.queue {
+			n := s.held[q.who.tenant]
 			if n >= s.share {
 				continue
 			}
-			if best < 0 || n < s.held[s.queue[best].tenant] {
+			if best < 0 {
+				best = i
+				continue
+			}
+			b := s.queue[best]
+			if bn := s.held[b.who.tenant]; n < bn || n == bn && s.groups[q.who].given < s.groups[b.who].given {
 				best = i
 			}
 		}
 		if best < 0 {
 			return
 		}
-		w := s.queue[best]
+		q := s.queue[best]
 		s.queue = append(s.queue[:best], s.queue[best+1:]...)
+		g := s.groups[q.who]
+		g.waiting--
+		g.held++
+		g.given++
 		s.running++
-		s.held[w.tenant]++
-		s.peak[w.tenant] = max(s.peak[w.tenant], s.held[w.tenant])
-		w.granted = true
-		close(w.ready)
+		s.held[q.who.tenant]++
+		s.peak[q.who.tenant] = max(s.peak[q.who.tenant], s.held[q.who.tenant])
+		q.granted = true
+		close(q.ready)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // TestSchedulerShares drives the fair scheduler step by step: "+A" queues a render of tenant A (and names it
-// A1, A2, … in order), "-A1" ends render A1 (it must hold a slot), "~B1" cancels B1 while it waits. After each
+// A1, A2, … in order; "+A.p": of its group p), "-A1" ends render A1 (it must hold a slot), "~B1" cancels B1 while it waits. After each
 // step, the test compares which renders hold a slot with the step's want (in the order they were granted).
 func TestSchedulerShares(t *testing.T) {
 	tests := []struct {
@@ -26,8 +26,14 @@ func TestSchedulerShares(t *testing.T) {
 			"+A A1", "+B A1", "+C A1", "-A1 B1", "-B1 C1", "-C1 "}},
 		{"a render cancelled while waiting leaves the queue and its slot to the next", 1, 1, []string{
 			"+A A1", "+B A1", "+C A1", "~B1 A1", "-A1 C1", "+B C1", "-C1 B2"}},
+		{"a pull request behind another's queue goes next within its installation", 2, 1, []string{
+			"+A.p A1", "+A.p A1", "+A.p A1", "+A.q A1", "-A1 A4", "-A4 A2", "-A2 A3"}},
+		{"groups of different tenants: the tenant holding the fewest first", 2, 2, []string{
+			"+A.p A1", "+A.p A1 A2", "+A.p A1 A2", "+B.q A1 A2", "+A.r A1 A2", "-A1 A2 B1", "-A2 B1 A4", "-B1 A4 A3", "-A4 A3 "}},
+		{"a group's record starts afresh once it neither waits nor holds", 1, 1, []string{
+			"+A.p A1", "-A1 ", "+A.p A2", "+A.q A2", "+A.p A2", "-A2 A3", "-A3 A4"}},
 		{"three tenants on three workers with a share of two", 3, 2, []string{
-			"+A A1", "+A A1 A2", "+A A1 A2", "+B A1 A2 B1", "+B A1 A2 B1", "+C A1 A2 B1", "-B1 A1 A2 B2", "-A1 A2 B2 C1", "-A2 B2 C1 A3"}},
+			"+A A1", "+A A1 A2", "+A A1 A2", "+B A1 A2 B1", "+B A1 A2 B1", "+C A1 A2 B1", "-B1 A1 A2 C1", "-A1 A2 C1 B2", "-A2 C1 B2 A3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,16 +47,16 @@ func TestSchedulerShares(t *testing.T) {
 				op, want, _ := strings.Cut(step, " ")
 				switch op[0] {
 				case '+':
-					tenant := op[1:]
+					tenant, group, _ := strings.Cut(op[1:], ".")
 					count[tenant]++
 					name := tenant + string(rune('0'+count[tenant]))
-					byName[name] = s.enqueue(tenant)
+					byName[name] = s.enqueue(who{tenant, group})
 					order = append(order, name)
 				case '-':
 					if !holding[op[1:]] {
 						t.Fatalf("step %d %q: %s holds no slot", i, step, op[1:])
 					}
-					s.release(byName[op[1:]].tenant)
+					s.release(byName[op[1:]].who)
 					holding[op[1:]] = false
 				case '~':
 					ctx, cancel := context.WithCancel(context.Background())
@@ -83,6 +89,13 @@ func TestSchedulerShares(t *testing.T) {
 			for tenant, n := range s.peak {
 				if n > tc.share {
 					t.Errorf("tenant %s held %d slots, over its share of %d", tenant, n, tc.share)
+				}
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			for w, g := range s.groups {
+				if g.waiting < 0 || g.held < 0 || g.waiting == 0 && g.held == 0 {
+					t.Errorf("group %v: %+v kept", w, *g)
 				}
 			}
 		})
