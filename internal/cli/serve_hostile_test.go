@@ -409,17 +409,13 @@ func addCPUBombs(files map[string]string, repo string, n int) {
 	}
 }
 
-// refusals finds each app's refusal line in text, naming the app, its chart's path and the rule (the change's
-// budget: the app and the rule), and counts them by rule; an app without one fails the test.
+// refusals finds each app's refusal line in text, naming the app, its chart's path and the rule, and counts them
+// by rule; an app without one fails the test.
 func refusals(t *testing.T, text string, apps ...string) map[string]int {
 	t.Helper()
 	rules := map[string]int{}
 	for _, a := range apps {
 		line := lineWith(text, `app "`+a+`" (charts/`+a, `): refused (`)
-		if line == "" {
-			// The change's budget is the preview's refusal, made without the app's source (yet).
-			line = lineWith(text, `app "`+a+`": refused (pr-budget)`)
-		}
 		if line == "" {
 			t.Errorf("no refusal line for %s in:\n%s", a, text)
 			continue

@@ -401,7 +401,7 @@ type pipeline struct {
 
 // budgetErr is a render's error past the change's render budget.
 func (p *pipeline) budgetErr(a *discover.App) error {
-	return &render.Error{App: a.App.Name, Err: fmt.Errorf("refused (pr-budget): the change's renders exceeded their %s budget", p.budget)}
+	return &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: fmt.Errorf("refused (pr-budget): the change's renders exceeded their %s budget", p.budget)}
 }
 
 func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {

@@ -172,7 +172,7 @@ func (p *Pool) render(ctx context.Context, tenant who, req render.Request) (*ren
 	// A worker's end names the app and what it was rendering (its source's path or chart): which file of it
 	// was being read when the cap was reached is not known to the parent.
 	fail := func(err error) (*render.Result, error) {
-		return nil, &render.Error{App: app.Name, Path: sourcesLabel(app), Err: err}
+		return nil, &render.Error{App: app.Name, Path: render.SourcesLabel(app), Err: err}
 	}
 	if err := p.sched.acquire(ctx, tenant); err != nil {
 		return fail(err)
@@ -240,27 +240,6 @@ func (p *Pool) render(ctx context.Context, tenant who, req render.Request) (*ren
 		res.Objects = append(res.Objects, &unstructured.Unstructured{Object: obj})
 	}
 	return res, nil
-}
-
-// sourcesLabel names an app's sources as render.Error's Path does (render.go sourceLabel): a source's path, or
-// "chart <name>"; the sources of a multi-source app one after the other.
-func sourcesLabel(app *v1alpha1.Application) string {
-	srcs := app.Spec.GetSources()
-	labels := make([]string, 0, len(srcs))
-	for i, src := range srcs {
-		label := src.Path
-		if src.Chart != "" {
-			label = "chart " + src.Chart
-		}
-		if label == "" {
-			continue
-		}
-		if len(srcs) > 1 {
-			label = fmt.Sprintf("source %d: %s", i+1, label)
-		}
-		labels = append(labels, label)
-	}
-	return strings.Join(labels, "; ")
 }
 
 // fetch answers a worker's chart request with the pool's fetcher. The time it takes counts in the render's.
