@@ -217,3 +217,36 @@ spec:
 		t.Errorf("without repositories: %v", err)
 	}
 }
+
+// A native OCI source's path stays inside the artifact, as apppathutil.Path keeps it inside Argo CD's extraction.
+func TestRenderNativeOCIPathConfined(t *testing.T) {
+	reg := ocitest.New(t, "", "")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	body := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+	_ = tw.WriteHeader(&tar.Header{Name: "app/cm.yaml", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	_ = zw.Close()
+	reg.MustPushArtifact(t, "app", "1.0.0", ocitest.Blob{}, nil, ocitest.Blob{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Data: buf.Bytes()})
+	r := ociRenderer(t, reg, reg.Secret("app", "oci://"+reg.Host+"/app", map[string]string{"type": "oci"}))
+	for _, path := range []string{"../../..", "/etc", "app/../../.."} {
+		req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: escape, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: x}
+  source: {repoURL: "oci://`+reg.Host+`/app", path: "`+path+`", targetRevision: 1.0.0}
+`)
+		out, _, err := renderYAML(t, r, req)
+		if err == nil {
+			t.Errorf("path %q rendered outside the artifact:\n%s", path, out)
+			continue
+		}
+		t.Log(err)
+		if strings.Contains(err.Error(), "registry") || strings.Contains(err.Error(), "manifest") {
+			t.Errorf("path %q: the fetch failed, not the path: %v", path, err)
+		}
+	}
+}
