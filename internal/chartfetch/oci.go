@@ -105,10 +105,31 @@ func (f *Fetcher) ociMemo(key string) *ociMemo {
 	}
 	m, ok := f.oci[key]
 	if !ok {
+		if len(f.oci) >= maxOCIMemos {
+			f.sweepOCIMemos()
+		}
 		m = &ociMemo{}
 		f.oci[key] = m
 	}
 	return m
+}
+
+// maxOCIMemos is how many tag lists and manifests are remembered before stale ones are dropped: the references
+// come from pull requests, so their number is not the operator's.
+const maxOCIMemos = 4096
+
+// sweepOCIMemos drops the memos older than IndexTTL that no fetch is using (f.mu held).
+func (f *Fetcher) sweepOCIMemos() {
+	for k, m := range f.oci {
+		if !m.mu.TryLock() {
+			continue
+		}
+		stale := !m.fetched || time.Since(m.at) >= f.opts.IndexTTL
+		m.mu.Unlock()
+		if stale {
+			delete(f.oci, k)
+		}
+	}
 }
 
 func (m *ociMemo) fresh(ttl time.Duration) bool {

@@ -1,6 +1,10 @@
 package chartfetch
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 // isHelmOCIRepo is Argo CD's IsHelmOciRepo, quirks included: a host with a port parses as a scheme when the host
 // starts with a letter, and not at all when it starts with a digit (such a repository needs enableOCI).
@@ -37,5 +41,25 @@ func TestOCIRefAndHost(t *testing.T) {
 		if got, err := repositoryHost(tc.repoURL); err != nil || got != tc.host {
 			t.Errorf("repositoryHost(%q) = %q, %v; want %q", tc.repoURL, got, err, tc.host)
 		}
+	}
+}
+
+// The memos of tags and manifests a pull request names are bounded: past maxOCIMemos, stale ones go.
+func TestOCIMemosBounded(t *testing.T) {
+	f, err := New(Options{CacheDir: t.TempDir(), IndexTTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3*maxOCIMemos; i++ {
+		m := f.ociMemo(fmt.Sprintf("manifest\x00ref\x00tag-%d", i))
+		m.mu.Lock()
+		m.fetched, m.at = true, time.Now().Add(-time.Second)
+		m.mu.Unlock()
+	}
+	f.mu.Lock()
+	n := len(f.oci)
+	f.mu.Unlock()
+	if n > maxOCIMemos {
+		t.Errorf("%d memos kept, want at most %d", n, maxOCIMemos)
 	}
 }
