@@ -177,15 +177,3 @@ func (s *scheduler) dispatch() {
 		close(q.ready)
 	}
 }
-
-// Peak reports, per tenant, the most workers it held at once so far (for tests and logs).
-func (p *Pool) Peak() map[string]int {
-	s := p.sched
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.peak))
-	for k, v := range s.peak {
-		out[k] = v
-	}
-	return out
-}
