@@ -118,7 +118,7 @@ func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, 
 	case len(revisions) != len(app.Spec.GetSources()):
 		return nil, fmt.Errorf("rendering %s through Argo CD: %d revisions for %d sources", name, len(revisions), len(app.Spec.GetSources()))
 	case held.Spec.HasMultipleSources() != app.Spec.HasMultipleSources() || len(held.Spec.GetSources()) != len(revisions):
-		return nil, fmt.Errorf("Argo CD's Application %s has %d source(s), the change's %d: it cannot render the change's", name, len(held.Spec.GetSources()), len(revisions))
+		return nil, fmt.Errorf("the Application %s in Argo CD has %d source(s), the change's %d: it cannot render the change's", name, len(held.Spec.GetSources()), len(revisions))
 	case app.Spec.HasMultipleSources():
 		res, err = c.argo.SourcesManifests(ctx, name, revisions)
 	default:
