@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +27,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -62,6 +67,7 @@ type rolloutOptions struct {
 	clockSkew    time.Duration
 	drainTimeout time.Duration
 	output       string
+	ui           string // address of the fleet view while the rollout runs ("" = none)
 	// Subcommands.
 	id int64
 	// memberOf: the approver states membership of this team (approve of a wave whose approval names teams).
@@ -168,6 +174,7 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	f.StringSliceVar(&o.projects, "project", nil, "with --selector: only apps of these Argo CD projects")
 	f.BoolVar(&o.prune, "prune", false, "prune resources no longer in Git (default: the policy's prune)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the plan that would run and change nothing")
+	f.StringVar(&o.ui, "ui", "", "serve the fleet view of the rollout on this address while it runs, e.g. 127.0.0.1:8081 (sign in with $FLEETWAVE_FLEET_VIEW_TOKEN, or the token printed)")
 	f.DurationVar(&o.resolveTimeout, "resolve-timeout", 2*time.Minute, "unused")
 	f.BoolVar(&o.requireResolved, "require-resolved", false, "unused")
 	_ = f.MarkDeprecated("resolve-timeout", "the rollout executor decides how long to wait for a revision to resolve")
@@ -365,6 +372,13 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	if err != nil {
 		return fmt.Errorf("rollout: %w", err)
 	}
+	if o.ui != "" {
+		stop, err := serveRolloutUI(deps, o, st, r.ID)
+		if err != nil {
+			return usageErr(err)
+		}
+		defer stop()
+	}
 	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "rollout-submitted", Rollout: r.ID,
 		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, shortRev(req.MergeSHA), countOf(req.Plan.AppCount(), "app"), countOf(len(req.Plan.Waves), "wave"))})
@@ -390,6 +404,39 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 		}
 	}
 	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
+}
+
+// serveRolloutUI serves the fleet view (internal/fleetview) of the store on o.ui while the rollout runs, and
+// prints where. The token is $FLEETWAVE_FLEET_VIEW_TOKEN, else a random one printed once on standard error.
+func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (stop func(), err error) {
+	token := strings.TrimSpace(deps.Getenv(envFleetViewToken))
+	shown := "$" + envFleetViewToken
+	if token == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		token = hex.EncodeToString(b)
+		shown = token
+	}
+	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server})
+	if err != nil {
+		return nil, fmt.Errorf("--ui: %w", err)
+	}
+	ln, err := net.Listen("tcp", o.ui)
+	if err != nil {
+		return nil, fmt.Errorf("--ui %s: %w", o.ui, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(fleetview.Prefix, view)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(deps.Stderr, "fleetwave: rollout: fleet view at http://%s%srollouts/%d (sign in with %s)\n", ln.Addr(), fleetview.Prefix, id, shown)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // executor builds the rollout executor of this process.
