@@ -124,7 +124,7 @@ spec:
 }
 
 func TestGitSourceFailures(t *testing.T) {
-	srv, _, _ := platformRepo(t)
+	srv, v1, v2 := platformRepo(t)
 	platform, values := srv.URL+"/platform.git", srv.URL+"/values.git"
 	app := func(sources string) render.Request {
 		return mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n  destination: {server: https://kubernetes.default.svc, namespace: web}\n"+sources)
@@ -142,6 +142,13 @@ func TestGitSourceFailures(t *testing.T) {
 		{"not allowed", gitRenderer(t, srv, gitSecrets(values)), single, true, "source is not in the checkout: repository " + platform + " is not in the allowed repositories"},
 		{"ref repository not allowed", gitRenderer(t, srv, gitSecrets(platform)), multi, true, "ref source values (for $values/prod/web.yaml): source is not in the checkout: repository " + values + " is not in the allowed repositories"},
 		{"wrong password", gitRenderer(t, srv, strings.ReplaceAll(gitSecrets(platform), gitPassword, "nope")), single, false, "the server refused the credentials"},
+		// Argo CD checks out one revision of a repository per render (runManifestGenAsync).
+		{"ref on the same repository at another revision", gitRenderer(t, srv, gitSecrets(platform)),
+			app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$values/charts/web/values.yaml]}\n  - {repoURL: " + platform + ", targetRevision: main, ref: values}\n"),
+			false, `cannot reference a different revision of the same repository ($values references "main" which resolves to "` + v2 + `" while the application references "v1.0.0" which resolves to "` + v1 + `")`},
+		{"two refs on one repository at two revisions", gitRenderer(t, srv, gitSecrets(platform, values)),
+			app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$a/prod/web.yaml, $b/prod/web.yaml]}\n  - {repoURL: " + values + ", targetRevision: main, ref: a}\n  - {repoURL: " + values + ", targetRevision: HEAD, ref: b}\n"),
+			false, `cannot reference multiple revisions for the same repository ($b references "HEAD" while $a references "main")`},
 		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, main)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

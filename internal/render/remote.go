@@ -102,6 +102,52 @@ func (r *Renderer) remoteBases() kustengine.RemoteFetcher {
 	}
 }
 
+// refRev is a ref source of a multi-source app as opened: its repository, targetRevision and the commit it resolved
+// to ("" for the checkout).
+type refRev struct {
+	repoURL, targetRevision, commit string
+}
+
+// refConflict is runManifestGenAsync's check of a multi-source Helm source's "$ref/..." value files and file
+// parameters (reposerver/repository/repository.go, argo-cd v3.2.11): the refs it uses on one repository must name
+// the same targetRevision, and a ref on the source's own repository must resolve to the source's commit (Argo CD
+// checks out one revision of a repository per render). commit is the source's ("" for the checkout, where both
+// sides read the same files).
+func refConflict(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, commit string, refRevs map[string]refRev) error {
+	if !app.Spec.HasMultipleSources() || src.Helm == nil {
+		return nil
+	}
+	candidates := append([]string(nil), src.Helm.ValueFiles...)
+	for _, p := range src.Helm.FileParameters {
+		candidates = append(candidates, p.Path)
+	}
+	type used struct{ key, revision string }
+	byRepo := map[string]used{}
+	for _, p := range candidates {
+		if !strings.HasPrefix(p, "$") {
+			continue
+		}
+		key, _, _ := strings.Cut(p, "/")
+		rr, ok := refRevs[key]
+		if !ok {
+			continue
+		}
+		norm := repocreds.NormalizeURL(rr.repoURL)
+		if prev, ok := byRepo[norm]; ok {
+			if prev.revision != rr.targetRevision {
+				return fmt.Errorf("cannot reference multiple revisions for the same repository (%s references %q while %s references %q)", key, rr.targetRevision, prev.key, prev.revision)
+			}
+			continue
+		}
+		byRepo[norm] = used{key: key, revision: rr.targetRevision}
+		if repocreds.NormalizeURL(src.RepoURL) == norm && commit != rr.commit {
+			return fmt.Errorf("cannot reference a different revision of the same repository (%s references %q which resolves to %q while the application references %q which resolves to %q)",
+				key, rr.targetRevision, rr.commit, src.TargetRevision, commit)
+		}
+	}
+	return nil
+}
+
 // NotAllowedError is the error of a git source whose repository is not allowed (err wraps gitfetch.ErrNotAllowed):
 // external, with gitfetch's line.
 func NotAllowedError(err error) error { return fmt.Errorf("%w: %s", ErrExternalSource, err.Error()) }

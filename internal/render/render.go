@@ -250,13 +250,15 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 	// Ref sources provide "$name/..." value files to the Helm sources of a multi-source app.
 	refs := map[string]*repofs.FS{}
 	refErrs := map[string]error{}
+	refRevs := map[string]refRev{}
 	if multi {
 		for _, src := range sources {
 			if src.Ref == "" {
 				continue
 			}
-			if f, _, err := open(src.RepoURL, src.TargetRevision); err == nil {
+			if f, commit, err := open(src.RepoURL, src.TargetRevision); err == nil {
 				refs["$"+src.Ref] = f
+				refRevs["$"+src.Ref] = refRev{repoURL: src.RepoURL, targetRevision: src.TargetRevision, commit: commit}
 			} else if r.opts.Git != nil {
 				refErrs["$"+src.Ref] = err // else: external, said by externalRef
 			}
@@ -272,7 +274,7 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 			res.SourceTypes = append(res.SourceTypes, "")
 			continue
 		}
-		objs, typ, err := r.renderSource(ctx, app, instance, src, open, refs, refErrs, s)
+		objs, typ, err := r.renderSource(ctx, app, instance, src, open, refs, refErrs, refRevs, s)
 		if err != nil {
 			return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
 		}
@@ -321,9 +323,13 @@ func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
 }
 
 func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
-	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error, s Settings) ([]*unstructured.Unstructured, string, error) {
+	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error, refRevs map[string]refRev,
+	s Settings) ([]*unstructured.Unstructured, string, error) {
 	fsys, appPath, commit, err := r.openSource(ctx, app, src, open, refs, refErrs)
 	if err != nil {
+		return nil, "", err
+	}
+	if err := refConflict(app, src, commit, refRevs); err != nil {
 		return nil, "", err
 	}
 	revision := s.Revision
