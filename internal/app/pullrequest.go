@@ -336,7 +336,7 @@ func (a *App) runPreview(ctx context.Context, installation int64, group string, 
 		return rep, err
 	}
 	in.Live = nil
-	rep, err2 := preview.Run(ctx, r, in)
+	rep, err2 := preview.Run(ctx, a.rendererOf(installation, group), in) // a new view: its output budget afresh
 	if err2 != nil {
 		return nil, err // the first error is the one to report
 	}

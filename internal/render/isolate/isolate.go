@@ -42,6 +42,9 @@ import (
 // DefaultMemoryBytes is a worker's memory cap when Options.MemoryBytes is 0.
 const DefaultMemoryBytes = 1 << 30
 
+// DefaultChangeOutput is Options.ChangeOutput's default: sixteen apps at render.DefaultMaxOutputBytes.
+const DefaultChangeOutput = 16 * render.DefaultMaxOutputBytes
+
 // startTimeout bounds a worker's start (the binary's init and the hello), on a loaded machine too.
 const startTimeout = 30 * time.Second
 
@@ -57,6 +60,11 @@ type Options struct {
 	// CPU caps the CPU time of one render, enforced by the kernel (default: the time cap times the number of
 	// CPUs, plus a second; the wall-time kill normally comes first).
 	CPU time.Duration
+	// ChangeOutput caps the manifests (their JSON bytes, as the workers send them) of all the renders made
+	// through one Pool.For view, one change's preview under serve (default DefaultChangeOutput; negative: none):
+	// the parent holds them until the change's report is made, and each app's own cap (render.Limits) does not
+	// bound their sum over many apps.
+	ChangeOutput int64
 	// Share is the most workers one tenant (Pool.For) holds at once (default and at most: Workers). Whatever
 	// it is, a freed worker goes first to the waiting tenant that holds the fewest. A server shared by tenants
 	// that must not starve each other sets it below Workers (serve: Workers-1), so that a tenant whose renders
@@ -116,6 +124,9 @@ func New(opts Options) (*Pool, error) {
 	if opts.CPU <= 0 {
 		opts.CPU = timeout*time.Duration(runtime.NumCPU()) + time.Second
 	}
+	if opts.ChangeOutput == 0 {
+		opts.ChangeOutput = DefaultChangeOutput
+	}
 	if opts.Share <= 0 || opts.Share > opts.Workers {
 		opts.Share = opts.Workers
 	}
@@ -150,10 +161,11 @@ func (p *Pool) Started() int64 { return p.started.Load() }
 // the memory cap or the CPU cap, or a crash, the error is one line and the worker is replaced. Its renders are
 // those of the tenant "" (see For).
 func (p *Pool) Render(ctx context.Context, req render.Request) (*render.Result, error) {
-	return p.render(ctx, who{}, req)
+	return p.render(ctx, who{}, nil, req)
 }
 
-func (p *Pool) render(ctx context.Context, tenant who, req render.Request) (*render.Result, error) {
+// render renders as tenant's; out, when not nil, is the output budget the render's manifests count in.
+func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req render.Request) (*render.Result, error) {
 	app := req.App
 	if app == nil {
 		return nil, errors.New("render: no application")
@@ -228,6 +240,9 @@ func (p *Pool) render(ctx context.Context, tenant who, req render.Request) (*ren
 	release()
 	if resp.Err != nil {
 		return nil, resp.Err.err()
+	}
+	if err := out.take(resp.Objects); err != nil {
+		return fail(err)
 	}
 	res := &render.Result{ReadFiles: resp.ReadFiles, ReadDirs: resp.ReadDirs, SourceTypes: resp.SourceTypes,
 		Objects: make([]*unstructured.Unstructured, 0, len(resp.Objects))}

@@ -2,7 +2,10 @@ package isolate
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
@@ -15,18 +18,49 @@ import (
 type Tenant struct {
 	p   *Pool
 	who who
+	out *outputBudget // nil: none
+}
+
+// outputBudget counts the manifests' bytes of a view's renders against Options.ChangeOutput.
+type outputBudget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// take counts objects in, or refuses them past the budget (they are dropped before being decoded).
+func (b *outputBudget) take(objects []json.RawMessage) error {
+	if b == nil {
+		return nil
+	}
+	var n int64
+	for _, o := range objects {
+		n += int64(len(o))
+	}
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return fmt.Errorf("refused (pr-output): the change's manifests exceeded %s", FormatBytes(b.max))
+	}
+	return nil
 }
 
 // who names a render's tenant and, within the tenant, its group.
 type who struct{ tenant, group string }
 
-// For returns the renderer of the renders of group (a pull request) of tenant (an installation). Renders
-// through Pool.Render itself belong to the tenant "" and its group "".
-func (p *Pool) For(tenant, group string) *Tenant { return &Tenant{p: p, who: who{tenant, group}} }
+// For returns the renderer of the renders of group (a pull request) of tenant (an installation): call it for
+// each preview of a change, as the manifests of its renders count in a budget of their own
+// (Options.ChangeOutput). Renders through Pool.Render itself belong to the tenant "" and its group "", and count
+// in no budget.
+func (p *Pool) For(tenant, group string) *Tenant {
+	t := &Tenant{p: p, who: who{tenant, group}}
+	if p.opts.ChangeOutput > 0 {
+		t.out = &outputBudget{max: p.opts.ChangeOutput}
+	}
+	return t
+}
 
 // Render is Pool.Render, scheduled as the tenant's.
 func (t *Tenant) Render(ctx context.Context, req render.Request) (*render.Result, error) {
-	return t.p.render(ctx, t.who, req)
+	return t.p.render(ctx, t.who, t.out, req)
 }
 
 // Fetches is Pool.Fetches.
