@@ -108,7 +108,9 @@ mkdir -p "$RUN/argocd"/{tls,ssh,gnupg,static,home,tmp}
 chmod 700 "$RUN/argocd/gnupg"
 ARGO_ENV=(KUBECONFIG="$RUN/argocd.kubeconfig" ARGOCD_FAKE_IN_CLUSTER=true ARGOCD_GPG_ENABLED=false
 	ARGOCD_TLS_DATA_PATH="$RUN/argocd/tls" ARGOCD_SSH_DATA_PATH="$RUN/argocd/ssh" ARGOCD_GNUPGHOME="$RUN/argocd/gnupg"
-	HOME="$RUN/argocd/home" TMPDIR="$RUN/argocd/tmp" PATH="$TOOLPATH:$PATH")
+	HOME="$RUN/argocd/home" TMPDIR="$RUN/argocd/tmp" PATH="$TOOLPATH:$ABIN:$PATH")
+# $ABIN on PATH: git's credential prompt is answered by `argocd` itself (GIT_ASKPASS=argocd, util/git/creds.go), as in
+# Argo CD's image, so a repository with a username and password can be fetched.
 start argocd-repo-server env "${ARGO_ENV[@]}" "$ABIN/argocd-repo-server" \
 	--address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 --redis 127.0.0.1:6379 --loglevel info
 

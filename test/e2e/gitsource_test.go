@@ -61,17 +61,24 @@ func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
 		"overlays/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
 	})
 	p.Tag("v1.1.0", "")
+	vals := gitfetchtest.NewRepo(t, root, "values.git")
+	vals.Commit("values", map[string]string{"prod/web.yaml": "replicas: 4\n"})
+	valuesURL := srv.URL + "/values.git"
 
-	// Argo CD gets the repository with the same credentials; fleetwave the same Secret in its repositories file.
-	body, _ := json.Marshal(map[string]any{"repo": repoURL, "type": "git", "username": user, "password": password, "insecure": true})
-	if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
-		t.Fatalf("registering the repository in Argo CD: %v", err)
+	// Argo CD gets the repositories with the same credentials; fleetwave the same Secrets in its repositories file.
+	secrets := ""
+	for _, u := range []string{repoURL, valuesURL} {
+		body, _ := json.Marshal(map[string]any{"repo": u, "type": "git", "username": user, "password": password, "insecure": true})
+		if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
+			t.Fatalf("registering %s in Argo CD: %v", u, err)
+		}
+		defer func() {
+			_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/repositories/"+url.PathEscape(u), nil, nil)
+		}()
+		secrets += "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\n  labels: {argocd.argoproj.io/secret-type: repository}\n" +
+			"stringData: {url: '" + u + "', type: git, username: " + user + ", password: " + password + "}\n"
 	}
-	defer func() {
-		_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/repositories/"+url.PathEscape(repoURL), nil, nil)
-	}()
-	set, err := repocreds.Parse("repositories.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: platform\n  labels: {argocd.argoproj.io/secret-type: repository}\n"+
-		"stringData: {url: '"+repoURL+"', type: git, username: "+user+", password: "+password+"}\n"))
+	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +100,11 @@ func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
 		{"git-constraint", "  source: " + src("manifests", ">=1.0.0 <2.0.0") + "\n"},
 		{"git-head", "  source: " + src("manifests", "HEAD") + "\n"},
 		{"git-multi-values", "  sources:\n  - repoURL: '" + repoURL + "'\n    path: charts/web\n    targetRevision: v1.0.0\n" +
-			"    helm:\n      valueFiles: [$values/values/prod.yaml]\n      parameters: [{name: rev, value: $ARGOCD_APP_REVISION_SHORT}]\n" +
-			"  - {repoURL: '" + repoURL + "', targetRevision: main, ref: values}\n"},
+			"    helm:\n      valueFiles: [$values/prod/web.yaml]\n      parameters: [{name: rev, value: $ARGOCD_APP_REVISION_SHORT}]\n" +
+			"  - {repoURL: '" + valuesURL + "', targetRevision: main, ref: values}\n"},
+		{"git-multi-same-repo", "  sources:\n  - repoURL: '" + repoURL + "'\n    path: charts/web\n    targetRevision: v1.0.0\n" +
+			"    helm: {valueFiles: [$values/values/prod.yaml]}\n" +
+			"  - {repoURL: '" + repoURL + "', targetRevision: v1.0.0, ref: values}\n"},
 		{"git-remote-base", "  source: " + src("overlays/prod", "v1.1.0") + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +158,23 @@ func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
 			t.Logf("%d objects, identical to Argo CD's", len(theirs))
 		})
 	}
+
+	// A $values ref on the chart's own repository at another revision: both refuse it, with Argo CD's message.
+	t.Run("git-multi-other-revision", func(t *testing.T) {
+		app, err := render.ParseApplication([]byte("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: fw-git-multi-other-revision, namespace: argocd}\n" +
+			"spec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: second-repo}\n  sources:\n" +
+			"  - repoURL: '" + repoURL + "'\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$values/values/prod.yaml]}\n" +
+			"  - {repoURL: '" + repoURL + "', targetRevision: main, ref: values}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const want = "cannot reference a different revision of the same repository ($values references \"main\""
+		_, ours := r.Render(ctx, render.Request{App: app, Settings: settings})
+		_, theirs := argoRenderAsWritten(ctx, e, c, app)
+		if ours == nil || theirs == nil || !strings.Contains(ours.Error(), want) || !strings.Contains(theirs.Error(), want) {
+			t.Errorf("want both to refuse with %q:\nfleetwave: %v\nArgo CD: %v", want, ours, theirs)
+		}
+	})
 }
 
 // argoRenderAsWritten creates app in Argo CD with its sources as written (another repository Argo CD fetches
