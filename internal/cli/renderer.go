@@ -22,7 +22,8 @@ import (
 //   - FLEETWAVE_RENDER_WORKERS: the number of worker processes (0: render in-process);
 //   - FLEETWAVE_RENDER_MEMORY: a worker's memory cap (default 1GiB; bytes, or K/M/G units);
 //   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none;
-//   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer).
+//   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer);
+//   - FLEETWAVE_RENDER_CHANGE_OUTPUT (serve): the manifests of one change's preview (default 1GiB).
 func newRenderer(getenv func(string) string, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
 	return newSharedRenderer(getenv, opts, workers, false)
 }
@@ -83,7 +84,13 @@ func newSharedRenderer(getenv func(string) string, opts render.Options, workers 
 	if shared && share == 0 {
 		share = max(1, workers-1)
 	}
-	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share})
+	var changeOutput int64
+	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_CHANGE_OUTPUT")); v != "" && shared {
+		if changeOutput, err = isolate.ParseBytes(v); err != nil {
+			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_CHANGE_OUTPUT: %w", err)
+		}
+	}
+	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput})
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -92,7 +99,7 @@ func newSharedRenderer(getenv func(string) string, opts render.Options, workers 
 	}
 	mode = fmt.Sprintf("%d worker processes, %s of memory each", pool.Workers(), isolate.FormatBytes(memory))
 	if shared {
-		mode += fmt.Sprintf(", at most %d per installation", pool.Share())
+		mode += fmt.Sprintf(", at most %d per installation, %s of manifests per change", pool.Share(), isolate.FormatBytes(pool.ChangeOutput()))
 	}
 	mode += "; kernel limits: " + pool.Isolation()
 	return pool, func() { _ = pool.Close() }, mode, nil

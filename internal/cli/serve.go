@@ -68,6 +68,7 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_RENDER_WORKERS, _MEMORY, _TIMEOUT   render worker processes, each one's memory and time cap
   FLEETWAVE_RENDER_SHARE               render workers one installation holds at once (default: all but one)
   FLEETWAVE_RENDER_BUDGET              time of all the renders of one change, base and head (default 10m)
+  FLEETWAVE_RENDER_CHANGE_OUTPUT       manifests of all the renders of one change (default 1GiB)
   FLEETWAVE_REPLICA_NAME               this replica's name in rollout leases (default hostname-pid); give each replica
                                        a name that survives its restarts (a StatefulSet pod name) so a restarted
                                        replica takes its rollouts back at once instead of after the lease expires`,

@@ -66,6 +66,9 @@ func (t *Tenant) Render(ctx context.Context, req render.Request) (*render.Result
 // Fetches is Pool.Fetches.
 func (t *Tenant) Fetches(src *v1alpha1.ApplicationSource) bool { return t.p.Fetches(src) }
 
+// ChangeOutput is the cap on the manifests of one For view's renders (Options.ChangeOutput; ≤ 0: none).
+func (p *Pool) ChangeOutput() int64 { return p.opts.ChangeOutput }
+
 // Share is the most workers one tenant holds at once.
 func (p *Pool) Share() int { return p.sched.share }
 
