@@ -124,8 +124,9 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	while kill -0 "$ro" 2>/dev/null; do
 		if [ "$approved" = 0 ] && grep -q "awaiting approval" "$out/rollout.txt"; then
 			sleep 1
-			echo "\$ fleetwave rollout approve production   # as a member of example/sre would, here or with /approve on the PR"
-			"$bin" rollout approve production --store "$store" >/dev/null 2>&1 || echo "demo: approve failed" >&2
+			echo "\$ fleetwave rollout approve production --member-of example/sre   # as a member of example/sre would, here or with /approve on the PR"
+			"$bin" rollout approve production --store "$store" --member-of example/sre >"$work/approve.log" 2>&1 ||
+				{ echo "demo: approve failed:" >&2; cat "$work/approve.log" >&2; }
 			approved=1
 		fi
 		sleep 0.2
