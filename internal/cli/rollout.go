@@ -738,6 +738,9 @@ func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Cli
 	if len(list.Items) == 0 {
 		return rollout.Request{}, usageErr(fmt.Errorf("no application matches selector %q", o.selector))
 	}
+	if err := o.checkRevision(ctx, client, list.Items); err != nil {
+		return rollout.Request{}, err
+	}
 	pl := selectorPlan(o.selector, list.Items)
 	// The store names a rollout by owner/name and revision: the selector is the "name" (its slashes escaped).
 	req := rollout.Request{Repo: "selector/" + strings.ReplaceAll(o.selector, "/", "%2F"), MergeSHA: o.revision, Plan: pl, Prune: o.prune}
@@ -745,6 +748,41 @@ func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Cli
 		req.RepoURL = o.repoURLs[0]
 	}
 	return req, nil
+}
+
+// checkRevision asks Argo CD to render one app of each source repository at --revision before anything is synced:
+// a revision that is not a commit, branch or tag of that repository (or a version of that chart) is one line
+// here, not a failed sync per app later. Argo CD's repo-server resolves it as the sync would (GET
+// .../manifests?revision=, server/application/application.go GetManifests). Multi-source apps are synced at
+// their own revisions, so they are not asked.
+func (o *rolloutOptions) checkRevision(ctx context.Context, client *argocd.Client, apps []v1alpha1.Application) error {
+	if o.revision == "" {
+		return nil
+	}
+	asked := map[string]bool{}
+	for _, a := range apps {
+		if a.Spec.HasMultipleSources() || a.Spec.Source == nil || asked[a.Spec.Source.RepoURL] {
+			continue
+		}
+		asked[a.Spec.Source.RepoURL] = true
+		_, err := client.Manifests(ctx, a.Namespace+"/"+a.Name, o.revision)
+		switch {
+		case err == nil:
+		case errors.Is(err, argocd.ErrUnauthenticated), errors.Is(err, argocd.ErrPermissionDenied), errors.Is(err, argocd.ErrUnavailable):
+			return o.argoErr("checking --revision", err)
+		default:
+			msg := err.Error()
+			if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+				msg = msg[:i]
+			}
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			return usageErr(fmt.Errorf("--revision %q: Argo CD cannot render %s (source %s) at it, so nothing was synced: %s",
+				o.revision, a.Name, a.Spec.Source.RepoURL, msg))
+		}
+	}
+	return nil
 }
 
 // selectorPlan puts the apps in one wave of one batch (the executor's --concurrency bounds the syncs at once); the

@@ -64,6 +64,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		{"ManagedResources", managedResources},
 		{"ManifestsAtRevision", manifests},
 		{"GenerateApplicationSet", generateAppSet},
+		{"ManifestsAtUnknownRevision", manifestsAtUnknownRevision},
 		{"ClustersAndSettings", clustersAndSettings},
 		{"Patch", patch},
 	}
