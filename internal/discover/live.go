@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -29,16 +28,6 @@ type Unevaluated struct {
 	// Changed is true when the change being previewed adds or alters the ApplicationSet (only known on the head
 	// side of a change, Options.Reuse set).
 	Changed bool
-}
-
-func (u Unevaluated) String() string {
-	s := "applicationset " + u.AppSet
-	if u.File != "" {
-		s += " (" + u.File + ")"
-	} else if u.Parent != "" {
-		s += " (in the manifests of " + u.Parent + ")"
-	}
-	return s + ": " + strings.Join(u.Generators, ", ") + " generator not evaluated: " + u.Reason
 }
 
 // liveSet is what became of an ApplicationSet with live generators at one revision, kept so that the head side

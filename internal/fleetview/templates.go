@@ -25,6 +25,7 @@ var funcs = template.FuncMap{
 	"iso":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"hhmm": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"zero": func(t time.Time) bool { return t.IsZero() },
+	"inc":  func(i int) int { return i + 1 },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -79,12 +80,12 @@ const rolloutBody = `{{define "body"}}{{$now := .Now}}{{with .Rollout}}
 <tbody>{{range .Events}}<tr><td>{{hhmm .At}}</td><td>{{.Actor}}</td><td>{{.Action}}</td><td>{{.Target}}</td><td>{{.Result}}{{if .Message}}: {{.Message}}{{end}}</td></tr>
 {{else}}<tr><td colspan="5" class="muted">none</td></tr>{{end}}</tbody></table>{{end}}`
 
-var rolloutTmpl = template.Must(template.New("rollout").Funcs(funcs).Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).Parse(layout + rolloutBody +
+var rolloutTmpl = template.Must(template.New("rollout").Funcs(funcs).Parse(layout + rolloutBody +
 	`{{template "head" (printf "Rollout #%d" .Rollout.ID)}}
 <main id="main" data-live="{{.Live}}" data-fragment="{{.Fragment}}">{{template "body" .}}</main>
 {{template "foot"}}`))
 
-var fragmentTmpl = template.Must(template.New("fragment").Funcs(funcs).Funcs(template.FuncMap{"inc": func(i int) int { return i + 1 }}).Parse(rolloutBody + `{{template "body" .}}`))
+var fragmentTmpl = template.Must(template.New("fragment").Funcs(funcs).Parse(rolloutBody + `{{template "body" .}}`))
 
 var loginTmpl = template.Must(template.New("login").Funcs(funcs).Parse(layout + `{{template "head" "Sign in"}}
 <main id="main"><h2>Sign in</h2>{{if .Failed}}<p role="alert">That token is not the fleet view's token.</p>{{end}}

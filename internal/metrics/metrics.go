@@ -22,6 +22,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -164,7 +165,7 @@ func (m *Metrics) Previewed(trigger string, took time.Duration, rep *report.Repo
 func (m *Metrics) TimeHandler(h webhooks.Handler) webhooks.Handler {
 	known := map[string]bool{}
 	for _, e := range h.Handles() {
-		name, _, _ := cut(e, '.')
+		name, _, _ := strings.Cut(e, ".")
 		known[name] = true
 	}
 	return &timedHandler{h: h, m: m, known: known}
@@ -301,13 +302,4 @@ func (m *Metrics) Charts(requests func(kind string) int, kinds []string) {
 			ConstLabels: prometheus.Labels{"kind": k},
 		}, func() float64 { return float64(requests(k)) }))
 	}
-}
-
-func cut(s string, sep byte) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
