@@ -52,6 +52,8 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
+	"github.com/argoproj/argo-cd/v3/util/versions"
+
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
@@ -422,7 +424,7 @@ func (f *Fetcher) resolve(ctx context.Context, r repocreds.Repository, chart, re
 	for _, e := range entries {
 		tags = append(tags, e.Version)
 	}
-	v, err := maxVersion(revision, tags)
+	v, err := versions.MaxVersion(revision, tags)
 	if err != nil {
 		return nil, f.fail(r.URL, "chart %q: no version matching %q in repository %s (%s): %w", chart, revision, repocreds.RedactURL(r.URL), nearestVersions(entries, revision), ErrNotFound)
 	}
@@ -449,33 +451,6 @@ func (f *Fetcher) resolveConstraint(ctx context.Context, r repocreds.Repository,
 		return nil, f.fail(r.URL, "chart %q: %s not found in repository %s (%s): %w", chart, what, repocreds.RedactURL(r.URL), nearestVersions(entries, version), ErrNotFound)
 	}
 	return cv, nil
-}
-
-// maxVersion is argo-cd util/versions/tags.go MaxVersion for a revision that is not a version.
-func maxVersion(revision string, tags []string) (string, error) {
-	constraints, err := semver.NewConstraint(revision)
-	if err != nil {
-		for _, t := range tags {
-			if t == revision {
-				return revision, nil
-			}
-		}
-		return "", fmt.Errorf("failed to determine semver constraint: %w", err)
-	}
-	var best *semver.Version
-	for _, t := range tags {
-		v, err := semver.NewVersion(t)
-		if err != nil {
-			continue
-		}
-		if constraints.Check(v) && (best == nil || v.GreaterThan(best)) {
-			best = v
-		}
-	}
-	if best == nil {
-		return "", fmt.Errorf("version matching constraint not found in %d tags", len(tags))
-	}
-	return best.Original(), nil
 }
 
 // nearestVersions names up to 3 versions on each side of the requested one (of a constraint's first version;

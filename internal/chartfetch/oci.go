@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/argoproj/argo-cd/v3/util/versions"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/registry"
@@ -309,7 +310,7 @@ func (f *Fetcher) ociChart(ctx context.Context, r repocreds.Repository, repoURL,
 		if err != nil {
 			return nil, err
 		}
-		if version, err = maxVersion(revision, tags); err != nil {
+		if version, err = versions.MaxVersion(revision, tags); err != nil {
 			return nil, f.fail(r.URL, "chart %q: no version matching %q in registry %s (%s): %w", chart, revision, ref, nearestTags(tags, revision), ErrNotFound)
 		}
 	}
@@ -507,12 +508,12 @@ func (f *Fetcher) ociArtifact(ctx context.Context, r repocreds.Repository, repoU
 	resolved := revision
 	desc, man, err := f.ociManifest(ctx, r, rr, ref, revision)
 	switch {
-	case err != nil && isConstraint(revision):
+	case err != nil && versions.IsConstraint(revision):
 		tags, terr := f.ociTags(ctx, r, rr, ref)
 		if terr != nil {
 			return nil, terr
 		}
-		v, verr := maxVersion(revision, tags)
+		v, verr := versions.MaxVersion(revision, tags)
 		if verr != nil {
 			return nil, f.fail(r.URL, "%s: no version matching %q (%s): %w", ref, revision, nearestTags(tags, revision), ErrNotFound)
 		}
@@ -604,13 +605,4 @@ func (f *Fetcher) ociArtifact(ctx context.Context, r repocreds.Repository, repoU
 // isContentLayer is util/oci/client.go isContentLayer (isCompressedLayer).
 func isContentLayer(mediaType string) bool {
 	return strings.HasSuffix(mediaType, "tar+gzip") || strings.HasSuffix(mediaType, "tar.gzip") || strings.HasSuffix(mediaType, "tar")
-}
-
-// isConstraint is util/versions IsConstraint.
-func isConstraint(revision string) bool {
-	if _, err := semver.NewVersion(revision); err == nil {
-		return false
-	}
-	_, err := semver.NewConstraint(revision)
-	return err == nil
 }

@@ -109,15 +109,8 @@ func (c *Cache) Fetch(ctx context.Context, installationID int64, cloneURL string
 	if err != nil {
 		return "", err
 	}
-	for _, sha := range commits {
-		if !commitRE.MatchString(sha) {
-			return "", fmt.Errorf("fetching %s: %q is not a full commit id", redactURL(u), sha)
-		}
-	}
-	for _, ref := range refs {
-		if !validRef(ref) {
-			return "", fmt.Errorf("fetching %s: %q is not a ref name", redactURL(u), ref)
-		}
+	if err := checkFetchArgs(u, refs, commits); err != nil {
+		return "", err
 	}
 	dir := c.MirrorDir(cloneURL)
 	unlock := c.lock(dir)
@@ -402,4 +395,19 @@ func validRef(ref string) bool {
 		}
 	}
 	return true
+}
+
+// checkFetchArgs refuses commits that are not full ids and refs that are not ref names, before git sees them.
+func checkFetchArgs(u *url.URL, refs, commits []string) error {
+	for _, sha := range commits {
+		if !commitRE.MatchString(sha) {
+			return fmt.Errorf("fetching %s: %q is not a full commit id", redactURL(u), sha)
+		}
+	}
+	for _, ref := range refs {
+		if !validRef(ref) {
+			return fmt.Errorf("fetching %s: %q is not a ref name", redactURL(u), ref)
+		}
+	}
+	return nil
 }

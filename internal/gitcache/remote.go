@@ -98,15 +98,8 @@ func (c *Cache) FetchRemote(ctx context.Context, r Remote, refs, commits []strin
 	if err != nil {
 		return "", err
 	}
-	for _, sha := range commits {
-		if !commitRE.MatchString(sha) {
-			return "", fmt.Errorf("fetching %s: %q is not a full commit id", redactURL(u), sha)
-		}
-	}
-	for _, ref := range refs {
-		if !validRef(ref) {
-			return "", fmt.Errorf("fetching %s: %q is not a ref name", redactURL(u), ref)
-		}
+	if err := checkFetchArgs(u, refs, commits); err != nil {
+		return "", err
 	}
 	dir := c.MirrorDir(u.String())
 	unlock := c.lock(dir)

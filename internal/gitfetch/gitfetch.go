@@ -35,7 +35,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
+	"github.com/argoproj/argo-cd/v3/util/versions"
 
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
@@ -349,7 +349,7 @@ func (f *Fetcher) resolve(ctx context.Context, remote gitcache.Remote, mirror, r
 			tags = append(tags, t)
 		}
 	}
-	if v, err := maxVersion(revision, tags); err == nil {
+	if v, err := versions.MaxVersion(revision, tags); err == nil {
 		revision = v
 	}
 	byName := map[string]gitcache.RemoteRef{}
@@ -391,32 +391,6 @@ func shortName(name string) string {
 		}
 	}
 	return name
-}
-
-// maxVersion is util/versions/tags.go MaxVersion: a valid version is a pin (returned as written), a constraint
-// resolves to the highest tag satisfying it; an error means "not a constraint, resolve by name".
-func maxVersion(revision string, tags []string) (string, error) {
-	if v, err := semver.NewVersion(revision); err == nil {
-		return v.Original(), nil
-	}
-	c, err := semver.NewConstraint(revision)
-	if err != nil {
-		return "", err
-	}
-	var best *semver.Version
-	for _, t := range tags {
-		v, err := semver.NewVersion(t)
-		if err != nil {
-			continue
-		}
-		if c.Check(v) && (best == nil || v.GreaterThan(best)) {
-			best = v
-		}
-	}
-	if best == nil {
-		return "", fmt.Errorf("version matching constraint not found in %d tags", len(tags))
-	}
-	return best.Original(), nil
 }
 
 // nearest names up to five refs closest to revision (shared prefix first, then name order).
