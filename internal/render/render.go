@@ -146,10 +146,44 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	cause := TagRefusal(e.Err.Error())
 	if e.Path != "" {
-		return fmt.Sprintf("app %q (%s): %v", e.App, e.Path, e.Err)
+		return fmt.Sprintf("app %q (%s): %s", e.App, e.Path, cause)
 	}
-	return fmt.Sprintf("app %q: %v", e.App, e.Err)
+	return fmt.Sprintf("app %q: %s", e.App, cause)
+}
+
+// libraryRules are the refusals of hostile input the libraries make themselves, recognised by their own words,
+// so that every refusal line names its rule as fleetwave's own do ("refused (rule)"):
+//   - yaml-aliases: go.yaml.in/yaml/v3 decode.go, "document contains excessive aliasing" (Helm values, plain
+//     manifests, Jsonnet's parseYaml);
+//   - nesting-depth: encoding/json scanner.go and yaml/v3 scannerc.go, "exceeded max depth";
+//   - template-recursion: Helm's engine.go (recursionMaxNums), "rendering template has a nested reference name",
+//     and text/template exec.go, "exceeded maximum template depth";
+//   - stack-limit: go-jsonnet interpreter.go, "max stack frames exceeded";
+//   - remote-reference: a chart dependency that is neither vendored nor fetchable (internal/render/helm).
+var libraryRules = []struct{ words, rule string }{
+	{"excessive aliasing", "yaml-aliases"},
+	{"exceeded max depth", "nesting-depth"},
+	{"rendering template has a nested reference name", "template-recursion"},
+	{"exceeded maximum template depth", "template-recursion"},
+	{"max stack frames exceeded", "stack-limit"},
+	{"is not vendored under", "remote-reference"},
+}
+
+// TagRefusal prefixes a library's refusal in msg with its rule, "refused (rule): msg", and returns any other
+// message as it is (one that names its rule already included). A render worker tags a message before it
+// shortens it: the words that name the rule may be at its end (Helm's recursion message is 100 KB long).
+func TagRefusal(msg string) string {
+	if strings.Contains(msg, "refused (") {
+		return msg
+	}
+	for _, r := range libraryRules {
+		if strings.Contains(msg, r.words) {
+			return "refused (" + r.rule + "): " + msg
+		}
+	}
+	return msg
 }
 
 func (e *Error) Unwrap() error { return e.Err }

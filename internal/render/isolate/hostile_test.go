@@ -219,6 +219,10 @@ func TestHostileRepository(t *testing.T) {
 			t.Errorf("%s: the refusal names no file or source of the app: %s", tc.name, msg)
 		case !containsAny(msg, tc.want):
 			t.Errorf("%s: refusal %q names none of %q", tc.name, msg, tc.want)
+		case !strings.Contains(msg, "refused (") && !errors.Is(err, render.ErrPluginSource):
+			// Every refusal names its rule, the libraries' own (render.Error) as fleetwave's; a plugin source is
+			// not refused, it is Argo CD's to render.
+			t.Errorf("%s: the refusal names no rule: %s", tc.name, msg)
 		case strings.Contains(msg, secret):
 			t.Errorf("%s: the refusal shows the outside file: %s", tc.name, msg)
 		}

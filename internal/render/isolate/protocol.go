@@ -108,7 +108,7 @@ func toWire(err error) *wireError {
 	if errors.As(err, &re) {
 		w.Render, w.App, w.Path, w.Msg = true, re.App, re.Path, re.Err.Error()
 	}
-	w.Msg = shortenMessage(w.Msg)
+	w.Msg = shortenMessage(render.TagRefusal(w.Msg)) // tagged first: the words naming the rule may be cut
 	for name, s := range sentinels {
 		if errors.Is(err, s) {
 			w.Is = name
