@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
@@ -27,7 +26,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -50,11 +48,7 @@ var sharedRenderer = sync.OnceValue(func() *render.Renderer {
 	if err != nil {
 		panic("serving the example's vendor charts: " + err.Error())
 	}
-	set, err := repocreds.Parse("repositories.yaml", []byte(srv.Repositories()))
-	if err != nil {
-		panic(err)
-	}
-	charts, err := chartfetch.New(chartfetch.Options{Repos: set, Transport: srv.Transport()})
+	charts, err := srv.Fetcher("")
 	if err != nil {
 		panic(err)
 	}

@@ -11,12 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
 )
@@ -60,11 +58,7 @@ func theRenderer() *render.Renderer {
 		if err != nil {
 			panic("serving the example's vendor charts: " + err.Error())
 		}
-		set, err := repocreds.Parse("repositories.yaml", []byte(srv.Repositories()))
-		if err != nil {
-			panic(err)
-		}
-		charts, err := chartfetch.New(chartfetch.Options{Repos: set, Transport: srv.Transport()})
+		charts, err := srv.Fetcher("")
 		if err != nil {
 			panic(err)
 		}

@@ -26,7 +26,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // The example's host names.
@@ -206,6 +208,16 @@ func (s *Server) Transport() *http.Transport {
 	u, _ := url.Parse(s.ProxyURL)
 	tr.Proxy = http.ProxyURL(u)
 	return tr
+}
+
+// Fetcher returns a chart fetcher that reaches the server through its proxy with the repositories file it writes,
+// as the bot does with FLEETWAVE_REPOSITORIES_FILE and HTTPS_PROXY; cacheDir "" takes chartfetch's default.
+func (s *Server) Fetcher(cacheDir string) (*chartfetch.Fetcher, error) {
+	set, err := repocreds.Parse("repositories.yaml", []byte(s.Repositories()))
+	if err != nil {
+		return nil, err
+	}
+	return chartfetch.New(chartfetch.Options{Repos: set, CacheDir: cacheDir, Transport: s.Transport()})
 }
 
 // Repositories returns the Argo CD repository Secrets allowing the chart repository and the registry: both

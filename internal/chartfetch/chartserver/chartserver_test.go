@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // The example's vendor charts are reachable under the example's host names through the proxy, from the Helm
@@ -19,11 +17,7 @@ func TestServesTheExampleCharts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	set, err := repocreds.Parse("repositories.yaml", []byte(s.Repositories()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := chartfetch.New(chartfetch.Options{Repos: set, CacheDir: t.TempDir(), Transport: s.Transport()})
+	f, err := s.Fetcher(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
