@@ -55,6 +55,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/evanphx/json-patch v5.9.11+incompatible
 	github.com/getkin/kin-openapi v0.133.0
+	github.com/go-jose/go-jose/v4 v4.1.2
 	github.com/go-logr/logr v1.4.3
 	github.com/gobwas/glob v0.2.3
 	github.com/goccy/go-json v0.12.0

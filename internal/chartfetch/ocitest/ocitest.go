@@ -23,6 +23,7 @@ import (
 
 	"github.com/distribution/distribution/v3/configuration"
 	"github.com/distribution/distribution/v3/registry/handlers"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -45,12 +46,16 @@ type Registry struct {
 	Host               string
 	Username, Password string
 	PlainHTTP          bool
+	// TokenURL is the token service's URL (the challenge's realm) of a NewTokenAuth registry.
+	TokenURL string
 	// Handler, when set, answers a request instead of the registry when it returns true (after authentication).
 	Handler func(w http.ResponseWriter, r *http.Request) bool
 
 	dir    string
+	signer jose.Signer // NewTokenAuth: signs the tokens the token service issues
 	mu     sync.Mutex
 	counts map[string]int
+	tokens map[string]bool // issued tokens
 }
 
 // New starts a TLS registry for a test, with basic auth when username is not "".
@@ -75,12 +80,60 @@ func NewPlainHTTP(t testing.TB, username, password string) *Registry {
 	return r
 }
 
-// Start starts a registry on 127.0.0.1; Close stops it.
+// NewTokenAuth starts a TLS registry that authenticates as Docker Hub, GHCR, Harbor and most hosted registries do:
+// the registry answers 401 with a `Bearer realm=…,service=…,scope=…` challenge (distribution's own token access
+// controller, registry/auth/token), and its token service — TokenURL, in the same server — exchanges the username
+// and password for a short-lived JWT scoped to the requested repository actions: by GET with basic auth (the
+// distribution token protocol, what oras-go and `helm pull` use) or by POST with an OAuth2 password grant (what
+// `helm registry login` tries first). Count("token") counts the tokens issued.
+func NewTokenAuth(t testing.TB, username, password string) *Registry {
+	t.Helper()
+	r, err := start(username, password, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// Start starts a registry on 127.0.0.1 with htpasswd basic auth when username is not ""; Close stops it.
 func Start(username, password string, plainHTTP bool) (*Registry, error) {
+	return start(username, password, plainHTTP, false)
+}
+
+// tokenService, tokenIssuer name the token service in the challenge and the JWTs it issues.
+const (
+	tokenService = "fleetwave-test-registry"
+	tokenIssuer  = "fleetwave-test-token-service"
+	tokenKeyID   = "fleetwave-test-key"
+)
+
+func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, error) {
 	dir, err := os.MkdirTemp("", "fleetwave-registry-")
 	if err != nil {
 		return nil, err
 	}
+	r := &Registry{Username: username, Password: password, PlainHTTP: plainHTTP, dir: dir, counts: map[string]int{}, tokens: map[string]bool{}}
+	var app http.Handler
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if r.signer != nil && req.URL.Path == tokenPath {
+			r.serveToken(w, req)
+			return
+		}
+		r.count(req)
+		r.mu.Lock()
+		h := r.Handler
+		r.mu.Unlock()
+		if h != nil && r.authorized(req) && h(w, req) {
+			return
+		}
+		app.ServeHTTP(w, req)
+	}))
+	scheme := "https://"
+	if plainHTTP {
+		scheme = "http://"
+	}
+	r.Host = r.Server.Listener.Addr().String()
 	cfg := &configuration.Configuration{}
 	cfg.Storage = configuration.Storage{
 		"inmemory":    configuration.Parameters{},
@@ -89,7 +142,20 @@ func Start(username, password string, plainHTTP bool) (*Registry, error) {
 	cfg.HTTP.Secret = "fleetwave-test-registry"
 	cfg.Log.AccessLog.Disabled = true
 	cfg.Log.Level = "error"
-	if username != "" {
+	switch {
+	case tokenAuth:
+		jwks, err := r.newSigner()
+		if err != nil {
+			return nil, err
+		}
+		file := filepath.Join(dir, "jwks.json")
+		if err := os.WriteFile(file, jwks, 0o600); err != nil {
+			return nil, err
+		}
+		r.TokenURL = scheme + r.Host + tokenPath
+		cfg.Auth = configuration.Auth{"token": configuration.Parameters{
+			"realm": r.TokenURL, "service": tokenService, "issuer": tokenIssuer, "jwks": file}}
+	case username != "":
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
 		if err != nil {
 			return nil, err
@@ -101,27 +167,15 @@ func Start(username, password string, plainHTTP bool) (*Registry, error) {
 		cfg.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "fleetwave-test", "path": file}}
 	}
 	// The registry logs every request through logrus's standard logger (NewApp does not apply cfg.Log): keep
-	// its warnings (a 401 challenge on every first request) out of test and benchmark output. Process-wide, so
-	// only in this test-support package.
-	logrus.SetLevel(logrus.ErrorLevel)
-	app := handlers.NewApp(context.Background(), cfg)
-	r := &Registry{Username: username, Password: password, PlainHTTP: plainHTTP, dir: dir, counts: map[string]int{}}
-	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.count(req)
-		r.mu.Lock()
-		h := r.Handler
-		r.mu.Unlock()
-		if h != nil && r.authorized(req) && h(w, req) {
-			return
-		}
-		app.ServeHTTP(w, req)
-	}))
+	// its warnings (a 401 challenge on every first request) and errors (the 404 of every HEAD a push makes to
+	// check for a blob) out of test and benchmark output. Process-wide, so only in this test-support package.
+	logrus.SetLevel(logrus.FatalLevel)
+	app = handlers.NewApp(context.Background(), cfg)
 	if plainHTTP {
 		r.Server.Start()
 	} else {
 		r.Server.StartTLS()
 	}
-	r.Host = strings.TrimPrefix(strings.TrimPrefix(r.Server.URL, "https://"), "http://")
 	return r, nil
 }
 
@@ -139,6 +193,12 @@ func (r *Registry) SetHandler(h func(w http.ResponseWriter, r *http.Request) boo
 }
 
 func (r *Registry) authorized(req *http.Request) bool {
+	if r.signer != nil {
+		prefix, tok, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return strings.EqualFold(prefix, "bearer") && r.tokens[tok]
+	}
 	if r.Username == "" {
 		return true
 	}
@@ -176,7 +236,8 @@ func (r *Registry) count(req *http.Request) {
 	r.mu.Unlock()
 }
 
-// Count returns the number of authorized GET requests of a kind ("manifest", "blob", "tags").
+// Count returns the number of authorized GET requests of a kind ("manifest", "blob", "tags"), or of the tokens
+// issued ("token", NewTokenAuth).
 func (r *Registry) Count(kind string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
