@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -10,14 +9,11 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	argodiff "github.com/argoproj/gitops-engine/pkg/diff"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
@@ -121,41 +117,7 @@ func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rendering through Argo CD: %v", err)
 			}
-			var want, got bytes.Buffer
-			for _, m := range theirs {
-				y, err := yaml.JSONToYAML([]byte(m))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want.WriteString("---\n")
-				want.Write(y)
-			}
-			for _, o := range ours.Objects {
-				if o.GetKind() == "Secret" && o.GroupVersionKind().Group == "" {
-					if o, _, err = argodiff.HideSecretData(o, nil, nil); err != nil {
-						t.Fatal(err)
-					}
-				}
-				y, err := yaml.Marshal(o.Object)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got.WriteString("---\n")
-				got.Write(y)
-			}
-			diffs, sameOrder, err := fidelity.Compare(want.Bytes(), got.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(diffs) > 0 {
-				t.Errorf("%d differences from Argo CD's render:\n%s\nArgo CD:\n%s\nfleetwave:\n%s", len(diffs), strings.Join(diffs, "\n"), want.String(), got.String())
-			} else if !sameOrder {
-				t.Errorf("same objects as Argo CD's render, in another order")
-			}
-			if len(theirs) == 0 {
-				t.Error("Argo CD rendered nothing")
-			}
-			t.Logf("%d objects, identical to Argo CD's", len(theirs))
+			compareWithArgoCD(t, theirs, ours)
 		})
 	}
 

@@ -5,6 +5,7 @@
 package helmrepotest
 
 import (
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,6 +37,8 @@ type Server struct {
 	*httptest.Server
 	Dir                string
 	Username, Password string
+	// CAFile is the server's certificate, PEM, when it serves HTTPS (NewTLS).
+	CAFile string
 	// Handler, when set, answers a request instead of the repository when it returns true.
 	Handler func(w http.ResponseWriter, r *http.Request) bool
 
@@ -43,11 +46,33 @@ type Server struct {
 	counts map[string]int
 }
 
-// New starts a repository with the given basic-auth credentials (none when username is "") holding charts.
+// New starts a repository over plain HTTP with the given basic-auth credentials (none when username is "")
+// holding charts.
 func New(t testing.TB, username, password string, charts ...Chart) *Server {
 	t.Helper()
+	return start(t, false, username, password, charts)
+}
+
+// NewTLS is New over HTTPS, with httptest's certificate (Client and CAFile trust it; a repository Secret with
+// insecure: true skips its verification, as Argo CD does).
+func NewTLS(t testing.TB, username, password string, charts ...Chart) *Server {
+	t.Helper()
+	return start(t, true, username, password, charts)
+}
+
+func start(t testing.TB, tls bool, username, password string, charts []Chart) *Server {
+	t.Helper()
 	s := &Server{Dir: t.TempDir(), Username: username, Password: password, counts: map[string]int{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if tls {
+		s.Server.StartTLS()
+		s.CAFile = filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Server.Certificate().Raw}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		s.Server.Start()
+	}
 	t.Cleanup(s.Close)
 	s.Add(t, charts...)
 	return s
