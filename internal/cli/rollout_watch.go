@@ -697,10 +697,10 @@ func anyWaveFailed(s snapshot) bool {
 // terminalReporter is the executor's Reporter port in the terminal: each publication wakes the watcher.
 type terminalReporter struct{ wake chan struct{} }
 
-func (t terminalReporter) Publish(context.Context, rollout.CheckRun) (int64, error) {
+func (t terminalReporter) Publish(context.Context, rollout.Snapshot, rollout.Sent) (rollout.CheckRunIDs, error) {
 	select {
 	case t.wake <- struct{}{}:
 	default:
 	}
-	return 0, nil
+	return rollout.CheckRunIDs{}, nil
 }

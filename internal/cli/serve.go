@@ -20,6 +20,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
@@ -321,7 +322,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		if name := strings.TrimSpace(getenv("FLEETWAVE_REPLICA_NAME")); name != "" {
 			exOpts = append(exOpts, rollout.WithOwner(name))
 		}
-		ex = rollout.New(d.Store, argo, reporter, exOpts...)
+		ex = rollout.New(d.Store, argo, checkrun.NewPublisher(reporter), exOpts...)
 		adapter := executor.New(ex, installs, d.Log)
 		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
 	} else if file := d.Config.ClustersFile; file != "" {

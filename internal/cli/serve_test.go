@@ -23,12 +23,12 @@ import (
 	gogithub "github.com/google/go-github/v60/github"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/metrics"
-	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
@@ -355,13 +355,13 @@ spec:
 	for {
 		var found bool
 		for _, cr := range fake.CheckRuns("Codertocat/Hello-World") {
-			found = found || cr.Name == rollout.CheckRollout && cr.HeadSHA == after
+			found = found || cr.Name == checkrun.CheckRollout && cr.HeadSHA == after
 		}
 		if found {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %s check run on %s: %+v\n%s", rollout.CheckRollout, after, fake.CheckRuns("Codertocat/Hello-World"), logs.String())
+			t.Fatalf("no %s check run on %s: %+v\n%s", checkrun.CheckRollout, after, fake.CheckRuns("Codertocat/Hello-World"), logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

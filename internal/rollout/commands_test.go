@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/checkrun"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -104,18 +106,18 @@ func TestOnFailureRollback(t *testing.T) {
 		if strings.Join(order, ",") != "production,staging,canary" {
 			t.Errorf("rollback order %v", order)
 		}
-		cr, ok := e.rep.Latest(rollout.CheckRollback)
-		if !ok || cr.Conclusion != rollout.ConclusionSuccess || cr.Title != "Rolled back 5 apps" {
-			t.Errorf("rollback check-run: %v %s %q", ok, cr.Conclusion, cr.Title)
+		cr, ok := e.rep.Latest(checkrun.CheckRollback)
+		if !ok || cr.Conclusion != github.ConclusionSuccess || cr.Output.Title != "Rolled back 5 apps" {
+			t.Errorf("rollback check-run: %v %s %q", ok, cr.Conclusion, cr.Output.Title)
 		}
 		var got []string
-		for _, tr := range e.rep.Transitions(rollout.CheckRollback) {
+		for _, tr := range e.rep.Transitions(checkrun.CheckRollback) {
 			got = append(got, tr.String())
 		}
 		if strings.Join(got, ", ") != "fleetwave/rollback: in_progress, fleetwave/rollback: completed/success" {
 			t.Errorf("rollback transitions %v", got)
 		}
-		if cr, _ := e.rep.Latest(rollout.CheckRollout); cr.Conclusion != rollout.ConclusionFailure {
+		if cr, _ := e.rep.Latest(checkrun.CheckRollout); cr.Conclusion != github.ConclusionFailure {
 			t.Errorf("rollout check-run conclusion %s", cr.Conclusion)
 		}
 	})
@@ -147,8 +149,8 @@ func TestPauseResume(t *testing.T) {
 			}
 		}
 		e.expectSyncs(merge(counts(names(e.apps, "test"), 1), counts(names(e.apps, "stg"), 1)))
-		if cr, _ := e.rep.Latest(rollout.CheckRollout); !strings.HasPrefix(cr.Title, "Paused: paused by @alice") || cr.Actions[0].Identifier != "resume" {
-			t.Errorf("paused check-run %q %+v", cr.Title, cr.Actions)
+		if cr, _ := e.rep.Latest(checkrun.CheckRollout); !strings.HasPrefix(cr.Output.Title, "Paused: paused by @alice") || cr.Actions[0].Identifier != "resume" {
+			t.Errorf("paused check-run %q %+v", cr.Output.Title, cr.Actions)
 		}
 		if _, err := e.ex.Resume(ctx, r.ID, "alice"); err != nil {
 			t.Fatal(err)
@@ -184,8 +186,8 @@ func TestAbort(t *testing.T) {
 				t.Errorf("%s: %s", s.App.Name, s.State)
 			}
 		}
-		for _, name := range []string{"fleetwave/wave: production", rollout.CheckRollout} {
-			if cr, _ := e.rep.Latest(name); cr.Conclusion != rollout.ConclusionCancelled {
+		for _, name := range []string{"fleetwave/wave: production", checkrun.CheckRollout} {
+			if cr, _ := e.rep.Latest(name); cr.Conclusion != github.ConclusionCancelled {
 				t.Errorf("%s: %s %s", name, cr.Status, cr.Conclusion)
 			}
 		}

@@ -11,16 +11,17 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
-func titles(crs []rollout.CheckRun) string {
+func titles(crs []github.CheckRun) string {
 	var out []string
 	for _, cr := range crs {
-		if len(out) == 0 || out[len(out)-1] != cr.Title {
-			out = append(out, cr.Title)
+		if len(out) == 0 || out[len(out)-1] != cr.Output.Title {
+			out = append(out, cr.Output.Title)
 		}
 	}
 	return strings.Join(out, " | ")
@@ -53,13 +54,13 @@ func TestNewerRolloutWaits(t *testing.T) {
 		if r, _ := e.st.GetRollout(context.Background(), r2.ID); r.State != store.RolloutPending {
 			t.Fatalf("newer rollout is %s while the older runs", r.State)
 		}
-		if cr, _ := e.rep.Check("fleetwave:2"); cr.Status != rollout.StatusQueued || cr.Title != "Queued behind rollout #1 (merge 1b1b1b1b1b)" ||
-			!strings.Contains(cr.Summary, "Waiting for rollout #1") {
-			t.Errorf("newer check-run: %s %q\n%s", cr.Status, cr.Title, cr.Summary)
+		if cr, _ := e.rep.Check("fleetwave:2"); cr.Status != github.StatusQueued || cr.Output.Title != "Queued behind rollout #1 (merge 1b1b1b1b1b)" ||
+			!strings.Contains(cr.Output.Summary, "Waiting for rollout #1") {
+			t.Errorf("newer check-run: %s %q\n%s", cr.Status, cr.Output.Title, cr.Output.Summary)
 		}
 		e.waitWave(r1.ID, 2, store.WaveRunning)
-		if cr, _ := e.rep.Check("fleetwave:1"); !strings.Contains(cr.Summary, "Rollout #2 (merge 2c2c2c2c2c) waits for this one") {
-			t.Errorf("older check-run does not say who waits:\n%s", cr.Summary)
+		if cr, _ := e.rep.Check("fleetwave:1"); !strings.Contains(cr.Output.Summary, "Rollout #2 (merge 2c2c2c2c2c) waits for this one") {
+			t.Errorf("older check-run does not say who waits:\n%s", cr.Output.Summary)
 		}
 		e.wait(r1.ID, store.RolloutSucceeded)
 		r2 = e.wait(r2.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
@@ -98,13 +99,13 @@ func TestNewerRolloutSupersedes(t *testing.T) {
 		noInterleaving(t, e, r1.ID, r2.ID)
 		e.expectSyncs(merge(counts(names(e.apps, ""), 2), counts(names(e.apps, "prd"), 1)))
 		e.expectLive(newRev2, names(e.apps, "")...)
-		if cr, _ := e.rep.Check("fleetwave:1"); cr.Conclusion != rollout.ConclusionNeutral || cr.Title != "Superseded by rollout #2" {
-			t.Errorf("older check-run: %s %q", cr.Conclusion, cr.Title)
+		if cr, _ := e.rep.Check("fleetwave:1"); cr.Conclusion != github.ConclusionNeutral || cr.Output.Title != "Superseded by rollout #2" {
+			t.Errorf("older check-run: %s %q", cr.Conclusion, cr.Output.Title)
 		}
 		if got := titles(e.rep.History("fleetwave:2")); !strings.HasPrefix(got, "Queued behind rollout #1 (merge 1b1b1b1b1b)") {
 			t.Errorf("newer check-run titles: %s", got)
 		}
-		if cr, _ := e.rep.Check("fleetwave:1:wave:production"); cr.Conclusion != rollout.ConclusionCancelled {
+		if cr, _ := e.rep.Check("fleetwave:1:wave:production"); cr.Conclusion != github.ConclusionCancelled {
 			t.Errorf("older production wave: %s %s", cr.Status, cr.Conclusion)
 		}
 	})
@@ -191,7 +192,7 @@ func TestPlanBreakingPolicyNeverRuns(t *testing.T) {
 		}
 		time.Sleep(time.Minute)
 		e.expectSyncs(counts(names(apps, ""), 0))
-		if cr, _ := e.rep.Check(fmt.Sprintf("fleetwave:%d", r.ID)); cr.Conclusion != rollout.ConclusionFailure {
+		if cr, _ := e.rep.Check(fmt.Sprintf("fleetwave:%d", r.ID)); cr.Conclusion != github.ConclusionFailure {
 			t.Errorf("check-run %s %s", cr.Status, cr.Conclusion)
 		}
 	})
@@ -206,8 +207,8 @@ func TestPlanDifferentFromThePR(t *testing.T) {
 		r = e.wait(r.ID, store.RolloutSucceeded)
 		cr, _ := e.rep.Check(fmt.Sprintf("fleetwave:%d", r.ID))
 		for _, want := range []string{"differs from the plan shown on the PR", "app web-prd-4 added (wave production)"} {
-			if !strings.Contains(cr.Summary, want) {
-				t.Errorf("summary lacks %q:\n%s", want, cr.Summary)
+			if !strings.Contains(cr.Output.Summary, want) {
+				t.Errorf("summary lacks %q:\n%s", want, cr.Output.Summary)
 			}
 		}
 		// Same plan: no warning.
@@ -215,8 +216,8 @@ func TestPlanDifferentFromThePR(t *testing.T) {
 		same := e.plan(e.policy(pol), e.apps)
 		r2 := e.submit(pol, newRev2, func(r *rollout.Request) { r.PRPlanDigest = same.Digest() })
 		r2 = e.wait(r2.ID, store.RolloutSucceeded)
-		if cr, _ := e.rep.Check(fmt.Sprintf("fleetwave:%d", r2.ID)); strings.Contains(cr.Summary, "differs") {
-			t.Errorf("warning for an identical plan:\n%s", cr.Summary)
+		if cr, _ := e.rep.Check(fmt.Sprintf("fleetwave:%d", r2.ID)); strings.Contains(cr.Output.Summary, "differs") {
+			t.Errorf("warning for an identical plan:\n%s", cr.Output.Summary)
 		}
 	})
 }

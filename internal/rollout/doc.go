@@ -15,12 +15,11 @@
 //
 // Submit is idempotent per (repo, merge SHA). The command methods authorise nobody (internal/command decides
 // who may) and return the reply to post; errors.Is(err, ErrRefused) when the rollout's state does not allow the
-// command (the error text is then the reply). Check-run buttons carry the command name as identifier and the
-// check-run's external id names the rollout and wave (ParseExternalID, command.FromAction).
+// command (the error text is then the reply).
 //
-// The ports are interfaces declared here: Store (*store.Store), ArgoCD (*argocd.Client), Reporter (adapted to
-// GitHub check-runs by the app layer; rollouttest.Reporter records transitions for tests), Metrics
-// (PrometheusMetrics by default).
+// The ports are interfaces declared here: Store (*store.Store), ArgoCD (*argocd.Client), Reporter
+// (checkrun.Publisher, which presents a rollout as GitHub check-runs; rollouttest.Reporter records their
+// transitions for tests), Metrics (PrometheusMetrics by default).
 //
 // # Model
 //
@@ -110,10 +109,11 @@
 //
 // # Reporting
 //
-// Every transition asks the driver's publisher to publish (coalesced, off the rollout's path): the rollout
-// check-run, one per wave, and the rollback's, each queued → in_progress → completed with a conclusion, a
-// markdown table of the apps (state, revisions, health, timings) and buttons. A plan that differs from the
-// one shown on the PR, rollouts waiting for each other and superseding are shown on the check-runs.
+// Every transition asks the driver's publisher to publish (coalesced, off the rollout's path): it hands the
+// Reporter a Snapshot — the rollout, its waves with their gates as planned and as they stand, its steps, the
+// rollouts it waits for or that wait for it — and stores the ids of the check-runs the Reporter created. How a
+// snapshot looks (the rollout check-run, one per wave and the rollback's, their tables and buttons) is
+// internal/checkrun's business; the engine knows no check-run text.
 //
 // # Measured (bench_test.go)
 //

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/rollout"
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
@@ -77,7 +77,7 @@ func TestWaveOrder(t *testing.T) {
 		}
 
 		// Check-runs: queued → in progress → success, for the rollout and each wave.
-		for _, name := range []string{rollout.CheckRollout, "fleetwave/wave: canary", "fleetwave/wave: staging", "fleetwave/wave: production"} {
+		for _, name := range []string{checkrun.CheckRollout, "fleetwave/wave: canary", "fleetwave/wave: staging", "fleetwave/wave: production"} {
 			var got []string
 			for _, tr := range e.rep.Transitions(name) {
 				got = append(got, tr.String())
@@ -87,16 +87,16 @@ func TestWaveOrder(t *testing.T) {
 				t.Errorf("transitions of %s:\n got %s\nwant %s", name, strings.Join(got, ", "), want)
 			}
 		}
-		cr, _ := e.rep.Latest(rollout.CheckRollout)
-		if !strings.Contains(cr.Title, "Rolled out to 7 apps in 3 waves") || !strings.Contains(cr.Text, "| web-prd-4 | prd-4 | production | 2 | ✅ synced |") {
-			t.Errorf("rollout check-run:\n%s\n%s", cr.Title, cr.Text)
+		cr, _ := e.rep.Latest(checkrun.CheckRollout)
+		if !strings.Contains(cr.Output.Title, "Rolled out to 7 apps in 3 waves") || !strings.Contains(cr.Output.Text, "| web-prd-4 | prd-4 | production | 2 | ✅ synced |") {
+			t.Errorf("rollout check-run:\n%s\n%s", cr.Output.Title, cr.Output.Text)
 		}
 		if len(cr.Actions) != 1 || cr.Actions[0].Identifier != "rollback" {
 			t.Errorf("actions of a finished rollout: %+v", cr.Actions)
 		}
 		stored, _ := e.st.GetRollout(context.Background(), r.ID)
-		if stored.CheckRunID == 0 || stored.CheckRunID != cr.ID {
-			t.Errorf("check-run id %d not stored (%d)", cr.ID, stored.CheckRunID)
+		if byID, ok := e.rep.Get(stored.CheckRunID); !ok || byID.Name != checkrun.CheckRollout {
+			t.Errorf("check-run id stored with the rollout (%d) is not its check-run's: %v %q", stored.CheckRunID, ok, byID.Name)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -48,8 +49,8 @@ func TestSoakHoldsTheNextWave(t *testing.T) {
 		}
 		e.expectSyncs(counts(names(e.apps, ""), 1))
 		cr, _ := e.rep.Latest("fleetwave/wave: canary")
-		if !strings.Contains(cr.Summary, "passed (no app Degraded or Missing)") {
-			t.Errorf("canary check-run summary:\n%s", cr.Summary)
+		if !strings.Contains(cr.Output.Summary, "passed (no app Degraded or Missing)") {
+			t.Errorf("canary check-run summary:\n%s", cr.Output.Summary)
 		}
 	})
 }
@@ -75,7 +76,7 @@ func TestDegradationDuringSoakFailsTheWave(t *testing.T) {
 			t.Errorf("wave message %q", w.Message)
 		}
 		cr, _ := e.rep.Latest("fleetwave/wave: canary")
-		if cr.Conclusion != rollout.ConclusionFailure || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "resume" {
+		if cr.Conclusion != github.ConclusionFailure || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "resume" {
 			t.Errorf("canary check-run: %s %s %+v", cr.Status, cr.Conclusion, cr.Actions)
 		}
 		// A human rolls the canary back.
@@ -220,13 +221,13 @@ func TestApprovalBeforeTheWave(t *testing.T) {
 		time.Sleep(20 * time.Minute)                    // nothing moves without the approval
 		e.expectSyncs(counts(names(e.apps, "test"), 1)) // canary only: no staging app synced
 		cr, _ := e.rep.Latest("fleetwave/wave: staging")
-		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
-			!strings.HasPrefix(cr.Title, "Awaiting approval before it starts") ||
-			!strings.Contains(cr.Summary, "Who may approve: write permission, and membership of org/sre.") {
-			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Title, cr.Actions, cr.Summary)
+		if cr.Status != github.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
+			!strings.HasPrefix(cr.Output.Title, "Awaiting approval before it starts") ||
+			!strings.Contains(cr.Output.Summary, "Who may approve: write permission, and membership of org/sre.") {
+			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Output.Title, cr.Actions, cr.Output.Summary)
 		}
-		if rc, _ := e.rep.Latest("fleetwave/rollout"); rc.Title != "Awaiting approval to start wave staging" {
-			t.Errorf("rollout check-run title %q", rc.Title)
+		if rc, _ := e.rep.Latest("fleetwave/rollout"); rc.Output.Title != "Awaiting approval to start wave staging" {
+			t.Errorf("rollout check-run title %q", rc.Output.Title)
 		}
 		if _, err := e.ex.Approve(ctx, r.ID, "production", "alice"); err == nil || !strings.Contains(err.Error(), "no approval gate") {
 			t.Errorf("approving a wave without an approval gate: %v", err)
@@ -282,9 +283,9 @@ func testApprovalAfter(t *testing.T, approval string, mod func(*rollout.Request)
 		time.Sleep(20 * time.Minute) // nothing moves without the approval
 		e.expectSyncs(merge(counts(names(e.apps, "test"), 1), counts(names(e.apps, "stg"), 1)))
 		cr, _ := e.rep.Latest("fleetwave/wave: staging")
-		if cr.Status != rollout.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
-			!strings.HasPrefix(cr.Title, "Awaiting approval before the next wave") || !strings.Contains(cr.Summary, "org/sre") {
-			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Title, cr.Actions, cr.Summary)
+		if cr.Status != github.StatusInProgress || len(cr.Actions) == 0 || cr.Actions[0].Identifier != "approve" ||
+			!strings.HasPrefix(cr.Output.Title, "Awaiting approval before the next wave") || !strings.Contains(cr.Output.Summary, "org/sre") {
+			t.Errorf("staging check-run while awaiting approval: %s %q %+v\n%s", cr.Status, cr.Output.Title, cr.Actions, cr.Output.Summary)
 		}
 		if _, err := e.ex.Approve(ctx, r.ID, "nope", "alice"); err == nil || !strings.Contains(err.Error(), `no wave "nope"`) {
 			t.Errorf("unknown wave: %v", err)

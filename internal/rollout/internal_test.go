@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -173,27 +171,6 @@ func TestCheckSamples(t *testing.T) {
 	}
 }
 
-func TestExternalID(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		want CheckRef
-		ok   bool
-	}{
-		{externalID(12, "", false), CheckRef{RolloutID: 12}, true},
-		{externalID(12, "canary", false), CheckRef{RolloutID: 12, Wave: "canary"}, true},
-		{externalID(12, "", true), CheckRef{RolloutID: 12, Rollback: true}, true},
-		{"fleetwave:x", CheckRef{}, false},
-		{"fleetwave:12:wave:", CheckRef{}, false},
-		{"other:12", CheckRef{}, false},
-		{"fleetwave:12:nope", CheckRef{}, false},
-	} {
-		got, ok := ParseExternalID(tt.in)
-		if ok != tt.ok || got != tt.want {
-			t.Errorf("ParseExternalID(%q) = %+v, %v", tt.in, got, ok)
-		}
-	}
-}
-
 func TestPlanChanges(t *testing.T) {
 	pol, err := plan.ParsePolicy(".fleetwave.yaml", []byte(`apiVersion: fleetwave/v1
 waves:
@@ -217,85 +194,53 @@ waves:
 	}
 }
 
-// TestCheckRunGolden renders the check-runs of a rollout caught mid-way (production awaiting approval after a
-// soak and a metric gate, one app failed within the threshold) and of its rollback.
-func TestCheckRunGolden(t *testing.T) {
+// newSnapshot decodes what the store keeps as JSON (the plan with its execution settings, each wave's gate
+// bookkeeping) into the plain values a Reporter shows.
+func TestNewSnapshot(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	maxv := 0.01
-	pl := &plan.Plan{Policy: ".fleetwave.yaml", Waves: []plan.Wave{
-		{Name: "canary", Gates: plan.Gates{Soak: plan.Duration(10 * time.Minute), OnFailure: plan.OnFailurePause}},
-		{Name: "production", Gates: plan.Gates{ToleratedFailures: 1, OnFailure: plan.OnFailurePause,
-			Approval: &plan.Approval{Required: true, Teams: []string{"org/sre"}},
-			Metrics:  []plan.MetricGate{{Prometheus: &plan.PrometheusGate{URL: "http://prom:9090", Query: "sum(rate(http_5xx[5m]))", Max: &maxv, For: plan.Duration(5 * time.Minute)}}}}},
+	pl := plan.Plan{Policy: ".fleetwave.yaml", Waves: []plan.Wave{
+		{Name: "canary", Gates: plan.Gates{Soak: plan.Duration(10 * time.Minute)}},
+		{Name: "production", Gates: plan.Gates{ToleratedFailures: 1}},
 	}}
-	sp := storedPlan{Plan: *pl, Execution: execution{PlanDigest: "sha256:aaaaaaaaaaaaaaaa", PRPlanDigest: "sha256:bbbbbbbbbbbbbbbb",
-		PlanChanges: []string{"app web-prd-3 added (wave production)"}, AutomatedSync: plan.AutomatedSyncDisableDuringRollout}}
+	sp := storedPlan{Plan: pl, Execution: execution{PlanDigest: "sha256:aa", PRPlanDigest: "sha256:bb",
+		PlanChanges: []string{"app x added (wave production)"}, AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
+		OnConflict: ConflictSupersede}}
 	raw, _ := json.Marshal(sp)
-	r := store.Rollout{ID: 3, Repo: "org/gitops", PRNumber: 42, MergeSHA: revB, Plan: raw, State: store.RolloutAwaitingApproval,
-		CheckRunID: 100, CreatedAt: t0, UpdatedAt: t0.Add(30 * time.Minute)}
-	gs := gateState{SoakStartedAt: t0.Add(2 * time.Minute), SoakUntil: t0.Add(12 * time.Minute), SoakDone: true}
-	gs2 := gateState{MetricsSince: t0.Add(20 * time.Minute), MetricsDone: true,
-		Metrics: []metricEval{{Query: "sum(rate(http_5xx[5m]))", At: t0.Add(25 * time.Minute), OK: true, Result: "0.002"}}}
-	waves := []store.Wave{
-		{RolloutID: 3, Index: 0, Name: "canary", State: store.WaveSucceeded, CheckRunID: 101, GateState: gs.raw(), StartedAt: t0, FinishedAt: t0.Add(12 * time.Minute)},
-		{RolloutID: 3, Index: 1, Name: "production", State: store.WaveAwaitingApproval, CheckRunID: 102, GateState: gs2.raw(), StartedAt: t0.Add(12 * time.Minute)},
+	parsed, err := parseStoredPlan(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
-	step := func(id int64, wave, batch int, name string, st store.StepState, started time.Duration, msg string) store.AppStep {
-		s := store.AppStep{ID: id, RolloutID: 3, Wave: wave, Batch: batch, App: store.AppKey{Namespace: "argocd", Name: name},
-			Cluster: strings.TrimPrefix(name, "web-"), PreviousRevision: revA, TargetRevision: revB, State: st, Op: store.OpSync,
-			Health: "Healthy", Message: msg}
-		if st != store.StepPending {
-			s.IntentAt = t0.Add(started)
-			s.OpStartedAt = t0.Add(started + time.Second)
-			s.OpFinishedAt = t0.Add(started + 41*time.Second)
-		}
-		return s
-	}
-	steps := []store.AppStep{
-		step(1, 0, 0, "web-test-1", store.StepSynced, time.Minute, "applied 1b1b1b1b1b, Healthy"),
-		step(2, 1, 0, "web-prd-1", store.StepSynced, 13*time.Minute, "applied 1b1b1b1b1b, Healthy"),
-		step(3, 1, 0, "web-prd-2", store.StepFailed, 13*time.Minute, "sync Failed: admission webhook \"x\" denied | the request"),
-		step(4, 1, 1, "web-prd-3", store.StepSkipped, 14*time.Minute, "already Synced and Healthy at 1b1b1b1b1b"),
-	}
-	v := view{r: r, sp: &sp, waves: waves, steps: steps, waitedBy: []store.Rollout{{ID: 4, MergeSHA: revC}}}
-	var b strings.Builder
-	for _, cr := range []CheckRun{rolloutCheckRun(v), waveCheckRun(v, 0), waveCheckRun(v, 1)} {
-		writeCheckRun(&b, cr)
-	}
-	// The same rollout rolled back.
-	rb := v
-	rb.r.State, rb.r.RollbackCheckRunID, rb.r.Message = store.RolloutRolledBack, 103, "rolled back"
-	rb.waitedBy = nil
-	rb.waves = []store.Wave{waves[0], waves[1]}
-	rb.waves[0].State, rb.waves[1].State = store.WaveRolledBack, store.WaveRolledBack
-	rb.steps = append([]store.AppStep(nil), steps...)
-	for i := range rb.steps {
-		if rb.steps[i].State == store.StepSynced || rb.steps[i].State == store.StepFailed {
-			rb.steps[i].State, rb.steps[i].Op, rb.steps[i].Message = store.StepRolledBack, store.OpRollback, "applied 0a0a0a0a0a, Healthy"
-		}
-	}
-	cr, ok := rollbackCheckRun(rb)
-	if !ok {
-		t.Fatal("no rollback check-run")
-	}
-	writeCheckRun(&b, cr)
-	writeCheckRun(&b, rolloutCheckRun(rb))
-	golden.Assert(t, "checkruns.golden.md", b.String())
-}
+	gs := gateState{SoakStartedAt: t0, SoakUntil: t0.Add(10 * time.Minute), SoakDone: true,
+		Metrics: []metricEval{{Query: "up", At: t0, OK: true, Result: "1"}}}
+	held := gateState{Window: &windowHold{Apps: []string{"web"}, Count: 1, Reason: "deny window '0 9 * * *' (1h)",
+		Until: t0.Add(time.Hour), Since: t0}}
+	waves := []store.Wave{{Index: 0, Name: "canary", GateState: gs.raw()}, {Index: 1, Name: "production", GateState: held.raw()},
+		{Index: 2, Name: "extra"}}
+	s := newSnapshot(store.Rollout{ID: 7}, parsed, waves, []store.AppStep{{ID: 1}})
 
-func writeCheckRun(b *strings.Builder, cr CheckRun) {
-	fmt.Fprintf(b, "# %s (id %d, external id %s)\n\nstatus: %s, conclusion: %s, started %s, completed %s\n\ntitle: %s\n\nactions:",
-		cr.Name, cr.ID, cr.ExternalID, cr.Status, cr.Conclusion, hhmmss(cr.StartedAt), hhmmss(cr.CompletedAt), cr.Title)
-	for _, a := range cr.Actions {
-		fmt.Fprintf(b, " [%s: %s (%s)]", a.Label, a.Description, a.Identifier)
+	if s.Rollout.ID != 7 || s.Plan.Policy != ".fleetwave.yaml" || s.PlanDigest != "sha256:aa" || s.PRPlanDigest != "sha256:bb" ||
+		!s.PlanDiffers() || len(s.PlanChanges) != 1 || s.AutomatedSync != plan.AutomatedSyncDisableDuringRollout ||
+		s.OnConflict != ConflictSupersede || len(s.Steps) != 1 {
+		t.Errorf("snapshot = %+v", s)
 	}
-	fmt.Fprintf(b, "\n\n## summary\n\n%s\n## text\n\n%s\n", cr.Summary, cr.Text)
-}
-
-func TestActionsFitGitHubLimits(t *testing.T) {
-	for _, a := range []Action{actPause, actResume, actAbort, actApprove, actRollback} {
-		if len(a.Label) > 20 || len(a.Description) > 40 || len(a.Identifier) > 20 {
-			t.Errorf("action %+v exceeds GitHub's limits (label 20, description 40, identifier 20)", a)
-		}
+	if len(s.Waves) != 3 {
+		t.Fatalf("%d waves; want 3", len(s.Waves))
+	}
+	c := s.Waves[0]
+	if c.Gates == nil || c.Gates.Soak != plan.Duration(10*time.Minute) || !c.SoakStartedAt.Equal(t0) || !c.SoakDone ||
+		len(c.Metrics) != 1 || c.Metrics[0] != (MetricCheck{Query: "up", At: t0, OK: true, Result: "1"}) || c.Hold != nil {
+		t.Errorf("canary = %+v", c)
+	}
+	h := s.Waves[1].Hold
+	if h == nil || h.Reason != "deny window '0 9 * * *' (1h)" || !h.Until.Equal(t0.Add(time.Hour)) || !h.Since.Equal(t0) ||
+		h.Description != "1 app (web) held by deny window '0 9 * * *' (1h) until 2026-05-01 13:00 UTC" {
+		t.Errorf("production's hold = %+v", h)
+	}
+	if s.Waves[1].Gates.ToleratedFailures != 1 || s.Waves[2].Gates != nil {
+		t.Errorf("gates: production %+v, a wave the plan lacks %+v; want production's, nil", s.Waves[1].Gates, s.Waves[2].Gates)
+	}
+	same := newSnapshot(store.Rollout{}, &storedPlan{Execution: execution{PlanDigest: "sha256:aa", PRPlanDigest: "sha256:aa"}}, nil, nil)
+	if same.PlanDiffers() {
+		t.Error("PlanDiffers with equal digests")
 	}
 }

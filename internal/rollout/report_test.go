@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/checkrun"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -21,8 +23,8 @@ func TestFinalCheckRunsArePublishedEventually(t *testing.T) {
 		var refused atomic.Int64
 		down.Store(true)
 		e := start(t, envConfig{noRun: true, opts: []rollout.Option{rollout.WithPollIntervals(time.Second, 5*time.Second, time.Second)}})
-		e.rep.Fail = func(cr rollout.CheckRun) bool {
-			if down.Load() && cr.Name == rollout.CheckRollout {
+		e.rep.Fail = func(cr github.CheckRun) bool {
+			if down.Load() && cr.Name == checkrun.CheckRollout {
 				refused.Add(1)
 			}
 			return down.Load()
@@ -33,7 +35,7 @@ func TestFinalCheckRunsArePublishedEventually(t *testing.T) {
 		refusedAtEnd := refused.Load()
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
-		if _, ok := e.rep.Latest(rollout.CheckRollout); ok {
+		if _, ok := e.rep.Latest(checkrun.CheckRollout); ok {
 			t.Fatal("a check-run was published while GitHub refused them")
 		}
 		// Retried with a doubling wait (5 s, 10 s, … up to 30 min): a handful of attempts in 10 minutes, not 120.
@@ -46,8 +48,8 @@ func TestFinalCheckRunsArePublishedEventually(t *testing.T) {
 		down.Store(false)
 		time.Sleep(15 * time.Minute)
 		synctest.Wait()
-		cr, ok := e.rep.Latest(rollout.CheckRollout)
-		if !ok || cr.Status != rollout.StatusCompleted || cr.Conclusion != rollout.ConclusionSuccess {
+		cr, ok := e.rep.Latest(checkrun.CheckRollout)
+		if !ok || cr.Status != github.StatusCompleted || cr.Conclusion != github.ConclusionSuccess {
 			t.Fatalf("rollout check-run after GitHub came back = %+v, %v; want completed success", cr, ok)
 		}
 		if _, err := e.st.GetLease(context.Background(), r.ID); !errors.Is(err, store.ErrNotFound) {

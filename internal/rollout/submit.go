@@ -85,11 +85,6 @@ func (e *Executor) planKeys(sp *storedPlan) []store.AppKey {
 	return keys
 }
 
-// PlanDiffers reports whether the executed plan differs from the one shown on the PR, and how.
-func (sp *storedPlan) planDiffers() bool {
-	return sp.Execution.PRPlanDigest != "" && sp.Execution.PRPlanDigest != sp.Execution.PlanDigest
-}
-
 // Submit records a rollout for a merge (idempotent per repo and merge SHA: the pull_request and push events of
 // one merge make one rollout) and wakes the executor, which runs it when no older rollout touching the same
 // apps is unfinished (or supersedes it, per OnConflict). A plan that breaks the policy is recorded as failed

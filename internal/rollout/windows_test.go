@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
@@ -76,8 +77,8 @@ func TestSyncWindowHoldsTheWave(t *testing.T) {
 						t.Fatalf("wave %s is %s while held", w.Name, w.State)
 					}
 					cr, _ := e.rep.Latest("fleetwave/wave: " + w.Name)
-					if cr.Status != rollout.StatusInProgress || !strings.HasPrefix(cr.Title, tc.title) || !strings.Contains(cr.Summary, "held by") {
-						t.Errorf("check-run of the held wave: %s %q\n%s", cr.Status, cr.Title, cr.Summary)
+					if cr.Status != github.StatusInProgress || !strings.HasPrefix(cr.Output.Title, tc.title) || !strings.Contains(cr.Output.Summary, "held by") {
+						t.Errorf("check-run of the held wave: %s %q\n%s", cr.Status, cr.Output.Title, cr.Output.Summary)
 					}
 					if rs, _ := e.st.GetRollout(t.Context(), r.ID); rs.State != store.RolloutRunning {
 						t.Errorf("rollout %s while a wave is held", rs.State)

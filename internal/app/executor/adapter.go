@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -113,7 +114,7 @@ func (a *Adapter) OnCommand(ctx context.Context, req app.CommandRequest) (string
 // newest. A non-empty reply answers the command instead (there is no rollout to act on).
 func (a *Adapter) target(ctx context.Context, req app.CommandRequest) (id int64, reply string, err error) {
 	if req.CheckRunExternalID != "" {
-		if ref, ok := rollout.ParseExternalID(req.CheckRunExternalID); ok {
+		if ref, ok := checkrun.ParseExternalID(req.CheckRunExternalID); ok {
 			return ref.RolloutID, "", nil
 		}
 	}

@@ -1,6 +1,7 @@
 // Package executor adapts the rollout executor (internal/rollout) to the GitHub App's ports (internal/app): the
 // serve command builds one Adapter over a *rollout.Executor and hands it to app.WithMerges and app.WithCommands,
-// and one Reporter, handed to rollout.New, that publishes the executor's check-runs through the GitHub adapter.
+// and one Reporter, the checkrun.Writer of the checkrun.Publisher handed to rollout.New, that writes the
+// executor's check-runs through the GitHub adapter.
 //
 // # Merges (Adapter.OnMerge)
 //
@@ -13,13 +14,13 @@
 // # Commands (Adapter.OnCommand)
 //
 // The app has already authorised the actor. The rollout a command acts on is named by the check-run whose
-// button was clicked (its external id, rollout.ParseExternalID) or, for a slash command, is the pull request's
+// button was clicked (its external id, checkrun.ParseExternalID) or, for a slash command, is the pull request's
 // newest rollout (Executor.Latest). A command the rollout's state refuses (rollout.ErrRefused) is answered with
 // the refusal — it is an answer, not a failure; other errors are returned for the app's generic failure reply.
 //
 // # Check-runs (Reporter) and installations
 //
-// A rollout.CheckRun names its repository but not the App installation whose token may write to it. The
+// A rollout names its repository but not the App installation whose token may write to it. The
 // Installations map (repository → installation id) is filled by the Adapter from every merge and command it
 // is handed — a rollout is always submitted through OnMerge, so its repository is known before its first
 // check-run — and can be fed from every webhook delivery (Installations.Observe). After a restart, rollouts

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/rollout"
 )
 
 const appID = 4242
@@ -45,21 +45,21 @@ func TestReporterPublishesCheckRuns(t *testing.T) {
 	ctx := context.Background()
 	started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-	cr := rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckWavePrefix + "canary",
-		ExternalID: "fleetwave:12:wave:canary", Status: rollout.StatusQueued, Title: "Waiting", Summary: "Waits for wave 0."}
-	id, err := rep.Publish(ctx, cr)
+	cr := github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckWavePrefix + "canary",
+		ExternalID: "fleetwave:12:wave:canary", Status: github.StatusQueued, Output: &github.CheckOutput{Title: "Waiting", Summary: "Waits for wave 0."}}
+	id, err := rep.WriteCheckRun(ctx, repo, 0, cr)
 	if err != nil || id == 0 {
 		t.Fatalf("create: id %d, err %v", id, err)
 	}
-	cr.ID, cr.Status, cr.StartedAt = id, rollout.StatusInProgress, started
-	cr.Title, cr.Summary, cr.Text = "Syncing 2 apps", "Batch 1 of 1.", "| app | state |\n|---|---|\n| a | synced |"
-	cr.Actions = []rollout.Action{{Label: "Pause", Description: "Stop starting syncs", Identifier: "pause"}}
-	if got, err := rep.Publish(ctx, cr); err != nil || got != id {
+	cr.Status, cr.StartedAt = github.StatusInProgress, started
+	cr.Output = &github.CheckOutput{Title: "Syncing 2 apps", Summary: "Batch 1 of 1.", Text: "| app | state |\n|---|---|\n| a | synced |"}
+	cr.Actions = []github.CheckAction{{Label: "Pause", Description: "Stop starting syncs", Identifier: "pause"}}
+	if got, err := rep.WriteCheckRun(ctx, repo, id, cr); err != nil || got != id {
 		t.Fatalf("update: id %d, err %v; want %d", got, err, id)
 	}
-	cr.Status, cr.Conclusion, cr.CompletedAt = rollout.StatusCompleted, rollout.ConclusionFailure, started.Add(time.Minute)
-	cr.Title, cr.Summary, cr.Text = "1 app failed", "", "" // no summary: the title stands in, as GitHub needs one
-	if got, err := rep.Publish(ctx, cr); err != nil || got != id {
+	cr.Status, cr.Conclusion, cr.CompletedAt = github.StatusCompleted, github.ConclusionFailure, started.Add(time.Minute)
+	cr.Output = &github.CheckOutput{Title: "1 app failed", Summary: "1 app failed"} // checkrun: the title stands in for a missing summary, as GitHub needs one
+	if got, err := rep.WriteCheckRun(ctx, repo, id, cr); err != nil || got != id {
 		t.Fatalf("complete: id %d, err %v; want %d", got, err, id)
 	}
 
@@ -99,7 +99,7 @@ func TestReporterPublishesCheckRuns(t *testing.T) {
 func TestReporterUnknownInstallation(t *testing.T) {
 	fake, clients := newGitHub(t)
 	rep := NewReporter(clients, &Installations{})
-	_, err := rep.Publish(context.Background(), rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued})
+	_, err := rep.WriteCheckRun(context.Background(), repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
 	if err == nil || !strings.Contains(err.Error(), "no App installation known") {
 		t.Errorf("err = %v", err)
 	}
@@ -117,7 +117,7 @@ func TestReporterFindsTheInstallation(t *testing.T) {
 	rep := NewReporter(func(id int64) (CheckRuns, error) { return ghApp.Client(id) }, installs)
 	ctx := context.Background()
 	for range 2 {
-		if _, err := rep.Publish(ctx, rollout.CheckRun{Repo: repo, HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued}); err != nil {
+		if _, err := rep.WriteCheckRun(ctx, repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestReporterFindsTheInstallation(t *testing.T) {
 	if id, ok := installs.Lookup(repo); !ok || id != 31 {
 		t.Errorf("remembered %d, %v", id, ok)
 	}
-	_, err := rep.Publish(ctx, rollout.CheckRun{Repo: "octo/not-installed", HeadSHA: mergeSHA, Name: rollout.CheckRollout, Status: rollout.StatusQueued})
+	_, err := rep.WriteCheckRun(ctx, "octo/not-installed", 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
 	if !errors.Is(err, github.ErrNotFound) {
 		t.Errorf("publishing on a repository without the App: %v; want ErrNotFound", err)
 	}
@@ -147,8 +147,8 @@ func TestReporterRecreatesAVanishedCheckRun(t *testing.T) {
 	installs := &Installations{}
 	installs.Remember(repo, 7)
 	rep := NewReporter(clients, installs)
-	id, err := rep.Publish(context.Background(), rollout.CheckRun{ID: 987654, Repo: repo, HeadSHA: mergeSHA,
-		Name: rollout.CheckRollout, ExternalID: "fleetwave:12", Status: rollout.StatusInProgress, Title: "Running", Summary: "Wave 1 of 2."})
+	id, err := rep.WriteCheckRun(context.Background(), repo, 987654, github.CheckRun{HeadSHA: mergeSHA,
+		Name: checkrun.CheckRollout, ExternalID: "fleetwave:12", Status: github.StatusInProgress, Output: &github.CheckOutput{Title: "Running", Summary: "Wave 1 of 2."}})
 	if err != nil || id == 0 || id == 987654 {
 		t.Fatalf("id %d, err %v; want a new check run", id, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/fleetwave/fleetwave/internal/checkrun"
+	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 )
 
@@ -13,59 +15,82 @@ import (
 type Transition struct {
 	Name       string
 	ExternalID string
-	Status     rollout.CheckStatus
-	Conclusion rollout.Conclusion
+	Status     string
+	Conclusion string
 	Title      string
 }
 
 func (t Transition) String() string {
 	s := fmt.Sprintf("%s: %s", t.Name, t.Status)
 	if t.Conclusion != "" {
-		s += "/" + string(t.Conclusion)
+		s += "/" + t.Conclusion
 	}
 	return s
 }
 
-// Reporter is a rollout.Reporter that keeps every check-run in memory and records its transitions. Fail, when
-// set, makes Publish fail for check-runs it returns true for (to test that reporting is best effort).
+// Reporter is a rollout.Reporter that presents rollouts as the App does (internal/checkrun), keeps every
+// check-run in memory and records its transitions. Fail, when set, makes the write of check-runs it returns
+// true for fail (to test that reporting is best effort).
 type Reporter struct {
-	Fail func(rollout.CheckRun) bool
+	Fail func(github.CheckRun) bool
 
 	mu          sync.Mutex
 	next        int64
-	runs        map[int64]rollout.CheckRun
-	history     map[string][]rollout.CheckRun // by external id
+	runs        map[int64]github.CheckRun
+	history     map[string][]github.CheckRun // by external id
 	transitions []Transition
 	publishes   int
 }
 
-// Publish implements rollout.Reporter.
-func (r *Reporter) Publish(_ context.Context, cr rollout.CheckRun) (int64, error) {
+// Publish implements rollout.Reporter with checkrun.Publisher over the Reporter's memory.
+func (r *Reporter) Publish(ctx context.Context, s rollout.Snapshot, sent rollout.Sent) (rollout.CheckRunIDs, error) {
+	return checkrun.NewPublisher(writer{r}).Publish(ctx, s, sent)
+}
+
+type writer struct{ r *Reporter }
+
+// WriteCheckRun implements checkrun.Writer.
+func (w writer) WriteCheckRun(_ context.Context, _ string, id int64, cr github.CheckRun) (int64, error) {
+	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Fail != nil && r.Fail(cr) {
 		return 0, fmt.Errorf("publishing check-run %s: injected failure", cr.Name)
 	}
 	if r.runs == nil {
-		r.runs = map[int64]rollout.CheckRun{}
-		r.history = map[string][]rollout.CheckRun{}
+		r.runs = map[int64]github.CheckRun{}
+		r.history = map[string][]github.CheckRun{}
 	}
 	r.publishes++
-	id := cr.ID
 	prev, known := r.runs[id]
 	if id == 0 || !known {
 		r.next++
 		id = r.next
 		known = false
 	}
-	cr.ID = id
 	r.runs[id] = cr
 	r.history[cr.ExternalID] = append(r.history[cr.ExternalID], cr)
 	if !known || prev.Status != cr.Status || prev.Conclusion != cr.Conclusion {
 		r.transitions = append(r.transitions, Transition{Name: cr.Name, ExternalID: cr.ExternalID, Status: cr.Status,
-			Conclusion: cr.Conclusion, Title: cr.Title})
+			Conclusion: cr.Conclusion, Title: Title(cr)})
 	}
 	return id, nil
+}
+
+// Title is a check-run's title ("" without an output).
+func Title(cr github.CheckRun) string {
+	if cr.Output == nil {
+		return ""
+	}
+	return cr.Output.Title
+}
+
+// Summary is a check-run's summary ("" without an output).
+func Summary(cr github.CheckRun) string {
+	if cr.Output == nil {
+		return ""
+	}
+	return cr.Output.Summary
 }
 
 // Transitions returns the status changes of the check-runs named name (all when name is ""), in order.
@@ -82,28 +107,28 @@ func (r *Reporter) Transitions(name string) []Transition {
 }
 
 // Latest returns the last content published for the check-run named name (of any rollout: the newest id).
-func (r *Reporter) Latest(name string) (rollout.CheckRun, bool) {
+func (r *Reporter) Latest(name string) (github.CheckRun, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var best rollout.CheckRun
-	found := false
+	var best github.CheckRun
+	var bestID int64
 	for id, cr := range r.runs {
-		if cr.Name == name && (!found || id > best.ID) {
-			best, found = cr, true
+		if cr.Name == name && id > bestID {
+			best, bestID = cr, id
 		}
 	}
-	return best, found
+	return best, bestID != 0
 }
 
 // Get returns a check-run by id.
-func (r *Reporter) Get(id int64) (rollout.CheckRun, bool) {
+func (r *Reporter) Get(id int64) (github.CheckRun, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cr, ok := r.runs[id]
 	return cr, ok
 }
 
-// Publishes counts the successful Publish calls.
+// Publishes counts the successful check-run writes.
 func (r *Reporter) Publishes() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,17 +136,17 @@ func (r *Reporter) Publishes() int {
 }
 
 // History returns every version published of the check-run with this external id, oldest first.
-func (r *Reporter) History(externalID string) []rollout.CheckRun {
+func (r *Reporter) History(externalID string) []github.CheckRun {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]rollout.CheckRun(nil), r.history[externalID]...)
+	return append([]github.CheckRun(nil), r.history[externalID]...)
 }
 
 // Check returns the last version published of the check-run with this external id.
-func (r *Reporter) Check(externalID string) (rollout.CheckRun, bool) {
+func (r *Reporter) Check(externalID string) (github.CheckRun, bool) {
 	h := r.History(externalID)
 	if len(h) == 0 {
-		return rollout.CheckRun{}, false
+		return github.CheckRun{}, false
 	}
 	return h[len(h)-1], true
 }
