@@ -31,6 +31,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -724,7 +725,15 @@ func (f *Fetcher) client(r repocreds.Repository, oci bool) (*http.Client, error)
 	if r.Insecure {
 		tlsConf.InsecureSkipVerify = true //nolint:gosec // the operator's repository Secret says insecure: true, as Argo CD honours it
 	}
-	if r.TLSClientCertData != "" || r.TLSClientCertKey != "" {
+	// argocd-tls-certs-cm's certificate authorities for the host replace the system's, as util/helm/client.go and
+	// util/oci/client.go newTLSConfig set RootCAs to them alone (and helm pull gets them as --ca-file).
+	if pem := f.opts.Repos.CertificateAuthorities(r.URL); pem != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tlsConf.RootCAs = pool
+	}
+	// A client certificate needs both halves, as newTLSConfig applies one only when both are set.
+	if r.TLSClientCertData != "" && r.TLSClientCertKey != "" {
 		cert, err := tls.X509KeyPair([]byte(r.TLSClientCertData), []byte(r.TLSClientCertKey))
 		if err != nil {
 			return nil, errors.New("the repository Secret's tlsClientCertData/tlsClientCertKey are not a valid certificate and key")

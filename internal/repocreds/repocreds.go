@@ -13,12 +13,17 @@
 // secretToRepository's: url, type (helm, git, oci), name, enableOCI, username, password, insecure, insecureOCIForceHttp,
 // tlsClientCertData, tlsClientCertKey, from data (base64) or stringData.
 //
+// The file may also hold Argo CD's argocd-tls-certs-cm ConfigMap: certificate authorities per repository host name,
+// trusted for that host instead of the system's, as repo-server trusts the file of that name in its TLS data path
+// (pkg/apis/application/v1alpha1/repository_types.go getCAPath, util/cert/cert.go GetCertBundlePathForRepository).
+//
 // Credentials are kept out of every message: Repository's String and the package's errors never print them, and
 // Secrets lists them for redaction of anything else that might.
 package repocreds
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +33,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -70,9 +76,14 @@ func (r Repository) String() string {
 
 // Set is the allowed repositories. The zero value and nil allow nothing.
 type Set struct {
-	repos []Repository // secret-type repository
-	creds []Repository // secret-type repo-creds
+	repos []Repository      // secret-type repository
+	creds []Repository      // secret-type repo-creds
+	cas   map[string]string // argocd-tls-certs-cm: PEM certificate authorities by host name
 }
+
+// TLSCertsConfigMap is the name of Argo CD's ConfigMap of repository certificate authorities (argo-cd
+// common.ArgoCDTLSCertsConfigMapName).
+const TLSCertsConfigMap = "argocd-tls-certs-cm"
 
 // Load reads the file at path. An empty path returns an empty Set.
 func Load(path string) (*Set, error) {
@@ -87,8 +98,8 @@ func Load(path string) (*Set, error) {
 }
 
 // Parse reads a YAML (or JSON) stream of Secrets, or a List of them. Every document must be a Secret labelled as a
-// repository or repo-creds Secret with a url; anything else is an error naming the document, so a typo does not
-// silently allow nothing.
+// repository or repo-creds Secret with a url, or the ConfigMap argocd-tls-certs-cm; anything else is an error naming
+// the document, so a typo does not silently allow nothing.
 func Parse(name string, data []byte) (*Set, error) {
 	s := &Set{}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -125,6 +136,10 @@ func Parse(name string, data []byte) (*Set, error) {
 }
 
 func (s *Set) add(file, where string, b []byte) error {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(b, &tm); err == nil && tm.Kind == "ConfigMap" {
+		return s.addCAs(where, b)
+	}
 	var sec corev1.Secret
 	if err := yaml.UnmarshalStrict(b, &sec); err != nil {
 		return fmt.Errorf("%s: not a Secret: %v", where, scrub(err))
@@ -187,6 +202,56 @@ func (s *Set) add(file, where string, b []byte) error {
 		s.repos = append(s.repos, r)
 	} else {
 		s.creds = append(s.creds, r)
+	}
+	return nil
+}
+
+// addCAs reads argocd-tls-certs-cm: each key a host name, each value PEM certificates (Argo CD writes each to
+// <tls data path>/<host>).
+func (s *Set) addCAs(where string, b []byte) error {
+	var cm corev1.ConfigMap
+	if err := yaml.UnmarshalStrict(b, &cm); err != nil {
+		return fmt.Errorf("%s: not a ConfigMap: %v", where, scrub(err))
+	}
+	if cm.Name != TLSCertsConfigMap {
+		return fmt.Errorf("%s: ConfigMap %q, want %s (certificate authorities by host) or repository Secrets", where, cm.Name, TLSCertsConfigMap)
+	}
+	if s.cas == nil {
+		s.cas = map[string]string{}
+	}
+	for host, data := range cm.Data {
+		if host == "" || strings.ContainsAny(host, "/:\\") {
+			return fmt.Errorf("%s (ConfigMap %s): key %q is not a host name", where, cm.Name, host)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(data)) {
+			return fmt.Errorf("%s (ConfigMap %s): %s holds no PEM certificate", where, cm.Name, host)
+		}
+		if _, dup := s.cas[host]; dup {
+			return fmt.Errorf("%s (ConfigMap %s): certificate authorities for %s are given twice", where, cm.Name, host)
+		}
+		s.cas[host] = data
+	}
+	return nil
+}
+
+// CertificateAuthorities returns the PEM certificate authorities argocd-tls-certs-cm gives for repoURL's host, or
+// nil: getCAPath's host (the URL's host name without port; a scheme-less URL read as if it had one; none for ssh).
+// Argo CD's Helm and OCI clients then trust them instead of the system's (util/helm/client.go and util/oci/client.go
+// newTLSConfig: RootCAs is that pool alone).
+func (s *Set) CertificateAuthorities(repoURL string) []byte {
+	if s == nil || len(s.cas) == 0 || strings.HasPrefix(repoURL, "ssh://") || strings.HasPrefix(repoURL, "git@") {
+		return nil
+	}
+	u := repoURL
+	if !strings.Contains(u, "://") {
+		u = "protocol://" + u
+	}
+	p, err := url.Parse(u)
+	if err != nil || p.Hostname() == "" {
+		return nil
+	}
+	if data, ok := s.cas[p.Hostname()]; ok {
+		return []byte(data)
 	}
 	return nil
 }

@@ -1,8 +1,16 @@
 package repocreds_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
@@ -118,7 +126,10 @@ func TestParseErrors(t *testing.T) {
 		"no url":       {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {password: topsecret1}\n", "no url"},
 		"bad type":     {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {url: x, type: svn}\n", `type "svn"`},
 		"bad bool":     {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstringData: {url: x, insecure: maybe}\n", "insecure"},
-		"not a secret": {"apiVersion: v1\nkind: ConfigMap\n", `kind "ConfigMap"`},
+		"not a secret": {"apiVersion: v1\nkind: Service\n", `kind "Service"`},
+		"other cm":     {"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm}\n", `ConfigMap "argocd-cm", want argocd-tls-certs-cm`},
+		"no pem":       {"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm}\ndata: {charts.example.com: not a certificate}\n", "charts.example.com holds no PEM certificate"},
+		"not a host":   {"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm}\ndata: {'charts.example.com:443': x}\n", `key "charts.example.com:443" is not a host name`},
 		"bad base64":   {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\ndata: {password: 'topsecret!!'}\n", "not valid base64"},
 		"unknown key":  {"apiVersion: v1\nkind: Secret\nmetadata: {labels: {argocd.argoproj.io/secret-type: repository}}\nstrData: {password: topsecret1}\n", "unknown field"},
 	} {
@@ -137,4 +148,55 @@ func TestRedactURL(t *testing.T) {
 	if got := repocreds.RedactURL("https://bot:hunter2@charts.example.com/x"); got != "https://charts.example.com/x" {
 		t.Errorf("RedactURL = %s", got)
 	}
+}
+
+// argocd-tls-certs-cm in the file: certificate authorities by host, found for a repository URL by getCAPath's
+// host (no port; scheme-less and oci:// URLs too; never for ssh).
+func TestCertificateAuthorities(t *testing.T) {
+	ca := selfSigned(t)
+	indented := "    " + strings.ReplaceAll(strings.TrimSpace(ca), "\n", "\n    ")
+	s, err := repocreds.Parse("repos.yaml", []byte(file+"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-tls-certs-cm\n  namespace: argocd\n"+
+		"data:\n  charts.example.com: |\n"+indented+"\n  registry.example.com: |\n"+indented+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 4 {
+		t.Errorf("Len = %d: the ConfigMap is not a repository", s.Len())
+	}
+	for _, tc := range []struct {
+		url  string
+		want bool
+	}{
+		{"https://charts.example.com/private", true},
+		{"https://charts.example.com:8443/private", true},
+		{"registry.example.com:5000/charts", true},
+		{"oci://registry.example.com/manifests/app", true},
+		{"https://other.example.com/charts", false},
+		{"ssh://charts.example.com/repo.git", false},
+		{"", false},
+	} {
+		got := s.CertificateAuthorities(tc.url)
+		if (got != nil) != tc.want || (got != nil && strings.TrimSpace(string(got)) != strings.TrimSpace(ca)) {
+			t.Errorf("CertificateAuthorities(%q) = %q, want certificates: %v", tc.url, got, tc.want)
+		}
+	}
+	// Twice for one host is an error, not a silent choice.
+	twice := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm}\ndata:\n  charts.example.com: |\n" + indented + "\n"
+	if _, err := repocreds.Parse("repos.yaml", []byte(twice+"---\n"+twice)); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("the same host twice: %v", err)
+	}
+}
+
+func selfSigned(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

@@ -5,6 +5,8 @@
 package helmrepotest
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -50,21 +52,31 @@ type Server struct {
 // holding charts.
 func New(t testing.TB, username, password string, charts ...Chart) *Server {
 	t.Helper()
-	return start(t, false, username, password, charts)
+	return start(t, false, username, password, nil, charts)
 }
 
 // NewTLS is New over HTTPS, with httptest's certificate (Client and CAFile trust it; a repository Secret with
 // insecure: true skips its verification, as Argo CD does).
 func NewTLS(t testing.TB, username, password string, charts ...Chart) *Server {
 	t.Helper()
-	return start(t, true, username, password, charts)
+	return start(t, true, username, password, nil, charts)
 }
 
-func start(t testing.TB, tls bool, username, password string, charts []Chart) *Server {
+// NewTLSClientAuth is NewTLS without basic auth that requires a client certificate signed by clientCAs (a
+// repository Secret's tlsClientCertData and tlsClientCertKey).
+func NewTLSClientAuth(t testing.TB, clientCAs *x509.CertPool, charts ...Chart) *Server {
+	t.Helper()
+	return start(t, true, "", "", clientCAs, charts)
+}
+
+func start(t testing.TB, useTLS bool, username, password string, clientCAs *x509.CertPool, charts []Chart) *Server {
 	t.Helper()
 	s := &Server{Dir: t.TempDir(), Username: username, Password: password, counts: map[string]int{}}
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
-	if tls {
+	if clientCAs != nil {
+		s.Server.TLS = &tls.Config{ClientCAs: clientCAs, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}
+	}
+	if useTLS {
 		s.Server.StartTLS()
 		s.CAFile = filepath.Join(t.TempDir(), "ca.pem")
 		if err := os.WriteFile(s.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Server.Certificate().Raw}), 0o644); err != nil {
