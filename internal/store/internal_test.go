@@ -94,7 +94,7 @@ func TestLogicalSchemaSameOnBothBackends(t *testing.T) {
 		"schema_migrations": {"version", "name", "applied_at"},
 		"deliveries":        {"id", "received_at"},
 		"rollouts": {"id", "repo", "pr_number", "merge_sha", "base_sha", "plan", "plan_digest", "state", "message",
-			"superseded_by", "check_run_id", "rollback_check_run_id", "created_at", "updated_at", "version"},
+			"superseded_by", "check_run_id", "rollback_check_run_id", "created_at", "updated_at", "version", "installation_id"},
 		"waves": {"rollout_id", "idx", "name", "state", "check_run_id", "approved_by", "approved_at", "gate_state",
 			"message", "started_at", "finished_at", "updated_at", "version"},
 		"app_steps": {"id", "rollout_id", "wave_idx", "batch_idx", "app_namespace", "app_name", "cluster",

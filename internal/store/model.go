@@ -164,15 +164,18 @@ func (k AppKey) String() string { return k.Namespace + "/" + k.Name }
 
 // Rollout is one merge carried across the fleet. Zero times are unset.
 type Rollout struct {
-	ID         int64
-	Repo       string // owner/name
-	PRNumber   int    // 0 for a direct push
-	MergeSHA   string
-	BaseSHA    string
-	Plan       json.RawMessage // the plan computed at the merge commit, byte for byte as given
-	PlanDigest string          // "sha256:<hex>" of Plan
-	State      RolloutState
-	Message    string // why the rollout is in its state (paused by, failed because…)
+	ID       int64
+	Repo     string // owner/name
+	PRNumber int    // 0 for a direct push
+	MergeSHA string
+	BaseSHA  string
+	// InstallationID is the GitHub App installation the merge came through (its token writes the check-runs);
+	// 0 when unknown (recorded outside the App, or before it was stored).
+	InstallationID int64
+	Plan           json.RawMessage // the plan computed at the merge commit, byte for byte as given
+	PlanDigest     string          // "sha256:<hex>" of Plan
+	State          RolloutState
+	Message        string // why the rollout is in its state (paused by, failed because…)
 	// SupersededBy is the rollout that replaced this one (state superseded); 0 when none.
 	SupersededBy int64
 	// CheckRunID and RollbackCheckRunID are the GitHub check-runs fleetwave/rollout and the rollback's; 0 until created.
@@ -261,9 +264,11 @@ type NewRollout struct {
 	PRNumber int
 	MergeSHA string
 	BaseSHA  string
-	Plan     json.RawMessage // must be valid JSON
-	State    RolloutState    // default pending
-	Waves    []NewWave       // in order
+	// InstallationID is the GitHub App installation of the merge (0: none known).
+	InstallationID int64
+	Plan           json.RawMessage // must be valid JSON
+	State          RolloutState    // default pending
+	Waves          []NewWave       // in order
 }
 
 // NewWave is one wave of a NewRollout.

@@ -24,7 +24,7 @@ type queryRower interface {
 }
 
 const rolloutCols = "id, repo, pr_number, merge_sha, base_sha, plan, plan_digest, state, message, superseded_by, " +
-	"check_run_id, rollback_check_run_id, created_at, updated_at, version"
+	"check_run_id, rollback_check_run_id, created_at, updated_at, version, installation_id"
 
 // prefixed qualifies a column list with a table alias.
 func prefixed(alias, cols string) string {
@@ -43,7 +43,7 @@ func scanRollout(sc rowScanner) (Rollout, error) {
 		state string
 	)
 	err := sc.Scan(&r.ID, &r.Repo, &r.PRNumber, &r.MergeSHA, &r.BaseSHA, &plan, &r.PlanDigest, &state, &r.Message,
-		&sup, &r.CheckRunID, &r.RollbackCheckRunID, timeCol{&r.CreatedAt}, timeCol{&r.UpdatedAt}, &r.Version)
+		&sup, &r.CheckRunID, &r.RollbackCheckRunID, timeCol{&r.CreatedAt}, timeCol{&r.UpdatedAt}, &r.Version, &r.InstallationID)
 	if err != nil {
 		return Rollout{}, err
 	}
@@ -83,10 +83,10 @@ func (s *Store) CreateRollout(ctx context.Context, n NewRollout) (r Rollout, cre
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var id int64
 	err = tx.QueryRowContext(ctx, s.d.q(`INSERT INTO rollouts
-    (repo, pr_number, merge_sha, base_sha, plan, plan_digest, state, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (repo, pr_number, merge_sha, base_sha, installation_id, plan, plan_digest, state, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (repo, merge_sha) DO NOTHING RETURNING id`),
-		n.Repo, n.PRNumber, n.MergeSHA, n.BaseSHA, []byte(n.Plan), PlanDigest(n.Plan), string(n.State), now, now).Scan(&id)
+		n.Repo, n.PRNumber, n.MergeSHA, n.BaseSHA, n.InstallationID, []byte(n.Plan), PlanDigest(n.Plan), string(n.State), now, now).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		if err := tx.Rollback(); err != nil {
 			return Rollout{}, false, fmt.Errorf("creating rollout of %s@%s: %w", n.Repo, n.MergeSHA, err)

@@ -18,7 +18,7 @@ var rolloutTests = []test{
 		n := sample("org/fleet", "m1")
 		r, steps := mustCreate(t, e, n)
 		want := store.Rollout{
-			ID: r.ID, Repo: "org/fleet", PRNumber: 42, MergeSHA: "m1", BaseSHA: "base-m1",
+			ID: r.ID, Repo: "org/fleet", PRNumber: 42, MergeSHA: "m1", BaseSHA: "base-m1", InstallationID: 7,
 			Plan: n.Plan, PlanDigest: store.PlanDigest(n.Plan), State: store.RolloutPending,
 			CreatedAt: e.now(), UpdatedAt: e.now(), Version: 1,
 		}

@@ -139,11 +139,12 @@ type test struct {
 // sample is a rollout of two waves: canary (one app) and production (three apps in two batches).
 func sample(repo, sha string) store.NewRollout {
 	return store.NewRollout{
-		Repo:     repo,
-		PRNumber: 42,
-		MergeSHA: sha,
-		BaseSHA:  "base-" + sha,
-		Plan:     []byte(`{"waves": [ {"name":"canary"}, {"name":"production"} ],  "z":1, "a":0}`),
+		Repo:           repo,
+		PRNumber:       42,
+		MergeSHA:       sha,
+		BaseSHA:        "base-" + sha,
+		InstallationID: 7,
+		Plan:           []byte(`{"waves": [ {"name":"canary"}, {"name":"production"} ],  "z":1, "a":0}`),
 		Waves: []store.NewWave{
 			{Name: "canary", Steps: []store.NewStep{
 				{Batch: 0, App: app("web-test"), Cluster: "test-1", PreviousRevision: "old-web-test"},
