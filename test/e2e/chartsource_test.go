@@ -151,18 +151,38 @@ func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 	}
 	fleetURL := "file://" + bare
 
-	// One repositories file for both: Argo CD gets each Secret's fields through its repository API, fleetwave the
-	// file itself.
-	repos := []map[string]any{
-		{"repo": helmRepo.URL, "type": "helm", "name": "charts"},
-		{"repo": ociCharts, "type": "helm", "name": "oci-charts", "enableOCI": true},
-		{"repo": ociNative, "type": "oci", "name": "settings"},
-		{"repo": tokenCharts, "type": "helm", "name": "token-charts", "enableOCI": true},
-		{"repo": tokenNative, "type": "oci", "name": "token-settings"},
+	// A Helm repository registered without insecure: its certificate is trusted through argocd-tls-certs-cm, whose
+	// entry for the host repo-server reads from its TLS data path (pkg/apis/application/v1alpha1/
+	// repository_types.go getCAPath; in a cluster the ConfigMap is mounted there: here the test writes the file).
+	caRepo := helmrepotest.NewTLS(t, user, password, webChart("1.0.0"), webChart("1.1.0"))
+	ca, err := os.ReadFile(caRepo.CAFile)
+	if err != nil {
+		t.Fatal(err)
 	}
-	secrets := ""
+	if e.TLSDataPath == "" {
+		t.Fatal("FLEETWAVE_E2E_ARGOCD_TLS_DATA_PATH is not set (the env file is incomplete: rerun make e2e-up)")
+	}
+	caHost := "127.0.0.1"
+	caFile := filepath.Join(e.TLSDataPath, caHost)
+	if err := os.WriteFile(caFile, ca, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(caFile)
+
+	// One repositories file for both: Argo CD gets each Secret's fields through its repository API, fleetwave the
+	// file itself (with argocd-tls-certs-cm).
+	repos := []map[string]any{
+		{"repo": helmRepo.URL, "type": "helm", "name": "charts", "insecure": true},
+		{"repo": caRepo.URL, "type": "helm", "name": "charts-ca"},
+		{"repo": ociCharts, "type": "helm", "name": "oci-charts", "enableOCI": true, "insecure": true},
+		{"repo": ociNative, "type": "oci", "name": "settings", "insecure": true},
+		{"repo": tokenCharts, "type": "helm", "name": "token-charts", "enableOCI": true, "insecure": true},
+		{"repo": tokenNative, "type": "oci", "name": "token-settings", "insecure": true},
+	}
+	secrets := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm, namespace: argocd}\ndata:\n  " + caHost + ": |\n    " +
+		strings.ReplaceAll(strings.TrimSpace(string(ca)), "\n", "\n    ") + "\n"
 	for _, r := range repos {
-		r["username"], r["password"], r["insecure"] = user, password, true
+		r["username"], r["password"] = user, password
 		body, _ := json.Marshal(r)
 		u := r["repo"].(string)
 		if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
@@ -173,9 +193,11 @@ func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 		}()
 		secrets += "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: " + r["name"].(string) + "\n  labels: {argocd.argoproj.io/secret-type: repository}\n" +
 			"stringData:\n  url: '" + u + "'\n  type: " + r["type"].(string) + "\n  name: " + r["name"].(string) + "\n" +
-			"  username: " + user + "\n  password: " + password + "\n  insecure: 'true'\n"
-		if r["enableOCI"] == true {
-			secrets += "  enableOCI: 'true'\n"
+			"  username: " + user + "\n  password: " + password + "\n"
+		for _, k := range []string{"insecure", "enableOCI"} {
+			if r[k] == true {
+				secrets += "  " + k + ": 'true'\n"
+			}
 		}
 	}
 	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
@@ -206,6 +228,7 @@ func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 			"  - {repoURL: '" + fleetURL + "', targetRevision: '" + sha + "', ref: values}\n", "image: mirror.example/web:1.1.0"},
 		{"helm-dependency", "  source: " + chartSrc(helmRepo.URL, "stack", "1.0.0") + "\n", "version: 0.1.1"},
 		{"git-chart-remote-dependency", "  source: {repoURL: '" + fleetURL + "', path: apps/edge, targetRevision: '" + sha + "'}\n", "image: web:1.1.0"},
+		{"helm-host-ca", "  source: " + chartSrc(caRepo.URL, "web", "~1.0") + "\n", "image: web:1.0.0"},
 		{"oci-chart", "  source: " + chartSrc(ociCharts, "web", "1.0.0") + "\n", "image: web:1.0.0"},
 		{"oci-chart-constraint", "  source: " + chartSrc(ociCharts, "web", "1.*") + "\n", "image: web:1.1.0"},
 		{"oci-native", "  source: {repoURL: '" + ociNative + "', path: overlays/prod, targetRevision: 1.0.0}\n", `version: 1.0.0`},
