@@ -15,6 +15,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/webhooks"
 )
 
 // Check-run names on a pull request's head.
@@ -140,16 +141,7 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 	return a, nil
 }
 
-// Event is one verified, first-time webhook delivery (the webhooks package's Event, restated so that this
-// package does not import the HTTP edge).
-type Event struct {
-	Type   string // X-GitHub-Event
-	Action string
-	// Payload is what go-github's ParseWebHook returned.
-	Payload any
-	// Log carries the delivery's attributes (nil: the App's logger).
-	Log *slog.Logger
-}
+var _ webhooks.Handler = (*App)(nil)
 
 // Handles lists the deliveries the App acts on, in the webhooks package's "event.action" form.
 func (a *App) Handles() []string {
@@ -164,14 +156,11 @@ func (a *App) Handles() []string {
 	}
 }
 
-// Handle dispatches one delivery to its use case. Deliveries outside Handles, and payloads of an unexpected
-// type, are ignored.
-func (a *App) Handle(ctx context.Context, ev Event) error {
-	log := ev.Log
-	if log == nil {
-		log = a.log
-	}
-	ctx = withLog(ctx, log)
+// Handle dispatches one verified, first-time delivery to its use case: the App is the webhooks server's
+// Handler, as a go-githubapp EventHandler is its dispatcher's. ctx carries the delivery's logger
+// (webhooks.LoggerFrom), which every use case logs with. Deliveries outside Handles, and payloads of an
+// unexpected type, are ignored.
+func (a *App) Handle(ctx context.Context, ev webhooks.Event) error {
 	switch p := ev.Payload.(type) {
 	case *gh.PullRequestEvent:
 		return a.onPullRequestEvent(ctx, ev.Action, p)
@@ -261,17 +250,12 @@ func (a *App) ghClient(installationID int64) (GitHub, error) {
 	return c, nil
 }
 
-type logKey struct{}
+// logFrom is the logger of the delivery being handled (the one the webhooks server put in ctx); withLog
+// replaces it with one carrying more attributes. One key for both packages: webhooks'.
+func logFrom(ctx context.Context) *slog.Logger { return webhooks.LoggerFrom(ctx) }
 
 func withLog(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, logKey{}, l)
-}
-
-func logFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(logKey{}).(*slog.Logger); ok && l != nil {
-		return l
-	}
-	return slog.New(slog.DiscardHandler)
+	return webhooks.ContextWithLogger(ctx, l)
 }
 
 // recent is a bounded set of strings, oldest forgotten first.

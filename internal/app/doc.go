@@ -1,7 +1,8 @@
 // Package app holds the GitHub App's use cases: what fleetwave does when a pull request changes, when someone
 // asks for a re-run or types a slash command, and when a change is merged. It declares the ports it needs
-// (ports.go) and is handed adapters for them; it imports no HTTP edge (the serve command adapts webhooks.Event
-// to Event).
+// (ports.go) and is handed adapters for them. *App is the webhooks server's Handler (Handles, Handle with a
+// webhooks.Event), as a go-githubapp EventHandler is its dispatcher's: one event type from the edge to the use
+// cases, and one logger in the context (webhooks.LoggerFrom). It imports nothing else of the HTTP edge.
 //
 // # Ports
 //

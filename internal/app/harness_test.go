@@ -62,14 +62,6 @@ func sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// hookAdapter is what the serve command does: webhooks.Event → app.Event.
-type hookAdapter struct{ a *app.App }
-
-func (h hookAdapter) Handles() []string { return h.a.Handles() }
-func (h hookAdapter) Handle(ctx context.Context, ev webhooks.Event) error {
-	return h.a.Handle(ctx, app.Event{Type: ev.Type, Action: ev.Action, Payload: ev.Payload, Log: webhooks.LoggerFrom(ctx)})
-}
-
 // harness is the App behind the real webhooks server, talking to a fake GitHub.
 type harness struct {
 	t      testing.TB
@@ -147,7 +139,7 @@ func newHarness(t testing.TB, renderer preview.Renderer, opts ...app.Option) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks, err := webhooks.New([]byte(webhookSecret), hookAdapter{a}, webhooks.NewMemoryDeliveries(0),
+	hooks, err := webhooks.New([]byte(webhookSecret), a, webhooks.NewMemoryDeliveries(0),
 		webhooks.WithLogger(log), webhooks.WithWorkers(4))
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,10 @@ import (
 
 // Writer puts one check-run on GitHub; internal/app/executor.Reporter satisfies it.
 type Writer interface {
-	// WriteCheckRun creates run on repo (id 0) or updates check-run id, and returns its id (a new one when it
-	// had to create it again).
-	WriteCheckRun(ctx context.Context, repo string, id int64, run github.CheckRun) (int64, error)
+	// WriteCheckRun creates run on repo (id 0) or updates check-run id, with the token of the App installation
+	// the rollout was merged under (0: not recorded), and returns its id (a new one when it had to create it
+	// again).
+	WriteCheckRun(ctx context.Context, installationID int64, repo string, id int64, run github.CheckRun) (int64, error)
 }
 
 // Publisher is the executor's rollout.Reporter: it builds a snapshot's check-runs and writes those that changed.
@@ -39,7 +40,7 @@ func (p *Publisher) Publish(ctx context.Context, s rollout.Snapshot, sent rollou
 		if sent[c.run.ExternalID] == digest {
 			continue
 		}
-		id, err := p.w.WriteCheckRun(ctx, s.Rollout.Repo, c.id, c.run)
+		id, err := p.w.WriteCheckRun(ctx, s.Rollout.InstallationID, s.Rollout.Repo, c.id, c.run)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("check-run %q: %w", c.run.Name, err))
 			continue

@@ -3,6 +3,7 @@ package checkrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,9 +20,9 @@ type writer struct {
 	fail   string
 }
 
-func (w *writer) WriteCheckRun(_ context.Context, repo string, id int64, run github.CheckRun) (int64, error) {
-	if repo != "org/gitops" {
-		return 0, errors.New("wrong repository " + repo)
+func (w *writer) WriteCheckRun(_ context.Context, installationID int64, repo string, id int64, run github.CheckRun) (int64, error) {
+	if repo != "org/gitops" || installationID != 9 {
+		return 0, fmt.Errorf("wrong repository or installation: %s, %d", repo, installationID)
 	}
 	if run.Name == w.fail {
 		return 0, errors.New("refused")
@@ -40,6 +41,7 @@ func TestPublishWritesWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	s := midway()
 	s.Rollout.CheckRunID, s.Waves[1].CheckRunID = 0, 0 // the rollout's and production's are not created yet
+	s.Rollout.InstallationID = 9
 	w := &writer{fail: CheckWavePrefix + "canary"}
 	p := NewPublisher(w)
 	sent := rollout.Sent{}

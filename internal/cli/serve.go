@@ -280,9 +280,9 @@ type serveWiring struct {
 //     repository's own cluster Secrets;
 //   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
 //   - rollouts: with Argo CD, merges and rollout commands go to the rollout executor (internal/rollout, over the
-//     store and Argo CD) through internal/app/executor, which also publishes its check-runs with the token of
-//     the installation the merges and commands came from. It runs from here on (resuming unfinished rollouts)
-//     and is drained by close. Without Argo CD, app.LoggingExecutor logs merges and answers commands.
+//     store and Argo CD) through internal/app/executor; internal/checkrun publishes its check-runs, written with
+//     the token of the installation stored with each rollout (the one its merge came through). It runs from
+//     here on (resuming unfinished rollouts) and is drained by close. Without Argo CD, app.LoggingExecutor logs merges and answers commands.
 func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	getenv := d.Getenv
 	if getenv == nil {
@@ -298,10 +298,6 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		opts = append(opts, app.WithObserver(d.Metrics))
 	}
 	var ex *rollout.Executor // with Argo CD
-	// installs learns which installation each repository belongs to from every delivery; for a repository no
-	// delivery named yet (a rollout resumed after a restart) it asks GitHub (GET /repos/{o}/{r}/installation).
-	installs := &executor.Installations{}
-	installs.SetFinder(d.GitHub.RepoInstallation)
 
 	var settings render.Settings
 	if d.Config.ArgoCDURL != "" {
@@ -317,13 +313,16 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})),
 			app.WithArgoCDURL(d.Config.ArgoCDURL))
 
-		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) }, installs)
+		// A rollout recorded before the store kept its installation: GitHub says which one covers the repository
+		// (GET /repos/{o}/{r}/installation).
+		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) },
+			d.GitHub.RepoInstallation)
 		exOpts := []rollout.Option{rollout.WithLogger(d.Log)}
 		if name := strings.TrimSpace(getenv("FLEETWAVE_REPLICA_NAME")); name != "" {
 			exOpts = append(exOpts, rollout.WithOwner(name))
 		}
 		ex = rollout.New(d.Store, argo, checkrun.NewPublisher(reporter), exOpts...)
-		adapter := executor.New(ex, installs, d.Log)
+		adapter := executor.New(ex, d.Log)
 		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
 	} else if file := d.Config.ClustersFile; file != "" {
 		data, err := os.ReadFile(file)
@@ -420,7 +419,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		closeRenderer()
 	}
 	return serveWiring{
-		handler: serveHandler{a: a, installs: installs},
+		handler: a,
 		ready: func(context.Context) error {
 			if _, err := os.Stat(cache.Dir()); err != nil {
 				return fmt.Errorf("clone cache: %w", err)
@@ -429,20 +428,6 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		},
 		close: closeFn,
 	}, nil
-}
-
-// serveHandler adapts the webhooks edge to the use cases: webhooks.Event → app.Event (internal/app does not
-// import the HTTP edge).
-type serveHandler struct {
-	a        *app.App
-	installs *executor.Installations
-}
-
-func (h serveHandler) Handles() []string { return h.a.Handles() }
-
-func (h serveHandler) Handle(ctx context.Context, ev webhooks.Event) error {
-	h.installs.Remember(ev.Repo, ev.InstallationID)
-	return h.a.Handle(ctx, app.Event{Type: ev.Type, Action: ev.Action, Payload: ev.Payload, Log: webhooks.LoggerFrom(ctx)})
 }
 
 // serveCacheDir chooses the clone cache directory: explicit, else next to the SQLite database, else the user's

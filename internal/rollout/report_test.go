@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -54,6 +55,25 @@ func TestFinalCheckRunsArePublishedEventually(t *testing.T) {
 		}
 		if _, err := e.st.GetLease(context.Background(), r.ID); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("lease after publishing: %v; want released", err)
+		}
+	})
+}
+
+// The App installation a merge came through is stored with its rollout, and its check-runs are written with it
+// (after a restart too: it is read from the store, not remembered).
+func TestCheckRunsUseTheMergesInstallation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, envConfig{})
+		r := e.submit(basePolicy("", "", ""), newRev, func(req *rollout.Request) { req.InstallationID = 42 })
+		e.wait(r.ID, store.RolloutSucceeded)
+		stored, err := e.st.GetRollout(context.Background(), r.ID)
+		if err != nil || stored.InstallationID != 42 {
+			t.Fatalf("stored rollout's installation = %d, %v; want 42", stored.InstallationID, err)
+		}
+		for _, ext := range []string{fmt.Sprintf("fleetwave:%d", r.ID), fmt.Sprintf("fleetwave:%d:wave:production", r.ID)} {
+			if got := e.rep.Installation(ext); got != 42 {
+				t.Errorf("check-run %s written with installation %d; want 42", ext, got)
+			}
 		}
 	})
 }

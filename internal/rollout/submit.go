@@ -29,6 +29,9 @@ type Request struct {
 	PRNumber int    // 0 for a direct push
 	MergeSHA string // the revision every app is synced to
 	BaseSHA  string
+	// InstallationID is the GitHub App installation the merge came through, stored with the rollout for its
+	// Reporter (0: none, e.g. the terminal).
+	InstallationID int64
 	// Plan is the plan recomputed at the merge commit: the one executed.
 	Plan *plan.Plan
 	// PRPlan is the plan shown on the PR, or only its digest in PRPlanDigest; a difference is reported on the
@@ -111,7 +114,8 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 	if err != nil {
 		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: encoding the plan: %w", short(req.MergeSHA), err)
 	}
-	n := store.NewRollout{Repo: req.Repo, PRNumber: req.PRNumber, MergeSHA: req.MergeSHA, BaseSHA: req.BaseSHA, Plan: raw}
+	n := store.NewRollout{Repo: req.Repo, PRNumber: req.PRNumber, MergeSHA: req.MergeSHA, BaseSHA: req.BaseSHA,
+		InstallationID: req.InstallationID, Plan: raw}
 	for _, w := range req.Plan.Waves {
 		nw := store.NewWave{Name: w.Name}
 		for bi, b := range w.Batches {

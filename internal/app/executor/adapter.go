@@ -27,7 +27,6 @@ type Rollouts interface {
 // Adapter is the app's Merges and Commands ports over the rollout executor.
 type Adapter struct {
 	rollouts Rollouts
-	installs *Installations
 	log      *slog.Logger
 }
 
@@ -36,26 +35,21 @@ var (
 	_ app.Commands = (*Adapter)(nil)
 )
 
-// New returns the adapter over r. installs (nil: a private map) is filled with the installation of every merge
-// and command handed over; give the Reporter the same map. log may be nil.
-func New(r Rollouts, installs *Installations, log *slog.Logger) *Adapter {
-	if installs == nil {
-		installs = &Installations{}
-	}
+// New returns the adapter over r. log may be nil.
+func New(r Rollouts, log *slog.Logger) *Adapter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Adapter{rollouts: r, installs: installs, log: log}
+	return &Adapter{rollouts: r, log: log}
 }
 
 // OnMerge submits the merge's plan as a rollout.
 func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
-	a.installs.Remember(m.Repo, m.InstallationID)
 	if m.Plan == nil {
 		return fmt.Errorf("submitting the rollout of %s@%s: no plan", m.Repo, short(m.MergeSHA))
 	}
 	req := rollout.Request{
-		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA,
+		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
 		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL,
 	}
 	if m.Policy != nil {
@@ -75,7 +69,6 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 
 // OnCommand runs a rollout command on the rollout it names and returns the reply to post.
 func (a *Adapter) OnCommand(ctx context.Context, req app.CommandRequest) (string, error) {
-	a.installs.Remember(req.Repo, req.InstallationID)
 	id, reply, err := a.target(ctx, req)
 	if err != nil || reply != "" {
 		return reply, err

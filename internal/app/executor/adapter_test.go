@@ -69,8 +69,7 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 		got = req
 		return store.Rollout{ID: 7, State: store.RolloutPending}, nil
 	}}
-	installs := &Installations{}
-	a := New(f, installs, nil)
+	a := New(f, nil)
 	policy := plan.DefaultPolicy()
 	policy.AutomatedSync = plan.AutomatedSyncDisableDuringRollout
 	policy.OnConflict, policy.Prune = plan.ConflictSupersede, true
@@ -81,21 +80,18 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", Plan: pl,
+	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", InstallationID: 99, Plan: pl,
 		PRPlanDigest: "sha256:shown", AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
 		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git"}
 	if got != want {
 		t.Errorf("request\n got %+v\nwant %+v", got, want)
-	}
-	if id, ok := installs.Lookup("Octo/Fleet"); !ok || id != 99 {
-		t.Errorf("installation of %s = %d, %v; want 99 (case-insensitive)", repo, id, ok)
 	}
 }
 
 func TestOnMergeErrors(t *testing.T) {
 	boom := errors.New("store down")
 	f := &fakeRollouts{submit: func(rollout.Request) (store.Rollout, error) { return store.Rollout{}, boom }}
-	a := New(f, nil, nil)
+	a := New(f, nil)
 	if err := a.OnMerge(context.Background(), app.Merge{Repo: repo, MergeSHA: mergeSHA}); err == nil || len(f.calls) != 0 {
 		t.Errorf("merge without a plan: err %v, calls %v; want an error and no Submit", err, f.calls)
 	}
@@ -185,9 +181,7 @@ func TestOnCommand(t *testing.T) {
 			if tt.result != nil {
 				f.commands = tt.result
 			}
-			tt.req.InstallationID = 5
-			installs := &Installations{}
-			reply, err := New(f, installs, nil).OnCommand(context.Background(), tt.req)
+			reply, err := New(f, nil).OnCommand(context.Background(), tt.req)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) || reply != "" {
 					t.Errorf("reply %q, err %v; want no reply and %v", reply, err, tt.wantErr)
@@ -198,22 +192,6 @@ func TestOnCommand(t *testing.T) {
 			if got := strings.Join(f.calls, " "); got != tt.wantCalls {
 				t.Errorf("calls %q, want %q", got, tt.wantCalls)
 			}
-			if id, ok := installs.Lookup(repo); !ok || id != 5 {
-				t.Errorf("installation not remembered: %d, %v", id, ok)
-			}
 		})
-	}
-}
-
-func TestInstallationsObserve(t *testing.T) {
-	var i Installations
-	i.Observe([]byte(`{"action":"opened","installation":{"id":2311213},"repository":{"full_name":"Codertocat/Hello-World"}}`))
-	i.Observe([]byte(`{"installation":{"id":1}}`)) // no repository: ignored
-	i.Observe([]byte(`not json`))
-	if id, ok := i.Lookup("codertocat/hello-world"); !ok || id != 2311213 {
-		t.Errorf("Lookup = %d, %v", id, ok)
-	}
-	if _, ok := i.Lookup(""); ok {
-		t.Error("an installation was remembered for no repository")
 	}
 }

@@ -20,10 +20,9 @@
 //
 // # Check-runs (Reporter) and installations
 //
-// A rollout names its repository but not the App installation whose token may write to it. The
-// Installations map (repository → installation id) is filled by the Adapter from every merge and command it
-// is handed — a rollout is always submitted through OnMerge, so its repository is known before its first
-// check-run — and can be fed from every webhook delivery (Installations.Observe). After a restart, rollouts
-// resumed before any delivery for their repository cannot publish until one arrives: publishing is best
-// effort and every publication carries the whole state, so the check-runs catch up with the next transition.
+// OnMerge passes the installation the merge came through with the rollout.Request; the store keeps it with the
+// rollout, and the Reporter writes the rollout's check-runs with that installation's token — after a restart
+// or on another replica too, with nothing to learn from deliveries first. For a rollout recorded before the
+// store kept installations, the Reporter asks GitHub which installation covers the repository (once per
+// repository).
 package executor

@@ -39,27 +39,25 @@ func newGitHubApp(t *testing.T, opts ...fakegithub.Option) (*fakegithub.Server, 
 
 func TestReporterPublishesCheckRuns(t *testing.T) {
 	fake, clients := newGitHub(t)
-	installs := &Installations{}
-	installs.Remember(repo, 7)
-	rep := NewReporter(clients, installs)
+	rep := NewReporter(clients, nil)
 	ctx := context.Background()
 	started := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 	cr := github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckWavePrefix + "canary",
 		ExternalID: "fleetwave:12:wave:canary", Status: github.StatusQueued, Output: &github.CheckOutput{Title: "Waiting", Summary: "Waits for wave 0."}}
-	id, err := rep.WriteCheckRun(ctx, repo, 0, cr)
+	id, err := rep.WriteCheckRun(ctx, 7, repo, 0, cr)
 	if err != nil || id == 0 {
 		t.Fatalf("create: id %d, err %v", id, err)
 	}
 	cr.Status, cr.StartedAt = github.StatusInProgress, started
 	cr.Output = &github.CheckOutput{Title: "Syncing 2 apps", Summary: "Batch 1 of 1.", Text: "| app | state |\n|---|---|\n| a | synced |"}
 	cr.Actions = []github.CheckAction{{Label: "Pause", Description: "Stop starting syncs", Identifier: "pause"}}
-	if got, err := rep.WriteCheckRun(ctx, repo, id, cr); err != nil || got != id {
+	if got, err := rep.WriteCheckRun(ctx, 7, repo, id, cr); err != nil || got != id {
 		t.Fatalf("update: id %d, err %v; want %d", got, err, id)
 	}
 	cr.Status, cr.Conclusion, cr.CompletedAt = github.StatusCompleted, github.ConclusionFailure, started.Add(time.Minute)
 	cr.Output = &github.CheckOutput{Title: "1 app failed", Summary: "1 app failed"} // checkrun: the title stands in for a missing summary, as GitHub needs one
-	if got, err := rep.WriteCheckRun(ctx, repo, id, cr); err != nil || got != id {
+	if got, err := rep.WriteCheckRun(ctx, 7, repo, id, cr); err != nil || got != id {
 		t.Fatalf("complete: id %d, err %v; want %d", got, err, id)
 	}
 
@@ -98,9 +96,9 @@ func TestReporterPublishesCheckRuns(t *testing.T) {
 
 func TestReporterUnknownInstallation(t *testing.T) {
 	fake, clients := newGitHub(t)
-	rep := NewReporter(clients, &Installations{})
-	_, err := rep.WriteCheckRun(context.Background(), repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
-	if err == nil || !strings.Contains(err.Error(), "no App installation known") {
+	rep := NewReporter(clients, nil)
+	_, err := rep.WriteCheckRun(context.Background(), 0, repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
+	if err == nil || !strings.Contains(err.Error(), "the rollout names no App installation") {
 		t.Errorf("err = %v", err)
 	}
 	if n := len(fake.Requests()); n != 0 {
@@ -108,16 +106,14 @@ func TestReporterUnknownInstallation(t *testing.T) {
 	}
 }
 
-// After a restart no event has named the repository yet: the Reporter asks GitHub which installation covers it
-// (with the App's JWT), once, and publishes with that installation's token.
+// A rollout recorded before the store kept its installation: the Reporter asks GitHub which installation covers
+// the repository (with the App's JWT), once, and publishes with that installation's token.
 func TestReporterFindsTheInstallation(t *testing.T) {
 	fake, ghApp := newGitHubApp(t, fakegithub.WithInstallation(repo, 31))
-	installs := &Installations{}
-	installs.SetFinder(ghApp.RepoInstallation)
-	rep := NewReporter(func(id int64) (CheckRuns, error) { return ghApp.Client(id) }, installs)
+	rep := NewReporter(func(id int64) (CheckRuns, error) { return ghApp.Client(id) }, ghApp.RepoInstallation)
 	ctx := context.Background()
 	for range 2 {
-		if _, err := rep.WriteCheckRun(ctx, repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued}); err != nil {
+		if _, err := rep.WriteCheckRun(ctx, 0, repo, 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,10 +129,7 @@ func TestReporterFindsTheInstallation(t *testing.T) {
 	if lookups != 1 {
 		t.Errorf("%d installation lookups, want 1 (then remembered)", lookups)
 	}
-	if id, ok := installs.Lookup(repo); !ok || id != 31 {
-		t.Errorf("remembered %d, %v", id, ok)
-	}
-	_, err := rep.WriteCheckRun(ctx, "octo/not-installed", 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
+	_, err := rep.WriteCheckRun(ctx, 0, "octo/not-installed", 0, github.CheckRun{HeadSHA: mergeSHA, Name: checkrun.CheckRollout, Status: github.StatusQueued})
 	if !errors.Is(err, github.ErrNotFound) {
 		t.Errorf("publishing on a repository without the App: %v; want ErrNotFound", err)
 	}
@@ -144,10 +137,8 @@ func TestReporterFindsTheInstallation(t *testing.T) {
 
 func TestReporterRecreatesAVanishedCheckRun(t *testing.T) {
 	fake, clients := newGitHub(t)
-	installs := &Installations{}
-	installs.Remember(repo, 7)
-	rep := NewReporter(clients, installs)
-	id, err := rep.WriteCheckRun(context.Background(), repo, 987654, github.CheckRun{HeadSHA: mergeSHA,
+	rep := NewReporter(clients, nil)
+	id, err := rep.WriteCheckRun(context.Background(), 7, repo, 987654, github.CheckRun{HeadSHA: mergeSHA,
 		Name: checkrun.CheckRollout, ExternalID: "fleetwave:12", Status: github.StatusInProgress, Output: &github.CheckOutput{Title: "Running", Summary: "Wave 1 of 2."}})
 	if err != nil || id == 0 || id == 987654 {
 		t.Fatalf("id %d, err %v; want a new check run", id, err)

@@ -40,6 +40,7 @@ type Reporter struct {
 	history     map[string][]github.CheckRun // by external id
 	transitions []Transition
 	publishes   int
+	install     map[string]int64 // external id → installation of its last write
 }
 
 // Publish implements rollout.Reporter with checkrun.Publisher over the Reporter's memory.
@@ -50,7 +51,7 @@ func (r *Reporter) Publish(ctx context.Context, s rollout.Snapshot, sent rollout
 type writer struct{ r *Reporter }
 
 // WriteCheckRun implements checkrun.Writer.
-func (w writer) WriteCheckRun(_ context.Context, _ string, id int64, cr github.CheckRun) (int64, error) {
+func (w writer) WriteCheckRun(_ context.Context, installationID int64, _ string, id int64, cr github.CheckRun) (int64, error) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -60,7 +61,9 @@ func (w writer) WriteCheckRun(_ context.Context, _ string, id int64, cr github.C
 	if r.runs == nil {
 		r.runs = map[int64]github.CheckRun{}
 		r.history = map[string][]github.CheckRun{}
+		r.install = map[string]int64{}
 	}
+	r.install[cr.ExternalID] = installationID
 	r.publishes++
 	prev, known := r.runs[id]
 	if id == 0 || !known {
@@ -75,6 +78,13 @@ func (w writer) WriteCheckRun(_ context.Context, _ string, id int64, cr github.C
 			Conclusion: cr.Conclusion, Title: Title(cr)})
 	}
 	return id, nil
+}
+
+// Installation returns the App installation the check-run with this external id was last written with.
+func (r *Reporter) Installation(externalID string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.install[externalID]
 }
 
 // Title is a check-run's title ("" without an output).
