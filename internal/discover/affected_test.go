@@ -201,6 +201,8 @@ func TestReach(t *testing.T) {
 		{name: "helm value files and file:// dependencies", app: src("  source: {repoURL: " + repoURL + ", path: charts/app, helm: {valueFiles: [../../values/app/prd.yaml, ../../values/app/$ARGOCD_APP_NAME.yaml]}}\n"),
 			in:  []string{"charts/app/templates/x.yaml", "charts/lib/templates/_h.tpl", "values/app/prd.yaml", "values/app/web.yaml"},
 			out: []string{"values/app/stg.yaml", "charts/other/Chart.yaml"}},
+		{name: "value file globs", app: src("  source: {repoURL: " + repoURL + ", path: charts/app, helm: {valueFiles: [../../values/app/p*.yaml]}}\n"),
+			in: []string{"values/app/prd.yaml", "values/app/pre.yaml"}, out: []string{"values/app/stg.yaml", "values/other/prd.yaml"}},
 		{name: "ref source value files", app: src("  sources:\n  - {repoURL: https://charts.example.com, chart: app, targetRevision: 1.0.0, helm: {valueFiles: [$v/values/app/prd.yaml]}}\n  - {repoURL: " + repoURL + ", ref: v}\n"),
 			in: []string{"values/app/prd.yaml"}, out: []string{"values/app/stg.yaml", "charts/app/Chart.yaml"}},
 		{name: "external source", app: src("  source: {repoURL: https://github.com/other/repo, path: charts/app}\n"),
@@ -216,14 +218,24 @@ func TestReach(t *testing.T) {
 				t.Fatalf("unbounded = %v", r.Unbounded())
 			}
 			for _, f := range tc.in {
-				if !r.Touches([]string{f}) {
+				if !r.Touches([]string{f}) || !r.TouchesAny(NewPaths([]string{f})) {
 					t.Errorf("%s not in reach", f)
+				}
+				// The indexed form answers the same over a set that holds the file among others.
+				if !r.TouchesAny(NewPaths(append(append([]string(nil), tc.out...), f))) {
+					t.Errorf("%s among %q not in reach", f, tc.out)
 				}
 			}
 			for _, f := range tc.out {
 				if r.Touches([]string{f}) {
 					t.Errorf("%s in reach", f)
 				}
+			}
+			if !tc.unbounded && r.TouchesAny(NewPaths(tc.out)) {
+				t.Errorf("some of %q in reach", tc.out)
+			}
+			if r.TouchesAny(NewPaths(nil)) {
+				t.Error("an empty set touches the reach")
 			}
 		})
 	}

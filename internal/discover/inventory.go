@@ -58,6 +58,9 @@ type Options struct {
 	MaxDepth int
 	// Files, when set, lists every file of the checkout (slash paths, sorted), sparing a walk of Root.
 	Files []string
+	// Reader, when set with Files, reads the revision's files instead of Root (which may hold none of them):
+	// internal/source's lazy checkout reads them from git's objects.
+	Reader Reader
 	// Mentions, when set, holds the files whose text contains "argoproj.io" or the cluster-secret label: only
 	// they are read to find Applications, ApplicationSets and cluster Secrets. Without it every YAML/JSON file is
 	// read.
@@ -101,6 +104,7 @@ func Discover(opts Options) *Inventory {
 	var tree *dirTree
 	if opts.Files != nil {
 		tree = treeFromFiles(opts.Root, opts.Files)
+		tree.rd = opts.Reader
 	} else {
 		tree = &dirTree{root: opts.Root}
 	}
@@ -108,7 +112,7 @@ func Discover(opts Options) *Inventory {
 	if opts.Reuse != nil {
 		reuse = opts.Reuse.scanned
 	}
-	sr, scanned := scan(opts.Root, tree, opts.Mentions, reuse, opts.Changed)
+	sr, scanned := scan(tree, opts.Mentions, reuse, opts.Changed)
 	inv := &Inventory{opts: opts, apps: map[string]*App{}, Problems: sr.problems, tree: tree, reach: map[string]*reachSet{}, scanned: scanned, live: map[string]*liveSet{}}
 	clusters := opts.Clusters
 	if clusters == nil {

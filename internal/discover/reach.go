@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -28,11 +29,71 @@ type Reach struct{ set *reachSet }
 // Unbounded reports a reach that may be the whole repository.
 func (r Reach) Unbounded() bool { return r.set == nil || r.set.all }
 
-// Touches reports whether any of files is in the reach.
+// Touches reports whether any of files is in the reach. Over a file set asked about again and again (every app
+// of a large repository against the same files) TouchesAny on a Paths is linear in the reach instead.
 func (r Reach) Touches(files []string) bool {
 	for _, f := range files {
 		if r.Unbounded() || r.set.touches(f) {
 			return true
+		}
+	}
+	return false
+}
+
+// Paths returns the reach's entries: paths (directories stand for everything below them) and globs. An
+// unbounded reach has none: it is everything.
+func (r Reach) Paths() (paths, globs []string) {
+	if r.Unbounded() {
+		return nil, nil
+	}
+	for d := range r.set.dirs {
+		paths = append(paths, d)
+	}
+	sort.Strings(paths)
+	return paths, append([]string(nil), r.set.globs...)
+}
+
+// Paths is a set of repository files indexed for reach queries: each file and every directory above it. Built
+// once per set, it answers TouchesAny in time proportional to the reach, not to the set: the inverted form of
+// "does any of these files lie in this app's reach", asked for every app of a repository.
+type Paths struct {
+	files []string
+	above map[string]bool // every file and each of its parent directories
+}
+
+// NewPaths indexes files (slash paths relative to the repository root).
+func NewPaths(files []string) *Paths {
+	p := &Paths{files: files, above: make(map[string]bool, 2*len(files))}
+	for _, f := range files {
+		for d := f; d != "." && d != "/" && d != "" && !p.above[d]; d = path.Dir(d) {
+			p.above[d] = true
+		}
+	}
+	return p
+}
+
+// Len is the number of files.
+func (p *Paths) Len() int { return len(p.files) }
+
+// TouchesAny reports whether any file of p is in the reach: the same answer as Touches(files), since a file is
+// in the reach when it or a directory above it is a reach entry, or it matches a reach glob.
+func (r Reach) TouchesAny(p *Paths) bool {
+	if p == nil || len(p.files) == 0 {
+		return false
+	}
+	if r.Unbounded() {
+		return true
+	}
+	for d := range r.set.dirs {
+		if p.above[d] {
+			return true
+		}
+	}
+	for _, g := range r.set.globs {
+		for _, f := range p.files {
+			if ok, _ := path.Match(g, f); ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -66,7 +66,7 @@ type scanResult struct {
 // chart directories (their templates are not YAML until rendered; app-of-apps charts are followed through
 // their parent app), files a kustomization next to them uses as patches, and hidden directories are left out.
 // With mentions, only those files are read; otherwise every YAML/JSON file is.
-func scan(root string, tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, changed map[string]bool) (scanResult, map[string]*fileScan) {
+func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, changed map[string]bool) (scanResult, map[string]*fileScan) {
 	var res scanResult
 	scanned := map[string]*fileScan{}
 	files, err := tree.Files()
@@ -102,14 +102,14 @@ func scan(root string, tree *dirTree, mentions map[string]bool, reuse map[string
 			near[path.Dir(f)] = k
 		}
 	}
-	patches := patchFiles(root, near)
+	patches := patchFiles(tree, near)
 	for _, rel := range candidates {
 		if patches[rel] {
 			continue
 		}
 		fs, ok := reuse[rel]
 		if !ok || changed[rel] {
-			fs = scanFile(root, rel)
+			fs = scanFile(tree, rel)
 		}
 		scanned[rel] = fs
 		fs.addTo(&res, rel)
@@ -149,18 +149,17 @@ func (f *fileScan) addTo(res *scanResult, rel string) {
 	}
 }
 
-func scanFile(root, rel string) *fileScan {
+func scanFile(tree *dirTree, rel string) *fileScan {
 	fs := &fileScan{}
-	full := filepath.Join(root, filepath.FromSlash(rel))
-	st, err := os.Lstat(full)
+	regular, size, err := tree.lstat(rel)
 	if err != nil {
 		fs.problems = append(fs.problems, Problem{File: rel, Err: err})
 		return fs
 	}
-	if !st.Mode().IsRegular() || st.Size() > maxManifestBytes {
+	if !regular || size > maxManifestBytes {
 		return fs // links are not followed: they may point outside the checkout
 	}
-	data, err := os.ReadFile(full)
+	data, err := tree.read(rel)
 	if err != nil {
 		fs.problems = append(fs.problems, Problem{File: rel, Err: err})
 		return fs
@@ -275,10 +274,10 @@ func oneLine(err error) string {
 
 // patchFiles lists the files kustomizations use as patches (patches[].path, patchesStrategicMerge[],
 // patchesJson6902[].path): they hold fragments of objects, not objects.
-func patchFiles(root string, kustomizations map[string]string) map[string]bool {
+func patchFiles(tree *dirTree, kustomizations map[string]string) map[string]bool {
 	out := map[string]bool{}
 	for dir, file := range kustomizations {
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+		data, err := tree.ReadFile(file)
 		if err != nil {
 			continue
 		}
@@ -315,8 +314,19 @@ func patchFiles(root string, kustomizations map[string]string) map[string]bool {
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
-// dirTree is a Tree over a checkout directory: listed once, by walking it or from a given file list.
+// Reader reads a revision's files by slash path (internal/source.Checkout implements it).
+type Reader interface {
+	// Entry reports whether rel is a regular file (not a symbolic link) and its size; ok is false when the
+	// revision has no file rel.
+	Entry(rel string) (regular bool, size int64, ok bool)
+	// ReadFile returns a regular file's content.
+	ReadFile(rel string) ([]byte, error)
+}
+
+// dirTree is a Tree over a checkout directory: listed once, by walking it or from a given file list. With a
+// Reader, its files are read through it instead of from the directory.
 type dirTree struct {
+	rd    Reader
 	root  string
 	once  sync.Once
 	dirs  []string
@@ -424,16 +434,39 @@ func (t *dirTree) ReadFile(rel string) ([]byte, error) {
 	if !t.has(rel) {
 		return nil, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
 	}
-	full := filepath.Join(t.root, filepath.FromSlash(rel))
-	st, err := os.Lstat(full)
+	regular, size, err := t.lstat(rel)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
+	if !regular {
 		return nil, fmt.Errorf("%s: not a regular file", rel)
 	}
-	if st.Size() > maxManifestBytes {
+	if size > maxManifestBytes {
 		return nil, fmt.Errorf("%s: larger than %d bytes", rel, maxManifestBytes)
 	}
-	return os.ReadFile(full)
+	return t.read(rel)
+}
+
+// lstat reports whether rel is a regular file, and its size, without following a link.
+func (t *dirTree) lstat(rel string) (regular bool, size int64, err error) {
+	if t.rd != nil {
+		regular, size, ok := t.rd.Entry(rel)
+		if !ok {
+			return false, 0, fmt.Errorf("%s: %w", rel, fs.ErrNotExist)
+		}
+		return regular, size, nil
+	}
+	st, err := os.Lstat(filepath.Join(t.root, filepath.FromSlash(rel)))
+	if err != nil {
+		return false, 0, err
+	}
+	return st.Mode().IsRegular(), st.Size(), nil
+}
+
+// read returns rel's content (its kind and size checked by the caller).
+func (t *dirTree) read(rel string) ([]byte, error) {
+	if t.rd != nil {
+		return t.rd.ReadFile(rel)
+	}
+	return os.ReadFile(filepath.Join(t.root, filepath.FromSlash(rel)))
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -182,8 +182,8 @@ func (o *outcomes) peek(key string) *outcome {
 type side struct {
 	co       *source.Checkout
 	mentions map[string]bool // files mentioning "argoproj.io"
-	argo     []string        // files mentioning "argoproj.io"
-	apps     []string        // files mentioning "Application"
+	argo     *discover.Paths // files mentioning "argoproj.io"
+	apps     *discover.Paths // files mentioning "Application"
 	inv      *discover.Inventory
 	settings render.Settings
 }
@@ -198,8 +198,9 @@ const (
 
 // newSide collects, from a checkout's index, the files discovery and the app-of-apps rule look at.
 func newSide(co *source.Checkout) *side {
-	s := &side{co: co, mentions: map[string]bool{}, argo: co.FilesContaining(false, needleArgo), apps: co.FilesContaining(false, needleApplication)}
-	for _, f := range s.argo {
+	argo := co.FilesContaining(false, needleArgo)
+	s := &side{co: co, mentions: make(map[string]bool, len(argo)), argo: discover.NewPaths(argo), apps: discover.NewPaths(co.FilesContaining(false, needleApplication))}
+	for _, f := range argo {
 		s.mentions[f] = true
 	}
 	return s
@@ -246,7 +247,9 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		rep.Notes = append(rep.Notes, "the repository has no origin remote and no --repo-url was given: every source is treated as external")
 	}
 
-	exportOpts := source.ExportOptions{TempDir: in.TempDir, Index: []string{needleArgo, needleApplication}}
+	// Lazy: discovery reads the files it needs from git's objects, and each render first writes what it can read
+	// (its reach): a change to a repository of thousands of apps writes the files of the apps it renders.
+	exportOpts := source.ExportOptions{TempDir: in.TempDir, Index: []string{needleArgo, needleApplication}, Lazy: true}
 	baseCo, err := repo.Checkout(ctx, baseSHA, exportOpts)
 	if err != nil {
 		return nil, err
@@ -280,7 +283,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		}
 	}
 	discoverOpts := func(s *side) discover.Options {
-		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Mentions: s.mentions, Clusters: in.Clusters,
+		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Reader: s.co, Mentions: s.mentions, Clusters: in.Clusters,
 			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace, Generate: generate}
 	}
 	p.base.inv = discover.Discover(discoverOpts(p.base))
@@ -291,12 +294,13 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	p.head.inv = discover.Discover(headOpts)
 
+	changed := discover.NewPaths(p.changed)
 	// Base: the apps the change can reach, and the possible app-of-apps, are rendered; what each render reads
 	// is the evidence of the affected-app rules. Other apps are rendered later only if they turn out affected.
 	p.base.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
 		reach := p.base.inv.Reach(a)
-		maybeParent := reach.Touches(p.base.argo) && reach.Touches(p.base.apps)
-		if !reach.Unbounded() && !reach.Touches(p.changed) && !maybeParent {
+		maybeParent := reach.TouchesAny(p.base.argo) && reach.TouchesAny(p.base.apps)
+		if !reach.Unbounded() && !reach.TouchesAny(changed) && !maybeParent {
 			return nil, nil
 		}
 		o := p.renderBase(ctx, a)
@@ -313,7 +317,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 
 	// The head policy's diff settings shape the diffs; an invalid policy is reported by the plan (or here).
-	policy, policyFile, policyErr := readPolicy(headCo.Dir)
+	policy, policyFile, policyErr := readPolicy(headCo)
 	var diffSettings plan.DiffSettings
 	if policyErr == nil {
 		diffSettings = policy.Diff
@@ -424,6 +428,43 @@ func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcom
 }
 
 func (p *pipeline) renderIn(ctx context.Context, a *discover.App, s *side) *outcome {
+	if err := p.materialise(ctx, a, s); err != nil {
+		return &outcome{err: err}
+	}
+	o := p.renderOnce(ctx, a, s)
+	// The reach is a superset of what a render reads; should a render still miss a file, the whole revision is
+	// written and the app rendered again, so that a gap in the reach rules costs time, never a wrong diff.
+	if o.err != nil && !s.co.Complete() && ctx.Err() == nil && missingFile(o.err) {
+		if err := s.co.MaterialiseAll(ctx); err != nil {
+			return &outcome{err: err}
+		}
+		o = p.renderOnce(ctx, a, s)
+	}
+	return o
+}
+
+// materialise writes the part of the side's revision an app's render can read: its reach, or all of it when the
+// reach is unbounded.
+func (p *pipeline) materialise(ctx context.Context, a *discover.App, s *side) error {
+	reach := s.inv.Reach(a)
+	if reach.Unbounded() {
+		return s.co.MaterialiseAll(ctx)
+	}
+	dirs, globs := reach.Paths()
+	return s.co.Materialise(ctx, dirs, globs)
+}
+
+// missingFile tells a render error that may come from a file not written (also across a worker process, where
+// only the message is left).
+func missingFile(err error) bool {
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "no such file or directory") || strings.Contains(msg, "not found") || strings.Contains(msg, "does not exist")
+}
+
+func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *outcome {
 	res, err := p.r.Render(ctx, render.Request{
 		App: a.App,
 		Repos: func(repoURL string) (string, bool) {
@@ -904,9 +945,9 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 }
 
 // readPolicy reads the release policy at the head checkout's root: the default policy and "" when there is none.
-func readPolicy(headRoot string) (*plan.Policy, string, error) {
+func readPolicy(head *source.Checkout) (*plan.Policy, string, error) {
 	for _, name := range PolicyFiles {
-		data, err := os.ReadFile(filepath.Join(headRoot, name))
+		data, err := head.ReadFile(name)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

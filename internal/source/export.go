@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -57,6 +58,9 @@ type ExportOptions struct {
 	// Index lists strings (at most 64) looked for in every file as it is written; FilesContaining answers from
 	// it without reading the checkout again.
 	Index []string
+	// Lazy writes no file when the checkout is made: ReadFile reads from git's objects, and Materialise writes
+	// the parts a reader of the directory needs (see lazy.go).
+	Lazy bool
 }
 
 // Checkout is one revision of the repository materialised in a temporary directory.
@@ -71,6 +75,19 @@ type Checkout struct {
 	marksMu sync.Mutex
 	marks   map[string]uint64 // path -> bit i set when the file contains index[i]
 	skipped []string
+
+	// A lazy checkout's state (lazy.go).
+	lazy       bool
+	repo       *Repo
+	from       *Checkout
+	lim        Limits
+	blobs      map[string]blob   // by blobKey: what the index pass learnt
+	oidMarks   map[string]uint64 // by blobKey: the Index marks of a blob
+	matMu      sync.Mutex
+	done       map[string]bool // files written below Dir
+	all        bool            // every file written
+	readerOnce sync.Once
+	blobRd     *blobReader
 }
 
 // Skipped lists the paths of the revision that were not written because no git checkout would write them
@@ -126,11 +143,16 @@ func (c *Checkout) Close() error {
 	if c == nil || c.Dir == "" {
 		return nil
 	}
-	if len(c.files) > 0 {
-		items := make([]entry, len(c.files))
-		for i, f := range c.files {
-			items[i] = entry{path: f}
+	c.blobRd.close()
+	var items []entry
+	c.matMu.Lock()
+	for _, f := range c.files {
+		if !c.lazy || c.all || c.done[f] {
+			items = append(items, entry{path: f})
 		}
+	}
+	c.matMu.Unlock()
+	if len(items) > 0 {
 		_ = parallel(context.Background(), items, func(e entry) error {
 			_ = os.Remove(filepath.Join(c.Dir, filepath.FromSlash(e.path)))
 			return nil
@@ -174,6 +196,19 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 		co.files = append(co.files, e.path)
 	}
 	sort.Strings(co.files)
+	if err := belowLinks(entries); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
+	}
+	if opts.Lazy {
+		co.lazy, co.repo, co.from, co.lim = true, r, from, lim
+		co.blobs, co.oidMarks, co.done = map[string]blob{}, map[string]uint64{}, map[string]bool{}
+		if err := r.index(ctx, co, from, entries, lim); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
+		}
+		return co, nil
+	}
 	if err := r.materialise(ctx, co, from, entries, lim); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
@@ -189,28 +224,44 @@ func (r *Repo) Export(ctx context.Context, treeish, dst string, lim Limits) erro
 		return err
 	}
 	co := &Checkout{Dir: dst, Rev: treeish, marks: map[string]uint64{}}
+	if err := belowLinks(entries); err != nil {
+		return fmt.Errorf("exporting %s: %w", short(treeish), err)
+	}
 	if err := r.materialise(ctx, co, nil, entries, lim); err != nil {
 		return fmt.Errorf("exporting %s: %w", short(treeish), err)
 	}
 	return nil
 }
 
-// materialise writes entries below co.Dir. Directories are made first, then regular files (linked from from
-// when it holds the same blob, else read with `git cat-file --batch` and written by a pool of writers), and
-// symbolic links last, so that no write ever goes through a link. Entries below a link are refused.
-func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, entries []entry, lim Limits) error {
+// belowLinks refuses a tree with an entry below one of its symbolic links: writing it would go through the link.
+func belowLinks(entries []entry) error {
 	links := map[string]bool{}
 	for _, e := range entries {
 		if e.mode == "120000" {
 			links[e.path] = true
 		}
 	}
-	dirs := map[string]bool{}
+	if len(links) == 0 {
+		return nil
+	}
 	for _, e := range entries {
 		for d := path.Dir(e.path); d != "."; d = path.Dir(d) {
 			if links[d] {
 				return fmt.Errorf("refusing %s: below the symbolic link %s", e.path, d)
 			}
+		}
+	}
+	return nil
+}
+
+// materialise writes entries below co.Dir (belowLinks has accepted the tree). Directories are made first (those
+// a lazy checkout made before are kept), then regular files (linked from from when it wrote the same blob, else
+// read with `git cat-file --batch` and written by a pool of writers), and symbolic links last, so that no write
+// ever goes through a link.
+func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, entries []entry, lim Limits) error {
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		for d := path.Dir(e.path); d != "." && !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 		}
 	}
@@ -220,7 +271,7 @@ func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, en
 	}
 	sort.Strings(dirList) // parents sort before their children
 	for _, d := range dirList {
-		if err := os.Mkdir(filepath.Join(co.Dir, filepath.FromSlash(d)), 0o755); err != nil {
+		if err := os.Mkdir(filepath.Join(co.Dir, filepath.FromSlash(d)), 0o755); err != nil && !(co.lazy && errors.Is(err, fs.ErrExist)) {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
@@ -229,8 +280,11 @@ func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, en
 	sameIndex := from != nil && slices.Equal(from.index, co.index)
 	for _, e := range entries {
 		if from != nil && e.mode != "120000" {
-			if prev, ok := from.entries[e.path]; ok && prev == e {
+			if prev, ok := from.entries[e.path]; ok && prev == e && from.written(e.path) {
 				linked = append(linked, e)
+				if co.lazy {
+					continue // indexed already
+				}
 				if m := from.marks[e.path]; m != 0 && sameIndex {
 					co.marks[e.path] = m
 				}
@@ -251,7 +305,7 @@ func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, en
 				mu.Unlock()
 				return nil
 			}
-			if !sameIndex && len(co.index) > 0 {
+			if !sameIndex && len(co.index) > 0 && !co.lazy {
 				data, err := os.ReadFile(dst)
 				if err != nil {
 					return fmt.Errorf("indexing %s: %w", e.path, err)
@@ -325,7 +379,9 @@ func (r *Repo) fetchBlobs(ctx context.Context, co *Checkout, entries []entry, li
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				co.mark(j.e.path, j.data)
+				if !co.lazy {
+					co.mark(j.e.path, j.data)
+				}
 				if err := writeFile(filepath.Join(dir, filepath.FromSlash(j.e.path)), j.e.mode, bytes.NewReader(j.data)); err != nil {
 					select {
 					case errc <- fmt.Errorf("writing %s: %w", j.e.path, err):
@@ -397,7 +453,7 @@ func readBlobs(ctx context.Context, rd *bufio.Reader, co *Checkout, entries []en
 			if err := writeFile(name, e.mode, body); err != nil {
 				return nil, fmt.Errorf("writing %s: %w", e.path, err)
 			}
-			if len(co.index) > 0 {
+			if len(co.index) > 0 && !co.lazy {
 				data, err := os.ReadFile(name)
 				if err != nil {
 					return nil, fmt.Errorf("indexing %s: %w", e.path, err)
