@@ -5,18 +5,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	argodiff "github.com/argoproj/gitops-engine/pkg/diff"
 	"helm.sh/helm/v3/pkg/chart"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
@@ -24,7 +19,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
@@ -179,27 +173,11 @@ func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 		{"repo": tokenCharts, "type": "helm", "name": "token-charts", "enableOCI": true, "insecure": true},
 		{"repo": tokenNative, "type": "oci", "name": "token-settings", "insecure": true},
 	}
-	secrets := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm, namespace: argocd}\ndata:\n  " + caHost + ": |\n    " +
-		strings.ReplaceAll(strings.TrimSpace(string(ca)), "\n", "\n    ") + "\n"
 	for _, r := range repos {
 		r["username"], r["password"] = user, password
-		body, _ := json.Marshal(r)
-		u := r["repo"].(string)
-		if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
-			t.Fatalf("registering %s in Argo CD: %v", u, err)
-		}
-		defer func() {
-			_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/repositories/"+url.PathEscape(u), nil, nil)
-		}()
-		secrets += "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: " + r["name"].(string) + "\n  labels: {argocd.argoproj.io/secret-type: repository}\n" +
-			"stringData:\n  url: '" + u + "'\n  type: " + r["type"].(string) + "\n  name: " + r["name"].(string) + "\n" +
-			"  username: " + user + "\n  password: " + password + "\n"
-		for _, k := range []string{"insecure", "enableOCI"} {
-			if r[k] == true {
-				secrets += "  " + k + ": 'true'\n"
-			}
-		}
 	}
+	secrets := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-tls-certs-cm, namespace: argocd}\ndata:\n  " + caHost + ": |\n    " +
+		strings.ReplaceAll(strings.TrimSpace(string(ca)), "\n", "\n    ") + "\n" + registerRepositories(ctx, t, e, repos)
 	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
 	if err != nil {
 		t.Fatal(err)
@@ -300,48 +278,4 @@ func settingsLayer(t *testing.T, version string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
-}
-
-// compareWithArgoCD requires fleetwave's render to hold the objects of Argo CD's (the manifests API's JSON
-// documents), identical and in the same order; Secrets of ours are masked as the API server masks them
-// (server/application/application.go GetManifests). It returns fleetwave's render as YAML.
-func compareWithArgoCD(t *testing.T, theirs []string, ours *render.Result) string {
-	t.Helper()
-	var want, got bytes.Buffer
-	for _, m := range theirs {
-		y, err := yaml.JSONToYAML([]byte(m))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want.WriteString("---\n")
-		want.Write(y)
-	}
-	for _, o := range ours.Objects {
-		if o.GetKind() == "Secret" && o.GroupVersionKind().Group == "" {
-			var err error
-			if o, _, err = argodiff.HideSecretData(o, nil, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.WriteString("---\n")
-		got.Write(y)
-	}
-	diffs, sameOrder, err := fidelity.Compare(want.Bytes(), got.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(diffs) > 0 {
-		t.Errorf("%d differences from Argo CD's render:\n%s\nArgo CD:\n%s\nfleetwave:\n%s", len(diffs), strings.Join(diffs, "\n"), want.String(), got.String())
-	} else if !sameOrder {
-		t.Errorf("same objects as Argo CD's render, in another order")
-	}
-	if len(theirs) == 0 {
-		t.Error("Argo CD rendered nothing")
-	}
-	t.Logf("%d objects, identical to Argo CD's", len(theirs))
-	return got.String()
 }

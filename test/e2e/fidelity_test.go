@@ -21,10 +21,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
+	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // exampleRepoURL is the repoURL the example fleet's Applications use for themselves.
@@ -34,7 +37,9 @@ const exampleRepoURL = "https://github.com/example/fleet.git"
 // Argo CD's repo-server (GET /api/v1/applications/{name}/manifests) from a file:// copy of the same commit — and
 // requires the same objects in the same order. Each app is created in Argo CD under its own name (the name is part
 // of the render: Helm release name, tracking id) with its sources pointed at the copy and its destination at the
-// in-cluster server (one API server underneath; the render settings come from it), never synced.
+// in-cluster server (one API server underneath; the render settings come from it), never synced. The vendor charts
+// (a Helm repository, an OCI registry) are served by the test as make demo serves them (chartserver), registered in
+// Argo CD with the repository Secrets fleetwave reads, and named by both at the servers' own addresses.
 func TestFidelityAgainstRealArgoCD(t *testing.T) {
 	e := loadEnv(t)
 	ctx := context.Background()
@@ -64,6 +69,29 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The example's vendor charts; the registry by host name, as Argo CD needs it (see TestFidelityAgainstRealArgoCDCharts).
+	charts, err := chartserver.Start(filepath.Join(repoRoot(t), "examples", "vendor-charts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer charts.Close()
+	_, port, _ := strings.Cut(charts.RegistryAddr, ":")
+	vendor := map[string]string{"https://" + chartserver.HelmHost: charts.HelmURL, chartserver.RegistryHost + "/charts": "localhost:" + port + "/charts"}
+	secrets := registerRepositories(ctx, t, e, []map[string]any{
+		{"repo": vendor["https://"+chartserver.HelmHost], "type": "helm", "name": "fleet-charts", "insecure": true},
+		{"repo": vendor[chartserver.RegistryHost+"/charts"], "type": "helm", "name": "fleet-registry", "enableOCI": true, "insecure": true,
+			"username": chartserver.RegistryUser, "password": chartserver.RegistryPassword},
+	})
+	set, err := repocreds.Parse("repositories.yaml", []byte(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := chartfetch.New(chartfetch.Options{Repos: set, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCharts := render.New(render.Options{Charts: f})
+
 	isThis := func(u string) bool { return u == exampleRepoURL }
 	inv := discover.Discover(discover.Options{Root: checkout, IsThisRepo: isThis, ControlPlaneNamespace: "argocd"})
 	r := render.New(render.Options{})
@@ -79,19 +107,23 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 		t.Fatalf("discovering the example fleet: %v", inv.Problems)
 	}
 
-	compared := 0
+	compared, vendored := 0, 0
 	for _, a := range inv.Apps() {
 		app := a.App.DeepCopy()
-		local := true
-		for _, s := range app.Spec.GetSources() {
-			local = local && isThis(s.RepoURL)
+		comparable, external := true, false
+		for _, src := range sourcesOf(app) {
+			if u, ok := vendor[src.RepoURL]; ok {
+				src.RepoURL, external = u, true
+			} else if !isThis(src.RepoURL) {
+				comparable = false
+			}
 		}
-		if !local {
-			t.Logf("%s: a source outside the example repository; skipped", app.Name)
+		if !comparable {
+			t.Logf("%s: a source outside the example repository and its vendor charts; skipped", app.Name)
 			continue
 		}
 		t.Run(app.Name, func(t *testing.T) {
-			ours, err := r.Render(ctx, render.Request{App: app, Repos: repos, Settings: settings})
+			ours, err := withCharts.Render(ctx, render.Request{App: app, Repos: repos, Settings: settings})
 			if err != nil {
 				t.Fatalf("rendering in process: %v", err)
 			}
@@ -99,47 +131,63 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rendering through Argo CD: %v", err)
 			}
-			var want bytes.Buffer
-			for _, m := range theirs {
-				y, err := yaml.JSONToYAML([]byte(m))
-				if err != nil {
-					t.Fatal(err)
-				}
-				want.WriteString("---\n")
-				want.Write(y)
-			}
-			var got bytes.Buffer
-			for _, o := range ours.Objects {
-				if o.GetKind() == "Secret" && o.GroupVersionKind().Group == "" {
-					// The API server masks Secrets in what it answers (server/application/application.go
-					// GetManifests): compare with ours masked the same way.
-					if o, _, err = argodiff.HideSecretData(o, nil, nil); err != nil {
-						t.Fatal(err)
-					}
-				}
-				y, err := yaml.Marshal(o.Object)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got.WriteString("---\n")
-				got.Write(y)
-			}
-			diffs, sameOrder, err := fidelity.Compare(want.Bytes(), got.Bytes())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(diffs) > 0 {
-				t.Errorf("%d differences from Argo CD's render:\n%s", len(diffs), strings.Join(diffs, "\n"))
-			} else if !sameOrder {
-				t.Errorf("same objects as Argo CD's render, in another order")
-			}
-			t.Logf("%d objects, identical to Argo CD's", len(theirs))
+			compareWithArgoCD(t, theirs, ours)
 		})
 		compared++
+		if external {
+			vendored++
+		}
+	}
+	if vendored < 2 {
+		t.Errorf("only %d apps of the example fleet with vendor charts compared, want ingress-nginx and cert-manager", vendored)
 	}
 	if compared < 5 {
 		t.Fatalf("only %d apps of the example fleet compared", compared)
 	}
+}
+
+// compareWithArgoCD requires fleetwave's render to hold the objects of Argo CD's (the manifests API's JSON
+// documents), identical and in the same order; Secrets of ours are masked as the API server masks them
+// (server/application/application.go GetManifests). It returns fleetwave's render as YAML.
+func compareWithArgoCD(t *testing.T, theirs []string, ours *render.Result) string {
+	t.Helper()
+	var want, got bytes.Buffer
+	for _, m := range theirs {
+		y, err := yaml.JSONToYAML([]byte(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString("---\n")
+		want.Write(y)
+	}
+	for _, o := range ours.Objects {
+		if o.GetKind() == "Secret" && o.GroupVersionKind().Group == "" {
+			var err error
+			if o, _, err = argodiff.HideSecretData(o, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		y, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.WriteString("---\n")
+		got.Write(y)
+	}
+	diffs, sameOrder, err := fidelity.Compare(want.Bytes(), got.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) > 0 {
+		t.Errorf("%d differences from Argo CD's render:\n%s\nArgo CD:\n%s\nfleetwave:\n%s", len(diffs), strings.Join(diffs, "\n"), want.String(), got.String())
+	} else if !sameOrder {
+		t.Errorf("same objects as Argo CD's render, in another order")
+	}
+	if len(theirs) == 0 {
+		t.Error("Argo CD rendered nothing")
+	}
+	t.Logf("%d objects, identical to Argo CD's", len(theirs))
+	return got.String()
 }
 
 // fillSettings reads what Argo CD renders with: argocd-cm's tracking settings (GET /api/v1/settings) and the
@@ -174,8 +222,8 @@ func fillSettings(ctx context.Context, e env, c *argocd.Client, s *render.Settin
 	}
 }
 
-// argoRender creates (or updates) app in Argo CD with its sources on the file:// copy at sha and the in-cluster
-// destination, and returns the repo-server's manifests.
+// argoRender creates (or updates) app in Argo CD with its sources of the example repository on the file:// copy at
+// sha (others as they are) and the in-cluster destination, and returns the repo-server's manifests.
 func argoRender(ctx context.Context, e env, c *argocd.Client, app *v1alpha1.Application, fileURL, sha string) ([]string, error) {
 	a := &v1alpha1.Application{}
 	a.Name, a.Namespace = app.Name, "argocd"
@@ -184,14 +232,10 @@ func argoRender(ctx context.Context, e env, c *argocd.Client, app *v1alpha1.Appl
 	a.Spec.Project = "default"
 	a.Spec.SyncPolicy = nil
 	a.Spec.Destination = v1alpha1.ApplicationDestination{Server: v1alpha1.KubernetesInternalAPIServerAddr, Namespace: app.Spec.Destination.Namespace}
-	point := func(s *v1alpha1.ApplicationSource) {
-		s.RepoURL, s.TargetRevision = fileURL, sha
-	}
-	if a.Spec.Source != nil {
-		point(a.Spec.Source)
-	}
-	for i := range a.Spec.Sources {
-		point(&a.Spec.Sources[i])
+	for _, s := range sourcesOf(a) {
+		if s.RepoURL == exampleRepoURL {
+			s.RepoURL, s.TargetRevision = fileURL, sha
+		}
 	}
 	body, err := json.Marshal(a)
 	if err != nil {
@@ -208,6 +252,51 @@ func argoRender(ctx context.Context, e env, c *argocd.Client, app *v1alpha1.Appl
 		return nil, err
 	}
 	return res.Manifests, nil
+}
+
+// sourcesOf returns pointers to app's sources, single or multiple.
+func sourcesOf(app *v1alpha1.Application) []*v1alpha1.ApplicationSource {
+	var out []*v1alpha1.ApplicationSource
+	if app.Spec.Source != nil {
+		out = append(out, app.Spec.Source)
+	}
+	for i := range app.Spec.Sources {
+		out = append(out, &app.Spec.Sources[i])
+	}
+	return out
+}
+
+// registerRepositories registers repos (bodies of POST /api/v1/repositories) in Argo CD until the test ends and
+// returns them as the repository Secrets fleetwave reads.
+func registerRepositories(ctx context.Context, t *testing.T, e env, repos []map[string]any) string {
+	t.Helper()
+	secrets := ""
+	for _, r := range repos {
+		body, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := r["repo"].(string)
+		if err := call(ctx, e, http.MethodPost, "/api/v1/repositories?upsert=true", body, nil); err != nil {
+			t.Fatalf("registering %s in Argo CD: %v", u, err)
+		}
+		t.Cleanup(func() {
+			_ = call(context.WithoutCancel(ctx), e, http.MethodDelete, "/api/v1/repositories/"+url.PathEscape(u), nil, nil)
+		})
+		secrets += "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: " + r["name"].(string) + "\n  labels: {argocd.argoproj.io/secret-type: repository}\n" +
+			"stringData:\n  url: '" + u + "'\n  type: " + r["type"].(string) + "\n  name: " + r["name"].(string) + "\n"
+		for _, k := range []string{"username", "password"} {
+			if v, _ := r[k].(string); v != "" {
+				secrets += "  " + k + ": '" + v + "'\n"
+			}
+		}
+		for _, k := range []string{"insecure", "enableOCI"} {
+			if r[k] == true {
+				secrets += "  " + k + ": 'true'\n"
+			}
+		}
+	}
+	return secrets
 }
 
 func getJSON(ctx context.Context, e env, path string, out any) error {

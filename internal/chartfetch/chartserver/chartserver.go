@@ -46,6 +46,9 @@ type Server struct {
 	ProxyURL string
 	// Charts lists the served charts as name@version.
 	Charts []string
+	// HelmURL and RegistryAddr are the chart repository's and the registry's own addresses (https://127.0.0.1:port,
+	// 127.0.0.1:port), for a client that does not take the proxy (Argo CD's repo-server in the end-to-end test).
+	HelmURL, RegistryAddr string
 
 	helm     *httptest.Server
 	registry *ocitest.Registry
@@ -129,6 +132,7 @@ func Start(chartsDir string) (*Server, error) {
 	}))
 	s.proxy = httptest.NewServer(http.HandlerFunc(s.connect))
 	s.ProxyURL = s.proxy.URL
+	s.HelmURL, s.RegistryAddr = s.helm.URL, s.registry.Host
 	ok = true
 	return s, nil
 }
