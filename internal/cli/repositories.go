@@ -14,7 +14,7 @@ import (
 )
 
 // repositoriesUsage is the help of --repositories, shared by render, diff and plan.
-const repositoriesUsage = "allowed repositories: a YAML stream of Argo CD repository and repo-creds Secrets; charts of the Helm repositories and OCI registries (and native oci:// sources) and revisions of the git repositories it allows are fetched and rendered (cached under $FLEETWAVE_CACHE_DIR/charts and git, default the user cache directory)"
+const repositoriesUsage = "allowed repositories: a YAML stream of Argo CD repository and repo-creds Secrets (and argocd-tls-certs-cm for certificate authorities per host); charts of the Helm repositories and OCI registries (and native oci:// sources) and revisions of the git repositories it allows are fetched and rendered (cached under $FLEETWAVE_CACHE_DIR/charts and git, default the user cache directory)"
 
 func registerRepositories(fl *pflag.FlagSet, file *string) {
 	fl.StringVar(file, "repositories", "", repositoriesUsage)
