@@ -229,7 +229,7 @@ func (a *App) runCommand(ctx context.Context, req CommandRequest, reply func(str
 
 // actor is who asks, as the policy's rules look at them: their permission on the repository and, among the
 // teams the rule for cmd names (and, for approve, the waves' approval teams), those they belong to.
-func (a *App) actor(ctx context.Context, client GitHub, repo, login string, p *plan.Policy, cmd command.Name) (plan.Actor, error) {
+func (a *App) actor(ctx context.Context, client Permissions, repo, login string, p *plan.Policy, cmd command.Name) (plan.Actor, error) {
 	perm, err := client.Permission(ctx, repo, login)
 	if err != nil {
 		return plan.Actor{}, fmt.Errorf("reading the permission of %s on %s: %w", login, repo, err)

@@ -6,8 +6,9 @@
 //
 // # Ports
 //
-//   - GitHub (per installation, GitHubFactory): *github.Client — sticky comment, check runs, pull requests,
-//     permissions, team membership, reactions, replies.
+//   - GitHub (per installation, GitHubFactory): *github.Client, in four roles the helpers name — PullRequests
+//     (the current head), CheckRuns (fleetwave/diff and fleetwave/plan), Conversation (sticky comment, replies,
+//     reactions) and Permissions (repository permission, team membership).
 //   - Clones: *gitcache.Cache — a local bare mirror per repository, fetched with the installation token.
 //   - preview.Renderer: *render.Renderer — Argo CD's rendering, in process and confined.
 //   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).

@@ -153,7 +153,7 @@ func (a *App) endGroup(k prKey, run *prRun) {
 
 // startGroupChecks creates both check runs in progress on the group's head (a failure is logged: the check
 // runs are created when completing them).
-func (a *App) startGroupChecks(ctx context.Context, client GitHub, g MergeGroup, at time.Time) checkRuns {
+func (a *App) startGroupChecks(ctx context.Context, client CheckRuns, g MergeGroup, at time.Time) checkRuns {
 	return startCheckRuns(ctx, client, g.Repo, g.HeadSHA, groupExternalID(g.HeadRef, ""), at, &github.CheckOutput{
 		Title: "Rendering the merge group…",
 		Summary: fmt.Sprintf("fleetwave is rendering the change of merge group `%s` (`%s`) as Argo CD would.",
@@ -214,7 +214,7 @@ func groupBase(ctx context.Context, dir string, g MergeGroup) (string, error) {
 
 // publishGroup completes a merge group's check runs, unless the group was destroyed or has a newer head
 // meanwhile (its check runs are then cancelled).
-func (a *App) publishGroup(ctx context.Context, client GitHub, key prKey, g MergeGroup, ch Change, ids checkRuns, out *outcome, started time.Time) error {
+func (a *App) publishGroup(ctx context.Context, client CheckRuns, key prKey, g MergeGroup, ch Change, ids checkRuns, out *outcome, started time.Time) error {
 	log := logFrom(ctx)
 	var diffRun, planRun github.CheckRun
 	if out.err != nil {
@@ -266,7 +266,7 @@ func (a *App) publishGroup(ctx context.Context, client GitHub, key prKey, g Merg
 
 // cancelGroupChecks completes a merge group's check runs as cancelled, saying why (with a detached context of
 // its own bound: ctx is usually cancelled).
-func (a *App) cancelGroupChecks(ctx context.Context, client GitHub, g MergeGroup, ids checkRuns, cause error) {
+func (a *App) cancelGroupChecks(ctx context.Context, client CheckRuns, g MergeGroup, ids checkRuns, cause error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	summary := fmt.Sprintf("The check of merge group `%s` (`%s`) was cancelled: %s.", groupName(g.HeadRef), short(g.HeadSHA), cause)

@@ -11,18 +11,40 @@ import (
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
-// GitHub is what the use cases do on GitHub for one App installation. *github.Client satisfies it; the value
-// types (CheckRun, PullRequest, ...) are the adapter's own, so no translation layer sits in between.
-type GitHub interface {
+// The use cases' roles of GitHub, for one App installation. *github.Client plays them all; the value types
+// (CheckRun, PullRequest, ...) are the adapter's own, so no translation layer sits in between.
+
+// PullRequests reads a pull request as it is now (its head, base, author, fork).
+type PullRequests interface {
 	PullRequest(ctx context.Context, repo string, number int) (github.PullRequest, error)
-	UpsertComment(ctx context.Context, repo string, number int, parts []string) ([]github.Comment, error)
+}
+
+// CheckRuns starts, completes and finds the check-runs fleetwave/diff and fleetwave/plan.
+type CheckRuns interface {
 	CreateCheckRun(ctx context.Context, repo string, run github.CheckRun) (int64, error)
 	UpdateCheckRun(ctx context.Context, repo string, id int64, run github.CheckRun) error
 	ListCheckRuns(ctx context.Context, repo, ref, name string) ([]github.CheckRunInfo, error)
-	Permission(ctx context.Context, repo, user string) (string, error)
-	IsTeamMember(ctx context.Context, team, user string) (bool, error)
+}
+
+// Conversation is what the App says on a pull request: the sticky comment, replies to commands, reactions.
+type Conversation interface {
+	UpsertComment(ctx context.Context, repo string, number int, parts []string) ([]github.Comment, error)
 	React(ctx context.Context, repo string, commentID int64, content string) error
 	Reply(ctx context.Context, repo string, number int, body string) (int64, error)
+}
+
+// Permissions answers who a command's actor is: their permission on the repository, their teams.
+type Permissions interface {
+	Permission(ctx context.Context, repo, user string) (string, error)
+	IsTeamMember(ctx context.Context, team, user string) (bool, error)
+}
+
+// GitHub is every role: what one installation's client does for the use cases.
+type GitHub interface {
+	PullRequests
+	CheckRuns
+	Conversation
+	Permissions
 }
 
 // GitHubFactory returns the GitHub client of an installation (internal/github App.Client).

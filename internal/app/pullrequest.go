@@ -195,14 +195,14 @@ func forced(reason string) bool {
 
 // startChecks creates both check runs in progress on the head. A failure is logged: the results are still
 // worth a comment, and the check runs are created when completing them.
-func (a *App) startChecks(ctx context.Context, client GitHub, ch Change, at time.Time) checkRuns {
+func (a *App) startChecks(ctx context.Context, client CheckRuns, ch Change, at time.Time) checkRuns {
 	return startCheckRuns(ctx, client, ch.Repo, ch.Head, externalID(ch.Number, ""), at, &github.CheckOutput{
 		Title: "Rendering the change…", Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))})
 }
 
 // startCheckRuns creates fleetwave/diff and fleetwave/plan in progress on head, with out as their output; a
 // failure is logged and leaves that id 0.
-func startCheckRuns(ctx context.Context, client GitHub, repo, head, extID string, at time.Time, out *github.CheckOutput) checkRuns {
+func startCheckRuns(ctx context.Context, client CheckRuns, repo, head, extID string, at time.Time, out *github.CheckOutput) checkRuns {
 	var ids checkRuns
 	for _, c := range []struct {
 		name string
@@ -411,7 +411,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 }
 
 // completeCheck updates check run id with run, or creates it completed when starting it had failed.
-func (a *App) completeCheck(ctx context.Context, client GitHub, ch Change, id int64, run github.CheckRun, started time.Time) error {
+func (a *App) completeCheck(ctx context.Context, client CheckRuns, ch Change, id int64, run github.CheckRun, started time.Time) error {
 	run.Status = github.StatusCompleted
 	if id != 0 {
 		return client.UpdateCheckRun(ctx, ch.Repo, id, run)
@@ -423,7 +423,7 @@ func (a *App) completeCheck(ctx context.Context, client GitHub, ch Change, id in
 
 // cancelChecks completes a preview's check runs as cancelled, saying why. It runs after ctx was cancelled, so it
 // uses a detached context with its own bound.
-func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids checkRuns, cause error) {
+func (a *App) cancelChecks(ctx context.Context, client CheckRuns, ch Change, ids checkRuns, cause error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	summary := fmt.Sprintf("The preview of `%s` was cancelled: %s.", short(ch.Head), cause)
@@ -435,7 +435,7 @@ func (a *App) cancelChecks(ctx context.Context, client GitHub, ch Change, ids ch
 
 // completeChecks completes a preview's two check runs with their results, at one time; it returns the
 // failures. PRs and merge groups share it.
-func (a *App) completeChecks(ctx context.Context, client GitHub, ch Change, ids checkRuns, diffRun, planRun github.CheckRun, started time.Time) []error {
+func (a *App) completeChecks(ctx context.Context, client CheckRuns, ch Change, ids checkRuns, diffRun, planRun github.CheckRun, started time.Time) []error {
 	var errs []error
 	now := a.now()
 	for _, c := range []struct {
@@ -452,7 +452,7 @@ func (a *App) completeChecks(ctx context.Context, client GitHub, ch Change, ids 
 
 // completeCancelled completes a preview's two check runs (those created) as cancelled with summary; a failure is
 // logged. PRs and merge groups share it.
-func (a *App) completeCancelled(ctx context.Context, client GitHub, repo, extID string, ids checkRuns, summary string) {
+func (a *App) completeCancelled(ctx context.Context, client CheckRuns, repo, extID string, ids checkRuns, summary string) {
 	for _, c := range []struct {
 		name string
 		id   int64

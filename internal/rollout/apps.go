@@ -63,7 +63,7 @@ func (d *driver) onTrigger(ctx context.Context, _, _ string) error {
 		run.refused = true
 		return errNotStarting
 	}
-	st, err := d.e.st.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
+	st, err := d.journal.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
 		PreviousRevision: run.prev, Owner: d.e.o.owner})
 	if err != nil {
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -97,7 +97,7 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 		run.mu.Lock()
 		if run.step.State == store.StepIntent {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			if st, merr := t.d.e.st.MarkTriggered(wctx, run.step.ID, run.step.Version); merr == nil {
+			if st, merr := t.d.journal.MarkTriggered(wctx, run.step.ID, run.step.Version); merr == nil {
 				run.step = st
 			}
 			cancel()
@@ -239,13 +239,13 @@ func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r stor
 // recordEarly records an outcome reached without any side effect: an intent (the protocol's only way out of
 // pending/synced), then the outcome at once.
 func (d *driver) recordEarly(ctx context.Context, run *stepRun, msg string, state store.StepState) store.StepState {
-	st, err := d.e.st.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
+	st, err := d.journal.RecordIntent(ctx, store.Intent{StepID: run.step.ID, Version: run.step.Version, Op: run.op,
 		PreviousRevision: run.prev, Owner: d.e.o.owner})
 	if err != nil {
 		d.noteStoreError(err, run.step)
 		return run.step.State
 	}
-	st, err = d.e.st.RecordOutcome(ctx, store.Outcome{StepID: st.ID, Version: st.Version, State: state, Message: msg})
+	st, err = d.journal.RecordOutcome(ctx, store.Outcome{StepID: st.ID, Version: st.Version, State: state, Message: msg})
 	if err != nil {
 		d.noteStoreError(err, st)
 		return st.State
@@ -364,7 +364,7 @@ func failedResources(app *v1alpha1.Application) string {
 }
 
 func (d *driver) saveOutcome(ctx context.Context, st store.AppStep, out store.Outcome) store.StepState {
-	nst, err := d.e.st.RecordOutcome(context.WithoutCancel(ctx), out)
+	nst, err := d.journal.RecordOutcome(context.WithoutCancel(ctx), out)
 	if err != nil {
 		d.noteStoreError(err, st)
 		return st.State
@@ -477,7 +477,7 @@ func (d *driver) reconcileStep(ctx context.Context, r store.Rollout, sp *storedP
 }
 
 func (d *driver) outcome(ctx context.Context, s store.AppStep, state store.StepState, ev opEvidence, h, msg string) {
-	_, err := d.e.st.RecordOutcome(context.WithoutCancel(ctx), store.Outcome{StepID: s.ID, Version: s.Version, State: state,
+	_, err := d.journal.RecordOutcome(context.WithoutCancel(ctx), store.Outcome{StepID: s.ID, Version: s.Version, State: state,
 		OpStartedAt: ev.StartedAt, OpFinishedAt: ev.FinishedAt, Health: h, Message: msg})
 	if err != nil {
 		d.noteStoreError(err, s)

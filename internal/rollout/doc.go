@@ -17,7 +17,8 @@
 // who may) and return the reply to post; errors.Is(err, ErrRefused) when the rollout's state does not allow the
 // command (the error text is then the reply).
 //
-// The ports are interfaces declared here: Store (*store.Store), ArgoCD (*argocd.Client), Reporter
+// The ports are interfaces declared here: Store (*store.Store; its roles RolloutRecords, WaveStore,
+// StepJournal, LeaseKeeper and EventLog, store.go), ArgoCD (*argocd.Client), Reporter
 // (checkrun.Publisher, which presents a rollout as GitHub check-runs; rollouttest.Reporter records their
 // transitions for tests), Metrics (PrometheusMetrics by default).
 //

@@ -17,6 +17,9 @@ type driver struct {
 	e      *Executor
 	id     int64
 	cancel context.CancelFunc
+	// The store in the roles the driver plays itself (the rest goes through e).
+	journal StepJournal
+	leases  LeaseKeeper
 
 	pokeCh chan struct{} // a command was given on this replica (read by the control loop only)
 	wake   chan struct{} // the control loop re-read the rollout after a poke or a change (read by the step loop only)
@@ -36,7 +39,7 @@ type driver struct {
 }
 
 func newDriver(e *Executor, id int64, cancel context.CancelFunc) *driver {
-	return &driver{e: e, id: id, cancel: cancel, pokeCh: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubCh: make(chan struct{}, 1),
+	return &driver{e: e, id: id, cancel: cancel, journal: e.st, leases: e.st, pokeCh: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubCh: make(chan struct{}, 1),
 		published: map[string]string{}, nudged: map[int64]bool{}}
 }
 
@@ -73,7 +76,7 @@ func (d *driver) control(ctx context.Context) {
 		case <-t.Chan():
 		}
 		if o.clock.Since(lastRenew) >= renewEvery {
-			ok, err := d.e.st.RenewLease(ctx, d.id, o.owner, o.leaseTTL)
+			ok, err := d.leases.RenewLease(ctx, d.id, o.owner, o.leaseTTL)
 			if ctx.Err() != nil {
 				return
 			}
@@ -187,7 +190,7 @@ func (d *driver) gaveUpPublishing(ctx context.Context) bool {
 }
 
 func (d *driver) releaseLease(ctx context.Context) {
-	if err := d.e.st.ReleaseLease(context.WithoutCancel(ctx), d.id, d.e.o.owner); err != nil {
+	if err := d.leases.ReleaseLease(context.WithoutCancel(ctx), d.id, d.e.o.owner); err != nil {
 		d.e.o.log.Warn("releasing the lease of a rollout", "rollout", d.id, "err", err)
 	}
 }

@@ -18,29 +18,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
-// Store is the part of the durable store the executor uses; *store.Store implements it.
-type Store interface {
-	CreateRollout(ctx context.Context, n store.NewRollout) (store.Rollout, bool, error)
-	GetRollout(ctx context.Context, id int64) (store.Rollout, error)
-	ListRollouts(ctx context.Context, f store.RolloutFilter) ([]store.Rollout, error)
-	ListClaimable(ctx context.Context) ([]store.Rollout, error)
-	ListUnreleased(ctx context.Context, owner string) ([]store.Rollout, error)
-	UpdateRollout(ctx context.Context, r store.Rollout) (store.Rollout, error)
-	ListWaves(ctx context.Context, rolloutID int64) ([]store.Wave, error)
-	UpdateWave(ctx context.Context, w store.Wave) (store.Wave, error)
-	UpdateRolloutWaves(ctx context.Context, r store.Rollout, ws []store.Wave) (store.Rollout, []store.Wave, error)
-	ApproveWave(ctx context.Context, rolloutID int64, index int, by string) (store.Wave, bool, error)
-	ListSteps(ctx context.Context, rolloutID int64, f store.StepFilter) ([]store.AppStep, error)
-	RecordIntent(ctx context.Context, in store.Intent) (store.AppStep, error)
-	MarkTriggered(ctx context.Context, stepID, version int64) (store.AppStep, error)
-	RecordOutcome(ctx context.Context, o store.Outcome) (store.AppStep, error)
-	AppendEvent(ctx context.Context, e store.Event) (store.Event, error)
-	ActiveRolloutsTouching(ctx context.Context, repo string, apps []store.AppKey) ([]store.Rollout, error)
-	AcquireLease(ctx context.Context, rolloutID int64, owner string, ttl time.Duration) (bool, error)
-	RenewLease(ctx context.Context, rolloutID int64, owner string, ttl time.Duration) (bool, error)
-	ReleaseLease(ctx context.Context, rolloutID int64, owner string) error
-}
-
 // ArgoCD is the part of Argo CD's API the executor uses; *argocd.Client implements it. It includes what
 // argosync.Session needs.
 type ArgoCD interface {

@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -242,5 +244,78 @@ func TestNewSnapshot(t *testing.T) {
 	same := newSnapshot(store.Rollout{}, &storedPlan{Execution: execution{PlanDigest: "sha256:aa", PRPlanDigest: "sha256:aa"}}, nil, nil)
 	if same.PlanDiffers() {
 		t.Error("PlanDiffers with equal digests")
+	}
+}
+
+// rows is a value fake of the store as a snapshot reads it: one rollout with its waves and steps, and the
+// unfinished rollouts touching its apps.
+type rows struct {
+	r       store.Rollout
+	waves   []store.Wave
+	steps   []store.AppStep
+	active  []store.Rollout
+	touched int // ActiveRolloutsTouching calls
+}
+
+func (f *rows) GetRollout(_ context.Context, id int64) (store.Rollout, error) {
+	if id != f.r.ID {
+		return store.Rollout{}, store.ErrNotFound
+	}
+	return f.r, nil
+}
+func (f *rows) ListWaves(context.Context, int64) ([]store.Wave, error) { return f.waves, nil }
+func (f *rows) ListSteps(context.Context, int64, store.StepFilter) ([]store.AppStep, error) {
+	return f.steps, nil
+}
+func (f *rows) ActiveRolloutsTouching(_ context.Context, _ string, apps []store.AppKey) ([]store.Rollout, error) {
+	f.touched++
+	if len(apps) != len(f.steps) {
+		return nil, fmt.Errorf("asked about %d apps; want the %d of the steps", len(apps), len(f.steps))
+	}
+	return f.active, nil
+}
+
+// A snapshot names the older rollouts a pending one waits for and the newer ones waiting for it; a finished
+// rollout waits for nobody and nobody waits for it, so the store is not asked.
+func TestReadSnapshot(t *testing.T) {
+	raw, _ := json.Marshal(storedPlan{Plan: plan.Plan{Policy: "p.yaml", Waves: []plan.Wave{{Name: "all"}}}})
+	older, newer := store.Rollout{ID: 3, MergeSHA: revA}, store.Rollout{ID: 9, MergeSHA: revC}
+	for _, tt := range []struct {
+		name              string
+		state             store.RolloutState
+		waitingFor, waits []int64
+		asked             int
+	}{
+		{"pending", store.RolloutPending, []int64{3}, []int64{9}, 1},
+		{"running", store.RolloutRunning, nil, []int64{9}, 1},
+		{"succeeded", store.RolloutSucceeded, nil, nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &rows{r: store.Rollout{ID: 5, Plan: raw, State: tt.state}, waves: []store.Wave{{Index: 0, Name: "all"}},
+				steps:  []store.AppStep{{ID: 1, App: store.AppKey{Namespace: "argocd", Name: "web"}}},
+				active: []store.Rollout{older, {ID: 5}, newer}}
+			s, err := readSnapshot(context.Background(), f, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := func(rs []store.Rollout) []int64 {
+				var out []int64
+				for _, r := range rs {
+					out = append(out, r.ID)
+				}
+				return out
+			}
+			if fmt.Sprint(ids(s.WaitingFor)) != fmt.Sprint(tt.waitingFor) || fmt.Sprint(ids(s.WaitedBy)) != fmt.Sprint(tt.waits) ||
+				f.touched != tt.asked {
+				t.Errorf("waiting for %v, waited by %v, store asked %d times; want %v, %v, %d", ids(s.WaitingFor),
+					ids(s.WaitedBy), f.touched, tt.waitingFor, tt.waits, tt.asked)
+			}
+			if s.Plan.Policy != "p.yaml" || len(s.Waves) != 1 || len(s.Steps) != 1 {
+				t.Errorf("snapshot = %+v", s)
+			}
+		})
+	}
+	if _, err := readSnapshot(context.Background(), &rows{r: store.Rollout{ID: 5, Plan: []byte("{")}}, 5); err == nil {
+		t.Error("an unreadable stored plan gave no error")
 	}
 }

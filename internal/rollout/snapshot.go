@@ -143,7 +143,7 @@ func (e *Executor) publishAll(ctx context.Context, id int64, sent Sent) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	s, err := e.snapshot(ctx, id)
+	s, err := readSnapshot(ctx, e.st, id)
 	if err != nil {
 		e.o.log.Warn("reading a rollout to publish it", "rollout", id, "err", err)
 		return false
@@ -189,9 +189,9 @@ func (e *Executor) saveCheckRunIDs(ctx context.Context, s Snapshot, ids CheckRun
 	}
 }
 
-// snapshot reads a rollout for its Reporter.
-func (e *Executor) snapshot(ctx context.Context, id int64) (Snapshot, error) {
-	r, err := e.st.GetRollout(ctx, id)
+// readSnapshot reads a rollout for its Reporter.
+func readSnapshot(ctx context.Context, st snapshotSource, id int64) (Snapshot, error) {
+	r, err := st.GetRollout(ctx, id)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -199,11 +199,11 @@ func (e *Executor) snapshot(ctx context.Context, id int64) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	waves, err := e.st.ListWaves(ctx, id)
+	waves, err := st.ListWaves(ctx, id)
 	if err != nil {
 		return Snapshot{}, err
 	}
-	steps, err := e.st.ListSteps(ctx, id, store.StepFilter{})
+	steps, err := st.ListSteps(ctx, id, store.StepFilter{})
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -213,7 +213,7 @@ func (e *Executor) snapshot(ctx context.Context, id int64) (Snapshot, error) {
 		for i, st := range steps {
 			keys[i] = st.App
 		}
-		act, err := e.st.ActiveRolloutsTouching(ctx, "", keys)
+		act, err := st.ActiveRolloutsTouching(ctx, "", keys)
 		if err != nil {
 			return Snapshot{}, err
 		}
