@@ -391,7 +391,9 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		return nil, "", err
 	}
 	env := newEnv(app, instance, src, revision)
-	kubeVersion := src.GetKubeVersionOrDefault(s.KubeVersion)
+	tgt := s.Target()
+	// The cluster version in the format the target's controller passes it ("1.30" before 3.4, "v1.30.5" since).
+	kubeVersion := src.GetKubeVersionOrDefault(tgt.ClusterVersion(s.KubeVersion))
 	apiVersions := src.GetAPIVersionsOrDefault(s.APIVersions)
 	var objs []*unstructured.Unstructured
 	switch typ {
@@ -399,12 +401,13 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		objs, err = r.helm.Template(ctx, helmengine.Input{
 			FS: fsys, AppPath: appPath, Helm: src.Helm, Env: env, AppName: instance,
 			Namespace: app.Spec.Destination.Namespace, KubeVersion: kubeVersion, APIVersions: apiVersions,
-			RefSources: refs, AllowRemote: r.opts.AllowRemote, Charts: r.chartSource(),
+			RefSources: refs, AllowRemote: r.opts.AllowRemote, Charts: r.chartSource(), Target: tgt,
 		})
 	case v1alpha1.ApplicationSourceTypeKustomize:
 		objs, err = r.kust.Build(ctx, kustengine.Input{
 			FS: fsys, AppPath: appPath, Kustomize: src.Kustomize, Env: env, BuildOptions: s.KustomizeBuildOptions,
 			KubeVersion: kubeVersion, APIVersions: apiVersions, AllowRemote: r.opts.AllowRemote, Remote: r.remoteBases(),
+			Target: tgt,
 		})
 	case v1alpha1.ApplicationSourceTypeDirectory:
 		dir := v1alpha1.ApplicationSourceDirectory{}

@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/target"
 )
 
 // Settings are the facts Argo CD takes from the destination cluster and from argocd-cm when it renders an
@@ -27,6 +29,10 @@ type Settings struct {
 	Revision string `json:"revision,omitempty"`
 	// ControlPlaneNamespace is the namespace Argo CD runs in; Applications elsewhere get "<ns>_<name>" instance names.
 	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
+	// ArgoCDVersion is the Argo CD release to render as ("3.6", "v3.4.7"; default DefaultArgoCDVersion, the
+	// newest supported): Helm 4 from 3.5, Helm 3 before, and every other rule that changed between releases
+	// (internal/render/target).
+	ArgoCDVersion string `json:"argocdVersion,omitempty"`
 }
 
 // Defaults of a current Argo CD install (3.x): annotation tracking, the app.kubernetes.io/instance label key, the
@@ -38,6 +44,9 @@ const (
 	DefaultKubeVersion           = "v1.30.0"
 )
 
+// DefaultArgoCDVersion is the newest Argo CD release line fleetwave renders as.
+var DefaultArgoCDVersion = target.Newest.String()
+
 // DefaultSettings returns the settings of a current Argo CD install rendering for a Kubernetes 1.30 cluster.
 // APIVersions is empty: Helm then offers its built-in list, as when Argo CD has not discovered the cluster.
 func DefaultSettings() Settings {
@@ -46,10 +55,12 @@ func DefaultSettings() Settings {
 		AppLabelKey:           DefaultAppLabelKey,
 		TrackingMethod:        DefaultTrackingMethod,
 		ControlPlaneNamespace: DefaultControlPlaneNamespace,
+		ArgoCDVersion:         DefaultArgoCDVersion,
 	}
 }
 
-// LoadSettings reads a settings file and fills unset keys with DefaultSettings. Unknown keys are an error.
+// LoadSettings reads a settings file and fills unset keys with DefaultSettings. Unknown keys, and an argocdVersion
+// fleetwave does not render as, are an error.
 func LoadSettings(path string) (Settings, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -57,6 +68,9 @@ func LoadSettings(path string) (Settings, error) {
 	}
 	var s Settings
 	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return Settings{}, fmt.Errorf("settings %s: %w", path, err)
+	}
+	if _, err := target.Parse(s.ArgoCDVersion); err != nil {
 		return Settings{}, fmt.Errorf("settings %s: %w", path, err)
 	}
 	return s.WithDefaults(), nil
@@ -77,6 +91,9 @@ func (s Settings) WithDefaults() Settings {
 	if s.ControlPlaneNamespace == "" {
 		s.ControlPlaneNamespace = d.ControlPlaneNamespace
 	}
+	if s.ArgoCDVersion == "" {
+		s.ArgoCDVersion = d.ArgoCDVersion
+	}
 	return s
 }
 
@@ -87,5 +104,17 @@ func (s Settings) Validate() error {
 	default:
 		return fmt.Errorf("tracking method %q: must be annotation, label or annotation+label", s.TrackingMethod)
 	}
+	if _, err := target.Parse(s.ArgoCDVersion); err != nil {
+		return err
+	}
 	return nil
+}
+
+// Target is the parsed ArgoCDVersion (target.Newest when empty or invalid: Validate reports the latter).
+func (s Settings) Target() target.Version {
+	v, err := target.Parse(s.ArgoCDVersion)
+	if err != nil {
+		return target.Newest
+	}
+	return v
 }

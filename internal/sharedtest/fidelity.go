@@ -16,6 +16,22 @@ const EnvFidelityDir = "FLEETWAVE_FIDELITY_DIR"
 // FidelityCases is how many cases a complete render-fidelity corpus has at least.
 const FidelityCases = 44
 
+// FidelityTarget is one reference toolchain of the corpus: the Argo CD version to render as and the file of each
+// case holding that toolchain's output (or, where Argo CD refuses, its "<name>-error.txt").
+type FidelityTarget struct {
+	ArgoCDVersion string
+	Expected      string
+}
+
+// FidelityTargets are the corpus's toolchains: expected.yaml is Argo CD 3.5 with helm 4 (rendered as 3.5 and as
+// 3.6, whose only change for these cases is helm v4.2.4 for v4.2.1, neither printed nor otherwise visible),
+// expected-helm3.yaml the Argo CD 3.4 toolchain (helm 3.19.4).
+var FidelityTargets = []FidelityTarget{
+	{ArgoCDVersion: "3.6", Expected: "expected.yaml"},
+	{ArgoCDVersion: "3.5", Expected: "expected.yaml"},
+	{ArgoCDVersion: "3.4", Expected: "expected-helm3.yaml"},
+}
+
 // Fidelity returns the render-fidelity corpus: $FLEETWAVE_FIDELITY_DIR when set, else "fidelity" in the shared
 // folder (Dir). A corpus that is absent, or present but incomplete (CheckFidelity), skips tb with one line, or
 // fails it when the shared material is required: tests over the corpus never run on part of it.
@@ -49,8 +65,8 @@ func FidelityCaseDirs(tb testing.TB) []string {
 }
 
 // CheckFidelity lists what makes the corpus at dir incomplete: fewer than FidelityCases cases (folders of
-// cases/ with an app.yaml), a case without its render-env.yaml or Argo CD's output (expected-helm3.yaml, or
-// expected-helm3-error.txt where Argo CD refuses), or a path a case's SOURCE says was vendored
+// cases/ with an app.yaml), a case without its render-env.yaml or one of Argo CD's outputs (expected.yaml and
+// expected-helm3.yaml, or expected-error.txt / expected-helm3-error.txt where Argo CD refuses), or a path a case's SOURCE says was vendored
 // ("src/x <= https://...") that is absent. Nil means complete.
 func CheckFidelity(dir string) []string {
 	cases, err := fidelityCaseDirs(dir)
@@ -66,8 +82,11 @@ func CheckFidelity(dir string) []string {
 		if !exists(filepath.Join(c, "render-env.yaml")) {
 			problems = append(problems, name+" has no render-env.yaml")
 		}
-		if !exists(filepath.Join(c, "expected-helm3.yaml")) && !exists(filepath.Join(c, "expected-helm3-error.txt")) {
-			problems = append(problems, name+" has neither expected-helm3.yaml nor expected-helm3-error.txt")
+		for _, ref := range []string{"expected.yaml", "expected-helm3.yaml"} {
+			errFile := strings.TrimSuffix(ref, ".yaml") + "-error.txt"
+			if !exists(filepath.Join(c, ref)) && !exists(filepath.Join(c, errFile)) {
+				problems = append(problems, name+" has neither "+ref+" nor "+errFile)
+			}
 		}
 		if missing := missingVendored(c); len(missing) > 0 {
 			problems = append(problems, name+": SOURCE lists vendored "+strings.Join(missing, ", ")+", absent")

@@ -16,7 +16,7 @@ func fakeCorpus(t *testing.T, n int) string {
 	for i := 0; i < n; i++ {
 		c := filepath.Join(dir, "cases", fmt.Sprintf("case-%02d", i))
 		files := map[string]string{"app.yaml": "kind: Application\n", "render-env.yaml": "{}\n",
-			"expected-helm3.yaml": "---\n", "SOURCE": "src/chart <= https://example.com/chart\n"}
+			"expected.yaml": "---\n", "expected-helm3.yaml": "---\n", "SOURCE": "src/chart <= https://example.com/chart\n"}
 		if i == 0 {
 			files["SOURCE"] += "src/chart/charts/sub <= https://example.com/sub\n"
 			files["src/chart/charts/sub/Chart.yaml"] = "name: sub\n"
@@ -57,6 +57,25 @@ func TestCheckFidelity(t *testing.T) {
 				return os.Remove(filepath.Join(dir, "cases", "case-03", "expected-helm3.yaml"))
 			},
 			want: "case-03 has neither expected-helm3.yaml nor expected-helm3-error.txt"},
+		{name: "Argo CD's Helm 4 output missing", cases: FidelityCases,
+			spoil: func(dir string) error {
+				return os.Remove(filepath.Join(dir, "cases", "case-05", "expected.yaml"))
+			},
+			want: "case-05 has neither expected.yaml nor expected-error.txt"},
+		{name: "refusals stand for outputs", cases: FidelityCases,
+			spoil: func(dir string) error {
+				c := filepath.Join(dir, "cases", "case-06")
+				for _, n := range []string{"expected.yaml", "expected-helm3.yaml"} {
+					if err := os.Remove(filepath.Join(c, n)); err != nil {
+						return err
+					}
+					errFile := filepath.Join(c, strings.TrimSuffix(n, ".yaml")+"-error.txt")
+					if err := os.WriteFile(errFile, []byte("Error: execution error\n"), 0o644); err != nil {
+						return err
+					}
+				}
+				return nil
+			}},
 		{name: "render-env missing", cases: FidelityCases,
 			spoil: func(dir string) error { return os.Remove(filepath.Join(dir, "cases", "case-07", "render-env.yaml")) },
 			want:  "case-07 has no render-env.yaml"},

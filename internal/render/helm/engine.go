@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 )
 
 // Input is one Helm source of one Application, as the renderer core resolved it.
@@ -35,6 +36,9 @@ type Input struct {
 	ValuesFileSchemes []string
 	// Charts downloads chart dependencies from chart repositories (`helm dependency build`); nil refuses them.
 	Charts ChartSource
+	// Target is the Argo CD version to render as (the zero value is target.Newest): Helm 4 from 3.5, Helm 3
+	// before, and the version-dependent rules of internal/render/target.
+	Target target.Version
 }
 
 // ChartSource fetches chart archives from the chart repositories the operator allows.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 )
 
 // writeTree writes files (slash paths relative to dir) and returns dir.
@@ -129,18 +130,29 @@ func TestCleanSetParameters(t *testing.T) {
 func TestKubeVersionAndCapabilities(t *testing.T) {
 	fsys := mustFS(t, writeTree(t, echoChart(nil)))
 	e := New()
-	for _, c := range []struct{ kube, want string }{
-		{"", "v1.34.0"}, // the released helm v3.19.4 binary's default
-		{"v1.30.0", "v1.30.0"},
-		{"1.29", "v1.29"},               // ParseGeneric keeps the components given
-		{"v1.31.2-eks-1234", "v1.31.2"}, // parseKubeVersion strips what helm cannot parse
+	for _, tc := range []struct {
+		target            target.Version
+		helm, defaultKube string // the released helm binary the target's Argo CD ships, and its default
+	}{
+		{target.Version{Major: 3, Minor: 2}, "v3.19.4", "v1.34.0"},
+		{target.Version{Major: 3, Minor: 4}, "v3.19.4", "v1.34.0"},
+		{target.Version{Major: 3, Minor: 5}, "v4.2.1", "v1.36.0"},
+		{target.Version{Major: 3, Minor: 6}, "v4.2.4", "v1.36.0"},
+		{target.Version{}, "v4.2.4", "v1.36.0"}, // the newest
 	} {
-		data, err := render(t, e, Input{FS: fsys, AppPath: "app", AppName: "a", Namespace: "ns", KubeVersion: c.kube})
-		if err != nil {
-			t.Fatalf("%q: %v", c.kube, err)
-		}
-		if data["kube"] != c.want || data["helm"] != "v3.19.4" {
-			t.Errorf("kube %q: got kube %q helm %q, want %q v3.19.4", c.kube, data["kube"], data["helm"], c.want)
+		for _, c := range []struct{ kube, want string }{
+			{"", tc.defaultKube},
+			{"v1.30.0", "v1.30.0"},
+			{"1.29", "v1.29"},               // ParseGeneric keeps the components given
+			{"v1.31.2-eks-1234", "v1.31.2"}, // parseKubeVersion strips what helm cannot parse
+		} {
+			data, err := render(t, e, Input{FS: fsys, AppPath: "app", AppName: "a", Namespace: "ns", KubeVersion: c.kube, Target: tc.target})
+			if err != nil {
+				t.Fatalf("%s %q: %v", tc.target, c.kube, err)
+			}
+			if data["kube"] != c.want || data["helm"] != tc.helm {
+				t.Errorf("Argo CD %s, kube %q: got kube %q helm %q, want %q %s", tc.target, c.kube, data["kube"], data["helm"], c.want, tc.helm)
+			}
 		}
 	}
 	if _, err := e.Template(context.Background(), Input{FS: fsys, AppPath: "app", AppName: "a", KubeVersion: "not-a-version"}); err == nil ||
@@ -658,5 +670,61 @@ func TestOutputCache(t *testing.T) {
 	}
 	if n := small.outputs.ll.Len(); n != 2 {
 		t.Errorf("%d cached outputs, want 2 (bound)", n)
+	}
+}
+
+// TestTargetRules checks the rules of options.go that depend on the Argo CD version rendered as: value-file glob
+// patterns (expanded since 3.4; a literal path, here missing, before) and the accepted helm.version values ("v4"
+// since 3.5, with 3.5's new wording of the refusal).
+func TestTargetRules(t *testing.T) {
+	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{
+		"app/values-a.yaml": "a: 1\n",
+		"app/values-b.yaml": "b: 2\n",
+	})))
+	e := New()
+	v := func(minor int) target.Version { return target.Version{Major: 3, Minor: minor} }
+	for _, tc := range []struct {
+		name     string
+		target   target.Version
+		helm     v1alpha1.ApplicationSourceHelm
+		values   string // data.values; "" when an error is wanted
+		wantErr  string
+		notFound bool // the error is ErrValuesFileNotFound
+	}{
+		{name: "glob expanded", target: v(4), helm: v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values-*.yaml"}},
+			values: `{"a":1,"b":2}`},
+		{name: "glob expanded (newest)", helm: v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values-*.yaml"}},
+			values: `{"a":1,"b":2}`},
+		{name: "glob is a path before 3.4", target: v(3), helm: v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values-*.yaml"}},
+			wantErr: `values file "values-*.yaml" not found`, notFound: true},
+		{name: "glob is a path before 3.4, ignored when missing", target: v(2),
+			helm:   v1alpha1.ApplicationSourceHelm{ValueFiles: []string{"values-*.yaml", "values-b.yaml"}, IgnoreMissingValueFiles: true},
+			values: `{"b":2}`},
+		{name: "helm v4 accepted from 3.5", target: v(5), helm: v1alpha1.ApplicationSourceHelm{Version: "v4"}, values: `{}`},
+		{name: "helm v3 accepted on 3.6", target: v(6), helm: v1alpha1.ApplicationSourceHelm{Version: "v3"}, values: `{}`},
+		{name: "helm v4 refused before 3.5", target: v(4), helm: v1alpha1.ApplicationSourceHelm{Version: "v4"},
+			wantErr: "helm chart version 'v4' is not supported"},
+		{name: "helm v2 refused on 3.6", target: v(6), helm: v1alpha1.ApplicationSourceHelm{Version: "v2"},
+			wantErr: "helm version 'v2' is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.helm
+			data, err := render(t, e, Input{FS: fsys, AppPath: "app", AppName: "a", Namespace: "ns", Helm: &h, Target: tc.target})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				if tc.notFound != errors.Is(err, ErrValuesFileNotFound) {
+					t.Errorf("errors.Is(err, ErrValuesFileNotFound) = %v", !tc.notFound)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data["values"] != tc.values {
+				t.Errorf("values = %s, want %s", data["values"], tc.values)
+			}
+		})
 	}
 }

@@ -13,22 +13,25 @@ import (
 )
 
 // TestFidelity renders every Helm case of the shared render-fidelity corpus (sharedtest.Fidelity: skipped with one
-// line on a clone, a failure when FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete) and compares the
-// result, after Argo CD's list expansion and tracking, with what Argo CD's repo-server produced with helm v3.19.4
-// (expected-helm3.yaml), or checks that it fails where Argo CD failed (expected-helm3-error.txt).
-// Set FIDELITY_EXPECTED=expected.yaml to score against the Helm 4 references instead.
+// line on a clone, a failure when FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete) once per reference
+// toolchain, as the Argo CD version that toolchain belongs to (sharedtest.FidelityTargets), and compares the
+// result, after Argo CD's list expansion and tracking, with what Argo CD's repo-server produced, or checks that
+// it fails where Argo CD failed (expected*-error.txt).
 func TestFidelity(t *testing.T) {
-	dirs := sharedtest.FidelityCaseDirs(t)
-	expectedName := "expected-helm3.yaml"
-	if v := os.Getenv("FIDELITY_EXPECTED"); v != "" {
-		expectedName = v
+	for _, ft := range sharedtest.FidelityTargets {
+		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, ft.ArgoCDVersion, ft.Expected) })
 	}
+}
+
+func testFidelity(t *testing.T, argocdVersion, expectedName string) {
+	dirs := sharedtest.FidelityCaseDirs(t)
 	e := helm.New()
 	var identical, total int
 	var scores []string
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
 		tc := readCase(t, dir, renderEnv{})
+		tc.env.ArgoCDVersion = argocdVersion
 		if !tc.isHelm() {
 			continue
 		}
@@ -78,5 +81,5 @@ func TestFidelity(t *testing.T) {
 	for _, s := range scores {
 		t.Log(s)
 	}
-	t.Logf("fidelity (%s): %d/%d Helm cases identical", expectedName, identical, total)
+	t.Logf("fidelity (Argo CD %s, %s): %d/%d Helm cases identical", argocdVersion, expectedName, identical, total)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 )
 
 // renderEnv is a case's render-env.yaml: the cluster/argocd-cm half of a manifest request.
@@ -29,6 +30,8 @@ type renderEnv struct {
 	Revision              string   `json:"revision"`
 	ControlPlaneNamespace string   `json:"controlPlaneNamespace"`
 	InstallationID        string   `json:"installationID"`
+	// ArgoCDVersion is the Argo CD release to render as (render.Settings' argocdVersion); "" = target.Newest.
+	ArgoCDVersion string `json:"argocdVersion"`
 }
 
 // testCase is a corpus case or a fixture: an Application whose source paths are relative to dir, and for
@@ -124,10 +127,14 @@ func (tc testCase) input(t testing.TB) (helm.Input, *repofs.Recorder) {
 		}
 		refs["$"+s.Ref] = r.WithRecorder(rec)
 	}
+	tgt, err := target.Parse(tc.env.ArgoCDVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return helm.Input{
 		FS: fsys, AppPath: src.Path, Helm: src.Helm, Env: newEnv(tc, src, appName), AppName: appName,
-		Namespace: tc.app.Spec.Destination.Namespace, KubeVersion: src.GetKubeVersionOrDefault(tc.env.KubeVersion),
-		APIVersions: src.GetAPIVersionsOrDefault(tc.env.APIVersions), RefSources: refs,
+		Namespace: tc.app.Spec.Destination.Namespace, KubeVersion: src.GetKubeVersionOrDefault(tgt.ClusterVersion(tc.env.KubeVersion)),
+		APIVersions: src.GetAPIVersionsOrDefault(tc.env.APIVersions), RefSources: refs, Target: tgt,
 	}, rec
 }
 

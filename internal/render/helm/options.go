@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -51,7 +52,8 @@ type templateOpts struct {
 var defaultValuesFileSchemes = []string{"https", "http"}
 
 // templateOptions mirrors reposerver/repository/repository.go helmTemplate (argo-cd v3.5.7, the corpus's
-// version; v3.2.11 lacks value-file globs) up to the call of the helm CLI.
+// version) up to the call of the helm CLI, with the rules that differ between Argo CD releases switched by
+// in.Target (internal/render/target: value-file globs, accepted helm.version values).
 func templateOptions(in Input, appPath string) (*templateOpts, error) {
 	var env v1alpha1.Env
 	if in.Env != nil {
@@ -81,10 +83,8 @@ func templateOptions(in Input, appPath string) (*templateOpts, error) {
 	}
 	if h := in.Helm; h != nil {
 		// util/helm/cmd.go NewCmd: "v3" (and, since 3.5, "v4", both meaning "the bundled helm") or empty.
-		switch h.Version {
-		case "", "v3", "v4":
-		default:
-			return nil, fmt.Errorf("helm version '%s' is not supported", h.Version)
+		if !slices.Contains(in.Target.HelmVersionValues(), h.Version) {
+			return nil, in.Target.HelmVersionError(h.Version)
 		}
 		if h.ReleaseName != "" {
 			o.name = h.ReleaseName
@@ -92,7 +92,7 @@ func templateOptions(in Input, appPath string) (*templateOpts, error) {
 		if h.Namespace != "" {
 			o.namespace = h.Namespace
 		}
-		r := resolver{in: in, appPath: appPath, env: env, schemes: schemes}
+		r := resolver{in: in, appPath: appPath, env: env, schemes: schemes, globs: in.Target.ValueFileGlobs()}
 		if o.values, err = r.valueFiles(h.ValueFiles, h.IgnoreMissingValueFiles); err != nil {
 			return nil, fmt.Errorf("error resolving helm value files: %w", err)
 		}
@@ -153,6 +153,7 @@ type resolver struct {
 	appPath string
 	env     v1alpha1.Env
 	schemes []string
+	globs   bool // value-file glob patterns are expanded (target.Version.ValueFileGlobs)
 }
 
 // refSource is repository.go getReferencedSource: "$name/..." names a ref source when "$name" is one.
@@ -210,6 +211,9 @@ func (r resolver) resolve(fsys *repofs.FS, base, p, name string) (file, error) {
 // isGlobPath is repository.go isGlobPath.
 func isGlobPath(p string) bool { return strings.ContainsAny(p, "*?[") }
 
+// isGlob reports that p is a pattern to expand: only from Argo CD 3.4, before which every value file is a path.
+func (r resolver) isGlob(p string) bool { return r.globs && isGlobPath(p) }
+
 // valueFiles is repository.go getResolvedValueFiles (v3.5.7): envsubst, "$ref/" paths, globs expanded in lexical
 // order (doublestar), files listed explicitly keep their own position, duplicates dropped, missing files skipped
 // with ignoreMissingValueFiles (otherwise they fail later, when helm reads them).
@@ -228,7 +232,7 @@ func (r resolver) valueFiles(raws []string, ignoreMissing bool) ([]file, error) 
 		if err != nil {
 			continue // reported by the main loop
 		}
-		if f.fs != nil && !isGlobPath(f.rel) {
+		if f.fs != nil && !r.isGlob(f.rel) {
 			explicit[f.key()] = true
 		}
 	}
@@ -249,7 +253,7 @@ func (r resolver) valueFiles(raws []string, ignoreMissing bool) ([]file, error) 
 			add(f)
 			continue
 		}
-		if isGlobPath(f.rel) {
+		if r.isGlob(f.rel) {
 			matches, err := glob(fsys, f.rel)
 			if err != nil {
 				return nil, fmt.Errorf("error expanding glob pattern %q: %w", raw, err)

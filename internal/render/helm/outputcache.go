@@ -28,6 +28,7 @@ func outputKey(chartHash string, vals map[string]interface{}, o renderOpts) (str
 		h.Write([]byte(s))
 	}
 	put(chartHash)
+	put(o.helmCLI)
 	put(string(v))
 	put(o.name)
 	put(o.namespace)

@@ -21,7 +21,7 @@ import (
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 )
 
-// What the released helm v3.19.4 binary (the one Argo CD's image ships) has baked in by its Makefile's ldflags,
+// What the released helm v3.19.4 binary (the one Argo CD 3.2-3.4's image ships) has baked in by its Makefile's ldflags,
 // and the SDK lacks: its version and the default Kubernetes version (client-go v0.34 -> 1.34) used without
 // --kube-version.
 const (
@@ -64,7 +64,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	if err != nil {
 		return nil, err
 	}
-	ch, chartHash, err := e.loadChecked(ctx, in, appPath)
+	ch, cf, err := e.loadChecked(ctx, in, appPath)
 	if err != nil {
 		return nil, err
 	}
@@ -74,10 +74,11 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 		namespace = "default"
 	}
 	ro := renderOpts{
-		name: name, namespace: namespace, kubeVersion: kubeVersion, apiVersions: apiVersions,
+		name: name, namespace: namespace, kubeVersion: kubeVersion, kubeVersionFlag: o.kubeVersion, apiVersions: apiVersions,
 		includeCrds: !o.skipCrds, skipSchemaValidation: o.skipSchemaValidation, skipTests: o.skipTests,
+		helmCLI: in.Target.HelmCLI(),
 	}
-	key, cacheable := outputKey(chartHash, vals, ro)
+	key, cacheable := outputKey(cf.hash, vals, ro)
 	if cacheable {
 		if objs, err, ok := e.outputs.get(key); ok {
 			return objs, err
@@ -91,7 +92,13 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := renderChart(copyChart(ch), vals, ro)
+		var out string
+		var err error
+		if in.Target.Helm4() {
+			out, err = renderChart4(ctx, ch, cf, vals, ro)
+		} else {
+			out, err = renderChart(copyChart(ch), vals, ro)
+		}
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -101,7 +108,8 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	}()
 	select {
 	case r := <-done:
-		if cacheable {
+		// A render the context ended may have stopped early (helm 4's engine watches it): not cached.
+		if cacheable && ctx.Err() == nil {
 			e.outputs.put(key, r.objs, r.err, r.size) // stores its own copy
 		}
 		return r.objs, r.err
@@ -112,39 +120,40 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 
 // loadChecked loads the chart in the app path and checks it as runInstall does (installable type, dependencies
 // present); a missing dependency triggers the offline `helm dependency build` and one more attempt. It returns
-// the chart (shared: copy before rendering) and the hash of its files.
-func (e *Engine) loadChecked(ctx context.Context, in Input, appPath string) (*chart.Chart, string, error) {
+// the chart (shared: copy before rendering) and its files (after the build, when there was one). Helm 3 and
+// Helm 4 read charts alike (pkg/chart/loader, the v2 chart API), so both use this.
+func (e *Engine) loadChecked(ctx context.Context, in Input, appPath string) (*chart.Chart, *chartFiles, error) {
 	cf, err := readChartDir(in.FS, appPath, e.limits)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	ch, err := e.load(cf)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if err := checkIfInstallable(ch); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if ch.Metadata.Dependencies == nil {
-		return ch, cf.hash, nil
+		return ch, cf, nil
 	}
 	if err := checkDependencies(ch); err == nil {
-		return ch, cf.hash, nil
+		return ch, cf, nil
 	}
 	built, err := e.buildDependencies(ctx, in, appPath, ch, cf)
 	if err != nil {
-		return nil, "", fmt.Errorf("error building helm chart dependencies: %w", err)
+		return nil, nil, fmt.Errorf("error building helm chart dependencies: %w", err)
 	}
 	if ch, err = e.load(built); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if err := checkIfInstallable(ch); err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if err := checkDependencies(ch); err != nil {
-		return nil, "", &markedError{msg: err.Error() + " (after building dependencies offline)", marks: []error{ErrMissingDependency}}
+		return nil, nil, &markedError{msg: err.Error() + " (after building dependencies offline)", marks: []error{ErrMissingDependency}}
 	}
-	return ch, built.hash, nil
+	return ch, built, nil
 }
 
 // checkIfInstallable is cmd/helm/install.go checkIfInstallable.
@@ -187,7 +196,9 @@ func readAsCSV(val string) ([]string, error) {
 
 type renderOpts struct {
 	name, namespace      string
-	kubeVersion          *chartutil.KubeVersion
+	kubeVersion          *chartutil.KubeVersion // Helm 3's parse of kubeVersionFlag
+	kubeVersionFlag      string                 // --kube-version, "" = the helm binary's default
+	helmCLI              string                 // the helm release rendering: Input.Target.HelmCLI()
 	apiVersions          []string
 	includeCrds          bool
 	skipSchemaValidation bool

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 	"github.com/fleetwave/fleetwave/internal/sharedtest"
 )
 
@@ -207,8 +208,21 @@ func caseDirs(tb testing.TB, prefix string) []string {
 	return dirs
 }
 
-// TestFidelity builds every kust-* case of the corpus and compares it with Argo CD's expected-helm3.yaml.
+// TestFidelity builds every kust-* case of the corpus once per reference toolchain (sharedtest.FidelityTargets),
+// as the Argo CD version it belongs to (helm 4 inflates helmCharts from 3.5), and compares it with Argo CD's
+// output for that toolchain.
 func TestFidelity(t *testing.T) {
+	for _, ft := range sharedtest.FidelityTargets {
+		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, ft.ArgoCDVersion, ft.Expected) })
+	}
+}
+
+func testFidelity(t *testing.T, argocdVersion, expectedName string) {
+	tgt, err := target.Parse(argocdVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errName := strings.TrimSuffix(expectedName, ".yaml") + "-error.txt"
 	e := New()
 	passed, total := 0, 0
 	for _, dir := range caseDirs(t, "kust-") {
@@ -227,11 +241,12 @@ func TestFidelity(t *testing.T) {
 				Kustomize:    src.Kustomize,
 				Env:          c.buildEnv(),
 				BuildOptions: c.env.KustomizeBuildOptions,
-				KubeVersion:  src.GetKubeVersionOrDefault(c.env.KubeVersion),
+				KubeVersion:  src.GetKubeVersionOrDefault(tgt.ClusterVersion(c.env.KubeVersion)),
 				APIVersions:  src.GetAPIVersionsOrDefault(c.env.APIVersions),
+				Target:       tgt,
 			}
 			objs, err := e.Build(context.Background(), in)
-			wantErr, errFile := os.ReadFile(filepath.Join(dir, "expected-helm3-error.txt"))
+			wantErr, errFile := os.ReadFile(filepath.Join(dir, errName))
 			if errFile == nil {
 				if err == nil {
 					t.Fatalf("Argo CD fails on this case (%s), the build succeeded", bytes.TrimSpace(wantErr))
@@ -241,7 +256,7 @@ func TestFidelity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			expected, err := os.ReadFile(filepath.Join(dir, "expected-helm3.yaml"))
+			expected, err := os.ReadFile(filepath.Join(dir, expectedName))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +271,7 @@ func TestFidelity(t *testing.T) {
 			passed++
 		}
 	}
-	t.Logf("kustomize fidelity: %d/%d cases identical", passed, total)
+	t.Logf("kustomize fidelity (Argo CD %s, %s): %d/%d cases identical", argocdVersion, expectedName, passed, total)
 }
 
 // BenchmarkBuild builds each kust-* corpus case (warm: the Engine and kustomize's schema are reused).

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/kustomize/api/konfig"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -272,6 +275,9 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 			return nil, fmt.Errorf("an error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: %w", err)
 		}
 	}
+	if h.cfg.helm4 != nil {
+		return h.template4(ctx, chrt, client, p, vals)
+	}
 	relz, err := client.RunWithContext(ctx, chrt, vals)
 	if err != nil {
 		return nil, err
@@ -314,6 +320,55 @@ func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
 			}
 		}
 		out[k] = v
+	}
+	return out
+}
+
+// template4 is the end of template when the helm binary is helm 4 (Argo CD 3.5 and later): the same chart files
+// and flags, rendered by internal/render/helm/helm4. Schema validation is helm 4's rules on the Helm 3 parse of
+// the chart, as for Helm 3 above (helm's own, which also reads file: and http(s): references).
+func (h *helmRun) template4(ctx context.Context, chrt *chart.Chart, client *action.Install, p types.HelmChart, vals map[string]interface{}) ([]byte, error) {
+	files := make([]helm4.File, len(chrt.Raw))
+	for i, f := range chrt.Raw {
+		files[i] = helm4.File{Name: f.Name, Data: f.Data}
+	}
+	ch4, err := helm4.Load(files)
+	if err != nil {
+		return nil, err
+	}
+	kubeVersion := ""
+	if client.KubeVersion != nil {
+		kubeVersion = p.KubeVersion
+	}
+	o := helm4.Options{
+		ReleaseName: client.ReleaseName, Namespace: client.Namespace, KubeVersion: kubeVersion,
+		APIVersions: p.ApiVersions, IncludeCRDs: client.IncludeCRDs, SkipTests: p.SkipTests,
+		DisableHooks: client.DisableHooks,
+		ValidateValues: func(coalesced map[string]any) error {
+			c, err := loader.LoadFiles(bufferedFiles(chrt.Raw))
+			if err != nil {
+				return err
+			}
+			if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+				return err
+			}
+			if err := chartutil.ValidateAgainstSchema(c, coalesced); err != nil {
+				return fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
+			}
+			return nil
+		},
+	}
+	out, err := helm4.Template(ctx, *h.cfg.helm4, ch4, vals, o)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(out), nil
+}
+
+func bufferedFiles(raw []*chart.File) []*loader.BufferedFile {
+	out := make([]*loader.BufferedFile, len(raw))
+	for i, f := range raw {
+		out[i] = &loader.BufferedFile{Name: f.Name, Data: f.Data}
 	}
 	return out
 }

@@ -26,7 +26,9 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 )
 
 // Input is one Kustomize application source to build.
@@ -44,6 +46,9 @@ type Input struct {
 	// AllowRemote records that the operator allows remote bases; without Remote they are refused either way, but
 	// the message says which.
 	AllowRemote bool
+	// Target is the Argo CD version to render as (zero: target.Newest); it picks the helm that inflates
+	// helmCharts (Helm 4 from 3.5).
+	Target target.Version
 	// Remote fetches the repository of a remote base (resources, bases, components: "https://host/org/repo//dir?ref=v1",
 	// "github.com/org/repo/dir?ref=v1") from the allowed git repositories; the base is then built from that
 	// revision as kustomize builds the clone it would make. nil refuses remote bases.
@@ -167,6 +172,11 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The helm binary kustomize runs for helmCharts is the one Argo CD's image ships: helm 4 from 3.5.
+	if in.Target.Helm4() {
+		cli := helm4.CLIs[in.Target.HelmCLI()]
+		st.opts.helm.helm4 = &cli
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

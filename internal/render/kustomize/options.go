@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 )
 
 // buildOptions is what `kustomize build` makes of its command line (kustomize v5.8.1 commands/build).
@@ -26,6 +28,7 @@ type helmConfig struct {
 	enabled     bool
 	kubeVersion string
 	apiVersions []string
+	helm4       *helm4.CLI // the helm 4 release to render with; nil: helm v3.19.4
 }
 
 // buildArgs reproduces the argument list Argo CD passes to `kustomize build` (util/kustomize/kustomize.go,
