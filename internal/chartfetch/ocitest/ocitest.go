@@ -115,6 +115,15 @@ func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, err
 	}
 	r := &Registry{Username: username, Password: password, PlainHTTP: plainHTTP, dir: dir, counts: map[string]int{}, tokens: map[string]bool{}}
 	var app http.Handler
+	started := false
+	defer func() {
+		if !started { // the listener is open from NewUnstartedServer on
+			if r.Server != nil {
+				r.Server.Listener.Close()
+			}
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if r.signer != nil && req.URL.Path == tokenPath {
 			r.serveToken(w, req)
@@ -176,6 +185,7 @@ func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, err
 	} else {
 		r.Server.StartTLS()
 	}
+	started = true
 	return r, nil
 }
 
