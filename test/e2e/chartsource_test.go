@@ -245,7 +245,10 @@ func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 			_, ours := r.Render(ctx, render.Request{App: app, Repos: local, Settings: settings})
 			_, theirs := argoRenderAsWritten(ctx, e, c, app)
 			if ours == nil || theirs == nil || !strings.Contains(ours.Error(), "1.0.0") {
-				t.Errorf("want both to refuse version 1.0.9, fleetwave naming the nearest (1.0.0):\nfleetwave: %v\nArgo CD: %v", ours, theirs)
+				t.Fatalf("want both to refuse version 1.0.9, fleetwave naming the nearest (1.0.0):\nfleetwave: %v\nArgo CD: %v", ours, theirs)
+			}
+			if strings.Contains(ours.Error(), password) {
+				t.Errorf("fleetwave's error shows the repository's password: %v", ours)
 			}
 			t.Logf("fleetwave: %v\nArgo CD: %v", ours, theirs)
 		})

@@ -136,6 +136,9 @@ func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, err
 		if h != nil && r.authorized(req) && h(w, req) {
 			return
 		}
+		if r.signer != nil {
+			w = &realmWriter{ResponseWriter: w, realm: r.TokenURL, host: req.Host}
+		}
 		app.ServeHTTP(w, req)
 	}))
 	scheme := "https://"

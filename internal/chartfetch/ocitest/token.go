@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -105,4 +106,23 @@ func (r *Registry) serveToken(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": int(tokenTTL / time.Second), "issued_at": now.UTC().Format(time.RFC3339)})
+}
+
+// realmWriter writes the bearer challenge's realm on the host the client asked for (the registry's, as a registry
+// behind its own name advertises its token service): clients refuse a realm on a loopback or private address other
+// than the registry's host (oras-go v2.6.2 auth validateRealm), and the tests reach the registry as 127.0.0.1 and as
+// localhost.
+type realmWriter struct {
+	http.ResponseWriter
+	realm, host string
+}
+
+func (w *realmWriter) WriteHeader(code int) {
+	if ch := w.Header().Get("WWW-Authenticate"); ch != "" && w.host != "" {
+		if u, err := url.Parse(w.realm); err == nil {
+			u.Host = w.host
+			w.Header().Set("WWW-Authenticate", strings.Replace(ch, `realm="`+w.realm+`"`, `realm="`+u.String()+`"`, 1))
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
