@@ -142,8 +142,7 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 		return a.OnPullRequest(ctx, changeOfAPI(e.GetInstallation().GetID(), repo, pr, "/plan"))
 	}
 	req := CommandRequest{
-		InstallationID: e.GetInstallation().GetID(), Repo: fullName, PRNumber: number, Command: res.Command,
-		Args: res.Args, Target: res.Target, Actor: login,
+		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
 	}
 	if pr.Merged {
 		req.MergeSHA = pr.MergeCommitSHA
@@ -206,8 +205,8 @@ func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
 		return reply(dec.Reason)
 	}
 	return a.runCommand(ctx, CommandRequest{
-		InstallationID: e.GetInstallation().GetID(), Repo: fullName, PRNumber: number, Command: res.Command,
-		Args: res.Args, Target: res.Target, Actor: login, CheckRunExternalID: cr.GetExternalID(), HeadSHA: cr.GetHeadSHA(),
+		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
+		CheckRunExternalID: cr.GetExternalID(), HeadSHA: cr.GetHeadSHA(),
 	}, reply)
 }
 

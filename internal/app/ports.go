@@ -94,11 +94,10 @@ type Merges interface {
 
 // CommandRequest is an authorised rollout command (a slash command on a pull request, or a check-run button).
 type CommandRequest struct {
-	InstallationID int64
-	Repo           string // owner/name
-	PRNumber       int    // 0 when a button on a merge commit's check run has no pull request
-	Command        command.Name
-	Args           []string
+	Repo     string // owner/name
+	PRNumber int    // 0 when a button on a merge commit's check run has no pull request
+	Command  command.Name
+	Args     []string
 	// Target is the wave of /approve ("" = the one awaiting approval) or of /rollback (command.TargetAll).
 	Target string
 	Actor  string // login
