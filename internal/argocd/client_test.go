@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -185,6 +186,17 @@ func TestRequestsOnTheWire(t *testing.T) {
 			name:   "settings",
 			call:   func(c *Client) error { _, err := c.Settings(ctx); return err },
 			answer: `{"appLabelKey":"app.kubernetes.io/instance","trackingMethod":"annotation"}`, method: "GET", path: "/api/v1/settings",
+		},
+		{
+			name: "version",
+			call: func(c *Client) error {
+				v, err := c.Version(ctx)
+				if err == nil && v != "v3.6.1+4d1e5a2" {
+					err = fmt.Errorf("version %q", v)
+				}
+				return err
+			},
+			answer: `{"Version":"v3.6.1+4d1e5a2","BuildDate":"2026-11-02T10:00:00Z"}`, method: "GET", path: "/api/version",
 		},
 		{
 			name:   "sync windows",

@@ -26,6 +26,7 @@ type previewFlags struct {
 	clustersFile, settingsFile string
 	markdownOut                string
 	repositories               string
+	argocdVersion              string
 	repoURLs                   []string
 	exitCode                   bool
 	concurrency                int
@@ -43,11 +44,12 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVarP(&f.output, "output", "o", "text", "output format: text, markdown or json")
 	fl.StringVar(&f.clustersFile, "clusters", "", "destination clusters: a YAML stream of Argo CD cluster Secrets, or a list under 'clusters:' (default: the cluster Secrets in the repository)")
 	fl.StringArrayVar(&f.repoURLs, "repo-url", nil, "a URL (or owner/name) under which Applications name this repository, in addition to its origin remote; repeatable")
-	fl.StringVar(&f.settingsFile, "settings", "", "render settings file (keys of render-env.yaml: kubeVersion, apiVersions, appLabelKey, trackingMethod, ...)")
+	fl.StringVar(&f.settingsFile, "settings", "", "render settings file (keys of render-env.yaml: kubeVersion, apiVersions, appLabelKey, trackingMethod, argocdVersion, ...)")
 	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file, as the App posts it: over GitHub's size limit, part 1 here and parts 2.. in numbered files next to it (<name>.part2.md, ...)")
 	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
 	registerRepositories(fl, &f.repositories)
+	registerArgoCDVersion(fl, &f.argocdVersion)
 	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
 	fl.StringVar(&f.argocdToken, "argocd-token", "", "Argo CD token for --argocd (default $FLEETWAVE_ARGOCD_TOKEN, preferred: a flag shows in the process list)")
 	fl.BoolVar(&f.argocdInsecure, "argocd-insecure", false, "skip TLS verification of --argocd (local test servers only)")
@@ -131,6 +133,9 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 			return usageErr(fmt.Errorf("%s: %w", name, err))
 		}
 		in.Settings = s
+	}
+	if err := applyArgoCDVersion(cmd.Flags(), &in.Settings, f.argocdVersion); err != nil {
+		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
 	if f.clustersFile != "" {
 		data, err := os.ReadFile(f.clustersFile)

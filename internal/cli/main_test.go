@@ -53,8 +53,11 @@ data:
   kube: {{ .Capabilities.KubeVersion.Version | quote }}
   hasFoo: {{ .Capabilities.APIVersions.Has "foo.example.com/v1" | quote }}
   rev: {{ .Values.rev | quote }}
+  helm: {{ .Capabilities.HelmVersion.Version | quote }}
 `,
-		"settings.yaml": "kubeVersion: v1.29.3\ntrackingMethod: label\nappLabelKey: team/app\nrevision: 0123456789abcdef\n",
+		"settings.yaml":     "kubeVersion: v1.29.3\ntrackingMethod: label\nappLabelKey: team/app\nrevision: 0123456789abcdef\n",
+		"settings-35.yaml":  "argocdVersion: \"3.5\"\n",
+		"settings-bad.yaml": "argocdVersion: \"2.14\"\n",
 	})
 	app := filepath.Join(root, "app.yaml")
 
@@ -68,8 +71,20 @@ data:
 	}{
 		{
 			name: "defaults", args: []string{"--app", app, "--repo-root", root},
-			contains: []string{`kube: v1.30.0`, `hasFoo: "false"`, "argocd.argoproj.io/tracking-id: web:/ConfigMap:shop/web"},
+			contains: []string{`kube: v1.30.0`, `hasFoo: "false"`, "argocd.argoproj.io/tracking-id: web:/ConfigMap:shop/web", "helm: v4.2.4"},
 		},
+		{name: "Argo CD 3.4 renders with Helm 3", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.4"},
+			contains: []string{`kube: v1.30.0`, "helm: v3.19.4"}},
+		{name: "argocdVersion in the settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings-35.yaml")},
+			contains: []string{"helm: v4.2.1"}},
+		{name: "the flag wins over the settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings-35.yaml"), "--argocd-version", "v3.6.1"},
+			contains: []string{"helm: v4.2.4"}},
+		{name: "before 3.4 the cluster version is major.minor", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.3", "--kube-version", "v1.29.3"},
+			contains: []string{`kube: v1.29`, "helm: v3.19.4"}},
+		{name: "unsupported Argo CD version", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.1"}, code: 2,
+			stderr: "--argocd-version: argocd version 3.1 is not supported: fleetwave renders as Argo CD 3.2 to 3.6"},
+		{name: "unsupported Argo CD version in the settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings-bad.yaml")}, code: 2,
+			stderr: "argocd version 2.14 is not supported"},
 		{
 			name: "settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings.yaml")},
 			contains: []string{`kube: v1.29.3`, "team/app: web", `rev: "0123456"`}, absent: []string{"tracking-id"},

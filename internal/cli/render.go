@@ -18,7 +18,7 @@ type renderFlags struct {
 	kubeVersion, apiVersions, trackingMethod string
 	appLabelKey, revision, controlPlaneNS    string
 	installationID, kustomizeBuildOptions    string
-	repositories                             string
+	repositories, argocdVersion              string
 	allowRemote                              bool
 	maxFileBytes, maxOutputBytes             int64
 	maxDocuments                             int
@@ -44,7 +44,7 @@ Defaults match a current Argo CD install.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.app, "app", "", "path of the Application manifest (required)")
 	fl.StringVar(&f.repoRoot, "repo-root", ".", "checkout that spec.source.path is relative to")
-	fl.StringVar(&f.settingsFile, "settings", "", "YAML file with kubeVersion, apiVersions, appLabelKey, trackingMethod, installationID, kustomizeBuildOptions, revision, controlPlaneNamespace")
+	fl.StringVar(&f.settingsFile, "settings", "", "YAML file with kubeVersion, apiVersions, appLabelKey, trackingMethod, installationID, kustomizeBuildOptions, revision, controlPlaneNamespace, argocdVersion")
 	fl.StringVar(&f.kubeVersion, "kube-version", "", "destination cluster's Kubernetes version (default "+render.DefaultKubeVersion+")")
 	fl.StringVar(&f.apiVersions, "api-versions", "", "comma-separated API versions of the cluster (group/version and group/version/Kind)")
 	fl.StringVar(&f.trackingMethod, "tracking-method", "", "annotation (default), label or annotation+label")
@@ -53,6 +53,7 @@ Defaults match a current Argo CD install.`,
 	fl.StringVar(&f.controlPlaneNS, "control-plane-namespace", "", "namespace Argo CD runs in (default "+render.DefaultControlPlaneNamespace+")")
 	fl.StringVar(&f.installationID, "installation-id", "", "argocd-cm installationID")
 	fl.StringVar(&f.kustomizeBuildOptions, "kustomize-build-options", "", "argocd-cm kustomize.buildOptions, e.g. --enable-helm")
+	registerArgoCDVersion(fl, &f.argocdVersion)
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "operator allows remote Kustomize bases (fetching them is still not performed)")
 	registerRepositories(fl, &f.repositories)
 	fl.Int64Var(&f.maxFileBytes, "max-file-bytes", 0, "cap on one repository file (default 8 MiB)")
@@ -127,6 +128,9 @@ func renderSettings(cmd *cobra.Command, f *renderFlags) (render.Settings, error)
 	set("control-plane-namespace", &s.ControlPlaneNamespace, f.controlPlaneNS)
 	set("installation-id", &s.InstallationID, f.installationID)
 	set("kustomize-build-options", &s.KustomizeBuildOptions, f.kustomizeBuildOptions)
+	if err := applyArgoCDVersion(cmd.Flags(), &s, f.argocdVersion); err != nil {
+		return s, err
+	}
 	if cmd.Flags().Changed("api-versions") {
 		s.APIVersions = nil
 		for _, v := range strings.Split(f.apiVersions, ",") {

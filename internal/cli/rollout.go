@@ -31,6 +31,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -56,6 +57,7 @@ type rolloutOptions struct {
 	repoName                                     string
 	planFile                                     string
 	repositories                                 string
+	argocdVersion                                string
 	selector, revision                           string
 	projects                                     []string
 	// How.
@@ -166,6 +168,7 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	f.StringVar(&o.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
 	f.StringVar(&o.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
 	registerRepositories(f, &o.repositories)
+	f.StringVar(&o.argocdVersion, "argocd-version", "", argocdVersionUsage+"; without either, the release the Argo CD reports")
 	f.StringArrayVar(&o.repoURLs, "repo-url", nil, "a URL under which Applications name the repository (default its origin remote); the first is also given to multi-source syncs; repeatable")
 	f.StringVar(&o.repoName, "repo-name", "", "the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan); one rollout per name and commit")
 	f.StringVar(&o.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
@@ -883,6 +886,16 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 			return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 		}
 		in.Settings = s
+	}
+	switch {
+	case o.argocdVersion != "":
+		if _, err := target.Parse(o.argocdVersion); err != nil {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: --argocd-version: %w", err))
+		}
+		in.Settings.ArgoCDVersion = o.argocdVersion
+	case in.Settings.ArgoCDVersion == "" && client != nil:
+		// The plan is rendered as the Argo CD that will sync it renders.
+		in.Settings.ArgoCDVersion = detectArgoCDVersion(ctx, client, nil)
 	}
 	if o.clustersFile != "" {
 		data, err := os.ReadFile(o.clustersFile)

@@ -309,6 +309,8 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		if err != nil {
 			return serveWiring{}, usageErr(fmt.Errorf("argo cd %s: %w", d.Config.ArgoCDURL, err))
 		}
+		// Render as the Argo CD release the server runs (FLEETWAVE_RENDER_SETTINGS' argocdVersion wins).
+		settings.ArgoCDVersion = detectArgoCDVersion(ctx, argo, d.Log)
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
 			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})),
 			app.WithArgoCDURL(d.Config.ArgoCDURL))
@@ -482,6 +484,9 @@ func overlaySettings(base, over render.Settings) render.Settings {
 	}
 	if over.ControlPlaneNamespace != "" {
 		base.ControlPlaneNamespace = over.ControlPlaneNamespace
+	}
+	if over.ArgoCDVersion != "" {
+		base.ArgoCDVersion = over.ArgoCDVersion
 	}
 	return base
 }
