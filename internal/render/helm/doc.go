@@ -2,7 +2,9 @@
 // repo-server produces with the helm CLI.
 //
 // The model follows Argo CD's own two layers (argo-cd v3.5.7, the version the fidelity corpus was made with;
-// go.mod's v3.2.11 provides the API types):
+// go.mod's v3.2.11 provides the API types), rendering as the Argo CD release Input.Target names
+// (internal/render/target): helm 4 for 3.5 and later, helm 3.19.4 before, and the rules that changed between
+// releases (value-file globs, the accepted helm.version values):
 //
 //   - options.go is reposerver/repository/repository.go helmTemplate up to the CLI call: release name (the
 //     name part of the instance name, or helm.releaseName), namespace, kube version (parseKubeVersion), value
@@ -12,7 +14,8 @@
 //     util/io/path/resolved.go ResolveValueFilePathOrUrl's rules on confined checkouts (repofs).
 //   - values.go and template.go are `helm template . --name-template N --namespace NS --kube-version V --set ...
 //     --set-string ... --set-file ... --values ... --api-versions ... [--include-crds] [--skip-schema-validation]
-//     [--skip-tests]` (util/helm/cmd.go template) as helm v3.19.4 runs it: pkg/cli/values MergeValues (commas
+//     [--skip-tests]` (util/helm/cmd.go template) as helm v3.19.4 runs it (engine4.go and helm4/: as helm 4 runs
+//     it, on the same chart files, values and flags): pkg/cli/values MergeValues (commas
 //     escaped as cleanSetParameters does), pkg/action Install in client-only dry-run mode, renderResources and
 //     cmd/helm/template.go's stdout (CRDs, manifests in install order, then hooks). That text is split into
 //     objects with gitops-engine kube.SplitYAML, as Argo CD does.
@@ -29,7 +32,8 @@
 // fetched; remote value files are refused (ErrRemote) whether or not the operator allows remote sources; --name-template has no env/expandenv functions (helm's chart engine has none either, but its
 // name template would read the process environment); without --namespace, the release namespace is "default"
 // (helm outside a cluster). Without a kube version the released helm binary's defaults are used (Kubernetes
-// v1.34.0, Helm v3.19.4). DNS lookups in templates stay disabled and `lookup` returns nothing, as in
+// v1.34.0 for helm v3.19.4, v1.36.0 for helm v4.2.x). Helm 4 parses the chart afresh per render (no parsed-chart
+// cache; the output cache applies to both). DNS lookups in templates stay disabled and `lookup` returns nothing, as in
 // `helm template`.
 //
 // Caching, two levels, both bounded LRUs: a parsed chart is kept under the SHA-256 of its files (names and

@@ -75,7 +75,8 @@ func (v Version) atLeast(major, minor int) bool { return !v.orNewest().less(Vers
 func (v Version) Helm4() bool { return v.atLeast(3, 5) }
 
 // HelmCLI is the helm release Argo CD's repo-server image ships (hack/tool-versions.sh of the release branch;
-// the 3.6 line's is the main branch's at its branch point, HELM_VERSION=4.2.4).
+// the 3.6 line's is the main branch's at its branch point, HELM_VERSION=4.2.4). The 3.2 line ships helm 3.18.4
+// (and kustomize 5.7.0); it is rendered with the 3.19.4 of 3.3 and 3.4, the one Helm 3 SDK linked here.
 func (v Version) HelmCLI() string {
 	switch {
 	case v.atLeast(3, 6):
