@@ -65,7 +65,7 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_STORE                      sqlite:///path/fleetwave.db (default sqlite://./fleetwave.db) or postgres://…
   FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
   FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
-  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, ...)
+  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, argocdVersion, ...)
   FLEETWAVE_RENDER_WORKERS, _MEMORY, _TIMEOUT   render worker processes, each one's memory and time cap
   FLEETWAVE_RENDER_SHARE               render workers one installation holds at once (default: all but one)
   FLEETWAVE_RENDER_BUDGET              time of all the renders of one change, base and head (default 10m)
