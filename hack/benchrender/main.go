@@ -138,6 +138,9 @@ func request(dir string) (render.Request, error) {
 	if err != nil {
 		return render.Request{}, err
 	}
+	// The CLI side replays Argo CD 3.4's helm 3 commands (expected-helm3-commands.json): render as 3.4 too, the
+	// same helm on both sides.
+	s.ArgoCDVersion = "3.4"
 	return render.Request{App: app, Settings: s, Repos: func(string) (string, bool) { return dir, true }}, nil
 }
 
