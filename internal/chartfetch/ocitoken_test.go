@@ -94,6 +94,31 @@ func TestOCIBearerTokenRegistry(t *testing.T) {
 	}
 }
 
+// A challenge naming a token service on a loopback or private address other than the registry's host gets no
+// credentials: oras-go's validateRealm refuses it before asking (stricter than Argo CD v3.2.11, whose oras-go
+// v2.6.0 sends them), and the error is one line without the password.
+func TestOCIBearerRealmOnPrivateAddressRefused(t *testing.T) {
+	reg := ocitest.NewTokenAuth(t, "fleet", ociPassword)
+	reg.MustPushChart(t, chartArchive(t, ingress("4.10.0")), "charts")
+	_, port, _ := strings.Cut(reg.Host, ":")
+	byName := "localhost:" + port // the registry by name, its token service at 127.0.0.1
+	reg.SetRealmHost(reg.Host)
+	insecure := reg.Secret("charts", byName+"/charts", map[string]string{"type": "helm", "enableOCI": "true", "insecure": "true"})
+	before := reg.Count("token")
+	_, err := fetcher(t, insecure, chartfetch.Options{}).Chart(context.Background(), byName+"/charts", "ingress-nginx", "4.10.0")
+	if err == nil || !strings.Contains(err.Error(), "loopback") || strings.Contains(err.Error(), ociPassword) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("realm on 127.0.0.1 for a registry named localhost: %v", err)
+	}
+	if n := reg.Count("token") - before; n != 0 {
+		t.Errorf("the token service issued %d tokens: the credentials reached it", n)
+	}
+	// The same registry with its token service on its own host name works.
+	reg.SetRealmHost("")
+	if _, err := fetcher(t, insecure, chartfetch.Options{}).Chart(context.Background(), byName+"/charts", "ingress-nginx", "4.10.0"); err != nil {
+		t.Fatalf("realm on the registry's host: %v", err)
+	}
+}
+
 func chartFile(ch *chartfetch.Chart, name string) string {
 	if ch == nil {
 		return ""

@@ -56,6 +56,9 @@ type Registry struct {
 	mu     sync.Mutex
 	counts map[string]int
 	tokens map[string]bool // issued tokens
+	// realmHost, when set (SetRealmHost), is the host the challenge names for the token service instead of the
+	// one the client asked for.
+	realmHost string
 }
 
 // New starts a TLS registry for a test, with basic auth when username is not "".
@@ -137,7 +140,13 @@ func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, err
 			return
 		}
 		if r.signer != nil {
-			w = &realmWriter{ResponseWriter: w, realm: r.TokenURL, host: req.Host}
+			host := req.Host
+			r.mu.Lock()
+			if r.realmHost != "" {
+				host = r.realmHost
+			}
+			r.mu.Unlock()
+			w = &realmWriter{ResponseWriter: w, realm: r.TokenURL, host: host}
 		}
 		app.ServeHTTP(w, req)
 	}))
@@ -196,6 +205,14 @@ func start(username, password string, plainHTTP, tokenAuth bool) (*Registry, err
 func (r *Registry) Close() {
 	r.Server.Close()
 	_ = os.RemoveAll(r.dir)
+}
+
+// SetRealmHost makes a NewTokenAuth registry's challenge name its token service on host (a realm on another host
+// than the client asked for); "" restores the client's.
+func (r *Registry) SetRealmHost(host string) {
+	r.mu.Lock()
+	r.realmHost = host
+	r.mu.Unlock()
 }
 
 // SetHandler sets Handler.
