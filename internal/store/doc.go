@@ -24,7 +24,8 @@
 //
 //	deliveries  X-GitHub-Delivery ids seen (MarkDelivery: exactly one caller gets firstTime), pruned by age
 //	rollouts    one per (repo, merge SHA): PR, base SHA, the plan (JSON, kept byte for byte) and its digest,
-//	            state, check-run ids, superseded-by, created/updated, version
+//	            state, check-run ids, the App installation it was merged under, superseded-by,
+//	            created/updated, version
 //	waves       per rollout, in plan order: name, state, check-run id, approval (by, at), gate state (JSON),
 //	            started/finished, version
 //	app_steps   per rollout and app (Argo CD namespace/name): wave, batch, cluster, previous revision (the
