@@ -3,6 +3,7 @@ package discover
 import (
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -238,5 +239,49 @@ func TestReach(t *testing.T) {
 				t.Error("an empty set touches the reach")
 			}
 		})
+	}
+}
+
+// Reaches are computed on every core at once (the closures they share are kept once), and a kustomization cycle,
+// which Kustomize refuses, still leaves each side with the other in its reach, whichever is asked first.
+func TestReachConcurrentAndCyclic(t *testing.T) {
+	root := writeTree(t, map[string]string{
+		"k/a/kustomization.yaml":      "resources: [../b, a.yaml]\n",
+		"k/a/a.yaml":                  "kind: ConfigMap\n",
+		"k/b/kustomization.yaml":      "resources: [../a, b.yaml, ../shared]\n",
+		"k/b/b.yaml":                  "kind: ConfigMap\n",
+		"k/shared/kustomization.yaml": "resources: [s.yaml]\n",
+		"k/shared/s.yaml":             "kind: ConfigMap\n",
+		"k/other/kustomization.yaml":  "resources: [o.yaml]\n",
+		"k/other/o.yaml":              "kind: ConfigMap\n",
+	})
+	for _, first := range []string{"k/a", "k/b"} {
+		inv := Discover(Options{Root: root, IsThisRepo: thisRepo})
+		app := func(p string) *App {
+			return &App{App: parseApp(t, "metadata: {name: web}\nspec:\n  project: p\n  destination: {namespace: web}\n  source: {repoURL: "+repoURL+", path: "+p+"}\n")}
+		}
+		order := []string{first, "k/a", "k/b", "k/other"}
+		var wg sync.WaitGroup
+		got := make([]Reach, 4*len(order))
+		for i := range got {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				got[i] = inv.Reach(app(order[i%len(order)]))
+			}(i)
+		}
+		wg.Wait()
+		for i, r := range got {
+			p := order[i%len(order)]
+			want := map[string]bool{"k/a/a.yaml": true, "k/b/b.yaml": true, "k/shared/s.yaml": true}
+			if p == "k/other" {
+				want = map[string]bool{"k/other/o.yaml": true}
+			}
+			for _, f := range []string{"k/a/a.yaml", "k/b/b.yaml", "k/shared/s.yaml", "k/other/o.yaml"} {
+				if r.Touches([]string{f}) != want[f] {
+					t.Errorf("first %s: reach of %s touches %s = %v, want %v", first, p, f, !want[f], want[f])
+				}
+			}
+		}
 	}
 }

@@ -145,10 +145,54 @@ func (r *reachSet) touches(f string) bool {
 	return false
 }
 
+// reachCalc computes one app's reach. The closures of kustomization and chart directories are shared by many
+// apps: each is computed once per inventory and kept (immutable from then on) in Inventory.reach, whose mutex
+// guards only the map, so apps' reaches are computed on every core at once. A directory met again while its own
+// closure is being computed (a cycle, which Kustomize refuses anyway) adds nothing, and nothing computed across a
+// cycle is kept: queried on its own later, such a directory gets its whole closure.
+type reachCalc struct {
+	inv      *Inventory
+	visiting map[string]bool
+	cycles   int
+	started  map[string]int // key -> cycles seen when its computation began
+}
+
+// begin returns the kept closure of key (ok false), or starts computing it (ok true).
+func (c *reachCalc) begin(key string) (*reachSet, bool) {
+	c.inv.reachMu.Lock()
+	rs, kept := c.inv.reach[key]
+	c.inv.reachMu.Unlock()
+	if kept {
+		return rs, false
+	}
+	if c.visiting[key] {
+		c.cycles++
+		return newReach(), false
+	}
+	c.visiting[key] = true
+	if c.started == nil {
+		c.started = map[string]int{}
+	}
+	c.started[key] = c.cycles
+	return nil, true
+}
+
+// end keeps key's closure unless a cycle was met while computing it.
+func (c *reachCalc) end(key string, rs *reachSet) {
+	delete(c.visiting, key)
+	if c.cycles != c.started[key] {
+		return
+	}
+	c.inv.reachMu.Lock()
+	if _, ok := c.inv.reach[key]; !ok {
+		c.inv.reach[key] = rs
+	}
+	c.inv.reachMu.Unlock()
+}
+
 // Reach returns the reach of an app at this inventory's revision. It is safe for concurrent use.
 func (inv *Inventory) Reach(a *App) Reach {
-	inv.reachMu.Lock()
-	defer inv.reachMu.Unlock()
+	c := &reachCalc{inv: inv, visiting: map[string]bool{}}
 	rs := newReach()
 	app := a.App
 	sources := app.Spec.GetSources()
@@ -167,7 +211,7 @@ func (inv *Inventory) Reach(a *App) Reach {
 			// A chart from a chart repository (or another repository) may still take value files from this
 			// one through a ref source.
 			if s.Helm != nil {
-				inv.refValueFiles(rs, s, refs, this)
+				c.refValueFiles(rs, s, refs, this)
 			}
 			if rs.all {
 				return Reach{rs}
@@ -183,15 +227,15 @@ func (inv *Inventory) Reach(a *App) Reach {
 			return Reach{rs}
 		}
 		if s.Helm != nil || inv.tree.has(path.Join(dir, "Chart.yaml")) {
-			inv.helmReach(rs, app, s, dir, refs, this)
+			c.helmReach(rs, app, s, dir, refs, this)
 		}
 		if s.Kustomize != nil || kustomizationIn(inv.tree, dir) != "" {
-			rs.merge(inv.kustomizeClosure(dir))
+			rs.merge(c.kustomizeClosure(dir))
 			if s.Kustomize != nil {
 				raw, _ := json.Marshal(s.Kustomize)
 				var v any
 				_ = json.Unmarshal(raw, &v)
-				inv.stringPaths(rs, v, []string{dir}, map[string]bool{}, 0)
+				c.stringPaths(rs, v, []string{dir}, map[string]bool{}, 0)
 			}
 		}
 		if s.Directory != nil && (len(s.Directory.Jsonnet.Libs) > 0 || len(s.Directory.Jsonnet.ExtVars) > 0 || len(s.Directory.Jsonnet.TLAs) > 0) {
@@ -211,7 +255,7 @@ func (inv *Inventory) Reach(a *App) Reach {
 }
 
 // refValueFiles adds a Helm source's "$ref/..." value files.
-func (inv *Inventory) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+func (c *reachCalc) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
 	for _, vf := range s.Helm.ValueFiles {
 		if !strings.HasPrefix(vf, "$") {
 			continue
@@ -223,13 +267,13 @@ func (inv *Inventory) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, 
 			return
 		}
 		if this(ref.RepoURL) {
-			inv.addPath(rs, cleanRel(rest))
+			c.addPath(rs, cleanRel(rest))
 		}
 	}
 }
 
 // helmReach adds a Helm source's value files, file parameters and file:// dependencies.
-func (inv *Inventory) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alpha1.ApplicationSource, dir string, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+func (c *reachCalc) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alpha1.ApplicationSource, dir string, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
 	if s.Helm != nil {
 		files := append([]string(nil), s.Helm.ValueFiles...)
 		for _, fp := range s.Helm.FileParameters {
@@ -246,7 +290,7 @@ func (inv *Inventory) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alp
 				if !this(ref.RepoURL) {
 					continue
 				}
-				inv.addPath(rs, cleanRel(rest))
+				c.addPath(rs, cleanRel(rest))
 				continue
 			}
 			if isURL(vf) {
@@ -257,13 +301,13 @@ func (inv *Inventory) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alp
 				rs.all = true
 				return
 			}
-			inv.addPath(rs, cleanRel(path.Join(dir, vf)))
+			c.addPath(rs, cleanRel(path.Join(dir, vf)))
 		}
 	}
-	rs.merge(inv.chartDeps(dir))
+	rs.merge(c.chartDeps(dir))
 }
 
-func (inv *Inventory) addPath(rs *reachSet, p string) {
+func (c *reachCalc) addPath(rs *reachSet, p string) {
 	if hasGlob(p) {
 		rs.globs = append(rs.globs, p)
 		return
@@ -291,27 +335,27 @@ func substituteAppEnv(s string, app *v1alpha1.Application) string {
 }
 
 // chartDeps is the reach of a chart's file:// dependencies (Chart.yaml or requirements.yaml), recursively.
-func (inv *Inventory) chartDeps(dir string) *reachSet {
+func (c *reachCalc) chartDeps(dir string) *reachSet {
 	key := "helm:" + dir
-	if rs, ok := inv.reach[key]; ok {
+	if rs, ok := c.begin(key); !ok {
 		return rs
 	}
 	rs := newReach()
-	inv.reach[key] = rs // placeholder against cycles
+	defer c.end(key, rs)
 	for _, name := range []string{"Chart.yaml", "requirements.yaml"} {
-		data, err := inv.tree.ReadFile(path.Join(dir, name))
+		data, err := c.inv.tree.ReadFile(path.Join(dir, name))
 		if err != nil {
 			continue
 		}
-		var c struct {
+		var chart struct {
 			Dependencies []struct {
 				Repository string `json:"repository"`
 			} `json:"dependencies"`
 		}
-		if yaml.Unmarshal(data, &c) != nil {
+		if yaml.Unmarshal(data, &chart) != nil {
 			continue
 		}
-		for _, d := range c.Dependencies {
+		for _, d := range chart.Dependencies {
 			rel, ok := strings.CutPrefix(d.Repository, "file://")
 			if !ok {
 				continue
@@ -322,7 +366,7 @@ func (inv *Inventory) chartDeps(dir string) *reachSet {
 			}
 			p = cleanRel(p)
 			rs.addDir(p)
-			rs.merge(inv.chartDeps(p))
+			rs.merge(c.chartDeps(p))
 		}
 	}
 	return rs
@@ -340,29 +384,29 @@ func kustomizationIn(t *dirTree, dir string) string {
 // kustomizeClosure is the reach of a kustomization directory: the directory, and every repository path that a
 // string of its kustomization file (or of a YAML file it names) resolves to, with the closures of the
 // kustomization directories among them.
-func (inv *Inventory) kustomizeClosure(dir string) *reachSet {
+func (c *reachCalc) kustomizeClosure(dir string) *reachSet {
 	key := "kustomize:" + dir
-	if rs, ok := inv.reach[key]; ok {
+	if rs, ok := c.begin(key); !ok {
 		return rs
 	}
 	rs := newReach()
-	inv.reach[key] = rs // placeholder against cycles
+	defer c.end(key, rs)
 	rs.addDir(dir)
-	k := kustomizationIn(inv.tree, dir)
+	k := kustomizationIn(c.inv.tree, dir)
 	if k == "" {
 		return rs
 	}
-	inv.fileStrings(rs, k, []string{dir}, map[string]bool{}, 0)
+	c.fileStrings(rs, k, []string{dir}, map[string]bool{}, 0)
 	return rs
 }
 
 // fileStrings adds the paths named by the strings of a YAML file.
-func (inv *Inventory) fileStrings(rs *reachSet, file string, bases []string, seen map[string]bool, depth int) {
+func (c *reachCalc) fileStrings(rs *reachSet, file string, bases []string, seen map[string]bool, depth int) {
 	if seen[file] || depth > 8 {
 		return
 	}
 	seen[file] = true
-	data, err := inv.tree.ReadFile(file)
+	data, err := c.inv.tree.ReadFile(file)
 	if err != nil {
 		return
 	}
@@ -373,21 +417,21 @@ func (inv *Inventory) fileStrings(rs *reachSet, file string, bases []string, see
 	for _, d := range docs {
 		var v any
 		if yaml.Unmarshal(d, &v) == nil {
-			inv.stringPaths(rs, v, bases, seen, depth)
+			c.stringPaths(rs, v, bases, seen, depth)
 		}
 	}
 }
 
 // stringPaths adds every repository path that a string value of v resolves to, relative to any of bases.
-func (inv *Inventory) stringPaths(rs *reachSet, v any, bases []string, seen map[string]bool, depth int) {
+func (c *reachCalc) stringPaths(rs *reachSet, v any, bases []string, seen map[string]bool, depth int) {
 	switch x := v.(type) {
 	case map[string]any:
 		for _, val := range x {
-			inv.stringPaths(rs, val, bases, seen, depth)
+			c.stringPaths(rs, val, bases, seen, depth)
 		}
 	case []any:
 		for _, val := range x {
-			inv.stringPaths(rs, val, bases, seen, depth)
+			c.stringPaths(rs, val, bases, seen, depth)
 		}
 	case string:
 		s := strings.TrimSpace(x)
@@ -408,16 +452,16 @@ func (inv *Inventory) stringPaths(rs *reachSet, v any, bases []string, seen map[
 				continue
 			}
 			switch {
-			case inv.tree.isDir(p):
+			case c.inv.tree.isDir(p):
 				rs.addDir(p)
-				if kustomizationIn(inv.tree, p) != "" {
-					rs.merge(inv.kustomizeClosure(p))
+				if kustomizationIn(c.inv.tree, p) != "" {
+					rs.merge(c.kustomizeClosure(p))
 				}
-			case inv.tree.has(p):
+			case c.inv.tree.has(p):
 				rs.addDir(p)
 				switch strings.ToLower(filepath.Ext(p)) {
 				case ".yaml", ".yml", ".json":
-					inv.fileStrings(rs, p, append([]string{path.Dir(p)}, bases...), seen, depth+1)
+					c.fileStrings(rs, p, append([]string{path.Dir(p)}, bases...), seen, depth+1)
 				}
 			default:
 				// Not (yet) in the repository: a change that adds it must still count.

@@ -10,9 +10,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -103,16 +105,39 @@ func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, c
 		}
 	}
 	patches := patchFiles(tree, near)
+	var todo []string
 	for _, rel := range candidates {
 		if patches[rel] {
 			continue
 		}
-		fs, ok := reuse[rel]
-		if !ok || changed[rel] {
-			fs = scanFile(tree, rel)
+		if fs, ok := reuse[rel]; ok && !changed[rel] {
+			scanned[rel] = fs
+		} else {
+			todo = append(todo, rel)
 		}
-		scanned[rel] = fs
-		fs.addTo(&res, rel)
+	}
+	// Parsing is the cost of discovering a large repository: the files are parsed on every core, then added in
+	// file order as before.
+	parsed := make([]*fileScan, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < len(todo); i = int(next.Add(1)) - 1 {
+				parsed[i] = scanFile(tree, todo[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, rel := range todo {
+		scanned[rel] = parsed[i]
+	}
+	for _, rel := range candidates {
+		if fs, ok := scanned[rel]; ok {
+			fs.addTo(&res, rel)
+		}
 	}
 	return res, scanned
 }
