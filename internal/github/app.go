@@ -36,6 +36,17 @@ type AppConfig struct {
 	UserAgent string
 	// ClientOptions apply to every installation's Client (e.g. WithBotLogin).
 	ClientOptions []ClientOption
+	// WriteBudget, when set, paces each installation's content-creating requests (POST, PATCH, PUT, DELETE;
+	// not the token requests) and is paused by GitHub's rate-limit answers (internal/writebudget).
+	WriteBudget WriteBudget
+}
+
+// WriteBudget paces an installation's content-creating requests. *writebudget.Budget satisfies it.
+type WriteBudget interface {
+	// Take waits until installation may make one more content-creating request.
+	Take(ctx context.Context, installation int64) error
+	// Pause holds the installation's requests for d (GitHub answered with a rate limit).
+	Pause(installation int64, d time.Duration)
 }
 
 // App authenticates as the GitHub App (a JWT signed with its private key, by ghinstallation) and hands out
@@ -43,7 +54,8 @@ type AppConfig struct {
 type App struct {
 	appID     int64
 	key       *rsa.PrivateKey
-	transport http.RoundTripper // retrying
+	transport *retryTransport
+	budget    WriteBudget // nil: none
 	apiURL    *url.URL
 	userAgent string
 	opts      []ClientOption
@@ -79,8 +91,10 @@ func NewApp(cfg AppConfig) (*App, error) {
 	if ua == "" {
 		ua = "fleetwave"
 	}
+	retry := newRetryTransport(base, cfg.Retry)
+	retry.budget = cfg.WriteBudget
 	return &App{
-		appID: cfg.AppID, key: key, transport: newRetryTransport(base, cfg.Retry), apiURL: apiURL, userAgent: ua,
+		appID: cfg.AppID, key: key, transport: retry, budget: cfg.WriteBudget, apiURL: apiURL, userAgent: ua,
 		opts: cfg.ClientOptions, installations: map[int64]*installation{},
 	}, nil
 }
@@ -148,7 +162,8 @@ func (a *App) installation(id int64) (*installation, error) {
 	apps := ghinstallation.NewAppsTransportFromPrivateKey(a.transport, a.appID, a.key)
 	apps.BaseURL = strings.TrimSuffix(a.apiURL.String(), "/")
 	tr := ghinstallation.NewFromAppsTransport(apps, id)
-	c := gh.NewClient(&http.Client{Transport: tr})
+	var api http.RoundTripper = &installationTransport{next: tr, id: id, budget: a.budget, retry: a.transport}
+	c := gh.NewClient(&http.Client{Transport: api})
 	c.BaseURL = a.apiURL
 	c.UserAgent = a.userAgent
 	in := &installation{tr: tr, client: NewClient(ServicesOf(c), a.opts...)}

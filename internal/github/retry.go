@@ -66,6 +66,9 @@ type retryTransport struct {
 	next   http.RoundTripper
 	policy RetryPolicy
 	now    func() time.Time
+	// budget, when set, is paused for the installation of the request (installationTransport puts it in the
+	// context) while a rate-limited request waits: its other writes wait too, instead of meeting the limit.
+	budget WriteBudget
 }
 
 func newRetryTransport(next http.RoundTripper, p RetryPolicy) *retryTransport {
@@ -91,9 +94,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		resp, err := t.next.RoundTrip(try)
-		wait, retry := t.decide(attempt, resp, err)
+		wait, retry, limited := t.decide(attempt, resp, err)
 		if !retry {
 			return resp, err
+		}
+		if id, ok := ctx.Value(installationKey{}).(int64); ok && limited && t.budget != nil {
+			t.budget.Pause(id, wait)
 		}
 		if resp != nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -108,28 +114,29 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// decide reports whether to retry and after how long. It may replace resp.Body (to peek at it).
-func (t *retryTransport) decide(attempt int, resp *http.Response, err error) (time.Duration, bool) {
+// decide reports whether to retry, after how long, and whether the wait is a rate limit's. It may replace
+// resp.Body (to peek at it).
+func (t *retryTransport) decide(attempt int, resp *http.Response, err error) (wait time.Duration, retry, limited bool) {
 	if attempt >= t.policy.MaxAttempts {
-		return 0, false
+		return 0, false, false
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return 0, false
+			return 0, false, false
 		}
-		return t.backoff(attempt), true
+		return t.backoff(attempt), true, false
 	}
 	switch {
 	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
-		return t.backoff(attempt), true
+		return t.backoff(attempt), true, false
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests:
 		wait, limited := t.rateLimitWait(resp)
 		if !limited || wait > t.policy.MaxWait {
-			return 0, false
+			return 0, false, false
 		}
-		return wait, true
+		return wait, true, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // rateLimitWait recognises GitHub's rate-limit answers and how long they ask to wait. A plain 403 (permission
