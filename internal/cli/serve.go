@@ -33,6 +33,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/writebudget"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -115,9 +116,16 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 
 	// One registry for the process, served on /metrics (internal/metrics: bounded labels, no global state).
 	mets := metrics.New()
+	// Every content-creating request of an installation, from every handler and the rollout executor, takes a
+	// token of its budget, so that a flood slows down before GitHub's secondary limits refuse the installation.
+	budget, err := writebudget.New(writebudget.Options{Observer: mets, Log: log})
+	if err != nil {
+		return err
+	}
 	app, err := github.NewApp(github.AppConfig{
 		AppID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey.Reveal()), APIURL: cfg.GitHubAPIURL,
-		Transport: mets.Transport("github", http.DefaultTransport.(*http.Transport).Clone()),
+		Transport:   mets.Transport("github", http.DefaultTransport.(*http.Transport).Clone()),
+		WriteBudget: budget,
 	})
 	if err != nil {
 		return usageErr(err)

@@ -7,6 +7,8 @@
 //     and each handled delivery's duration by event (TimeHandler wraps the webhook handler);
 //   - upstream calls: every request to GitHub, Argo CD and chart repositories through Transport, by service,
 //     method and status class, with GitHub's rate-limit headroom from its response headers;
+//   - GitHub write budget: content-creating requests that waited for their installation's budget, and for how
+//     long, by reason (budget, rate_limited), and how many wait now (Waiting and Waited, a writebudget.Observer);
 //   - rollouts: rollouts, waves and app steps by state, counted in the store at scrape time (Store);
 //   - charts: chart-cache hits and downloads (Charts).
 //
@@ -45,6 +47,9 @@ type Metrics struct {
 	handled      *prometheus.HistogramVec
 	previews     *prometheus.HistogramVec
 	previewApps  *prometheus.CounterVec
+	budgetWaits  *prometheus.CounterVec
+	budgetWait   *prometheus.CounterVec
+	budgetNow    prometheus.Gauge
 }
 
 // New returns the series on a new registry, with the Go runtime's and the process's.
@@ -80,8 +85,20 @@ func New() *Metrics {
 		Namespace: namespace, Name: "preview_apps_total",
 		Help: "Apps of the fleet in previews, by trigger and status (changed, unchanged, added, removed, error, skipped).",
 	}, []string{"trigger", "status"})
+	m.budgetWaits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "github_write_budget_waits_total",
+		Help: "Content-creating GitHub requests that waited for their installation's write budget, by reason (budget: its buckets were empty; rate_limited: GitHub answered with a rate limit).",
+	}, []string{"reason"})
+	m.budgetWait = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "github_write_budget_wait_seconds_total",
+		Help: "Time content-creating GitHub requests spent waiting for their installation's write budget, by reason.",
+	}, []string{"reason"})
+	m.budgetNow = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "github_write_budget_waiting",
+		Help: "Content-creating GitHub requests waiting for their installation's write budget now.",
+	})
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.upstream, m.upstreamTime, m.rateLimit, m.handled, m.previews, m.previewApps)
+		m.upstream, m.upstreamTime, m.rateLimit, m.handled, m.previews, m.previewApps, m.budgetWaits, m.budgetWait, m.budgetNow)
 	return m
 }
 
@@ -159,6 +176,18 @@ func (m *Metrics) Previewed(trigger string, took time.Duration, rep *report.Repo
 		}
 		m.previewApps.WithLabelValues(trigger, status).Inc()
 	}
+}
+
+// Waiting counts the GitHub writes waiting for their budget (writebudget.Observer).
+func (m *Metrics) Waiting(delta int) { m.budgetNow.Add(float64(delta)) }
+
+// Waited records a GitHub write that waited d for its budget (writebudget.Observer).
+func (m *Metrics) Waited(reason string, d time.Duration) {
+	if reason != "budget" && reason != "rate_limited" {
+		reason = "other"
+	}
+	m.budgetWaits.WithLabelValues(reason).Inc()
+	m.budgetWait.WithLabelValues(reason).Add(d.Seconds())
 }
 
 // TimeHandler wraps the webhook handler to time each delivery by event.

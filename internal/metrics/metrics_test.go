@@ -35,6 +35,34 @@ func TestPreviewed(t *testing.T) {
 	}
 }
 
+func TestWriteBudgetWaits(t *testing.T) {
+	m := New()
+	m.Waiting(1)
+	m.Waiting(1)
+	m.Waiting(-1)
+	m.Waited("budget", 1500*time.Millisecond)
+	m.Waited("budget", 500*time.Millisecond)
+	m.Waited("rate_limited", time.Minute)
+	m.Waited("an installation id, say", time.Second) // bounded: counted as other
+	for _, c := range []struct {
+		reason      string
+		waits, secs float64
+	}{{"budget", 2, 2}, {"rate_limited", 1, 60}, {"other", 1, 1}} {
+		if got := testutil.ToFloat64(m.budgetWaits.WithLabelValues(c.reason)); got != c.waits {
+			t.Errorf("github_write_budget_waits_total{reason=%q} = %v, want %v", c.reason, got, c.waits)
+		}
+		if got := testutil.ToFloat64(m.budgetWait.WithLabelValues(c.reason)); got != c.secs {
+			t.Errorf("github_write_budget_wait_seconds_total{reason=%q} = %v, want %v", c.reason, got, c.secs)
+		}
+	}
+	if n := testutil.CollectAndCount(m.budgetWaits); n != 3 {
+		t.Errorf("%d reason series, want 3", n)
+	}
+	if got := testutil.ToFloat64(m.budgetNow); got != 1 {
+		t.Errorf("github_write_budget_waiting = %v, want 1", got)
+	}
+}
+
 func TestTransportCountsAndReadsRateLimits(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Remaining", "4321")
