@@ -33,6 +33,11 @@
 //	            observed operation's startedAt/finishedAt, health, message, version
 //	events      the audit log of a rollout: who did what, when, with what result
 //	leases      which replica runs which rollout, until when
+//	previews    per pull request change (repo, PR, head SHA, base SHA): running (claimed until a time) or done
+//	            (ClaimPreview: of concurrent claims, across replicas, at most one wins; a done change only with
+//	            force — a re-run or /plan —, a running one only once its claim expired), pruned by age
+//	head_check_runs  the check-run ids fleetwave created on a commit, by name (created once per head, then
+//	            updated, after a restart too)
 //
 // Every mutable row carries a version: updates are compare-and-set (the caller presents the version it read;
 // ErrConflict when the row changed since, ErrInvalidTransition when its state does not allow the move).

@@ -118,6 +118,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"touching", touchingTests},
 		{"restart", restartTests},
 		{"counts", countTests},
+		{"previews", previewTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
