@@ -15,7 +15,9 @@ type PreviewKey struct {
 	Head, Base string // commit ids
 }
 
-func (k PreviewKey) String() string { return fmt.Sprintf("%s#%d %.7s..%.7s", k.Repo, k.PR, k.Base, k.Head) }
+func (k PreviewKey) String() string {
+	return fmt.Sprintf("%s#%d %.7s..%.7s", k.Repo, k.PR, k.Base, k.Head)
+}
 
 func (k PreviewKey) valid() error {
 	if k.Repo == "" || k.PR <= 0 || k.Head == "" || k.Base == "" {
