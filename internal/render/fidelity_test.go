@@ -15,24 +15,26 @@ import (
 
 // TestFidelity renders every case of the fidelity corpus in-process and compares the result with Argo CD's own
 // manifest generation, object by object, as the corpus's compare tool does, once per reference toolchain with
-// the Argo CD version it belongs to (sharedtest.FidelityTargets: expected.yaml, Argo CD 3.5 with Helm 4, as 3.5
-// and 3.6; expected-helm3.yaml, the Helm 3 toolchain of 3.4, as 3.4). Cases where Argo CD refuses to render must
-// fail here too. The corpus is the shared folder's (sharedtest.Fidelity: skipped with one line on a clone, a
-// failure when FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete).
+// the Argo CD version it belongs to (sharedtest.FidelityTargets: expected.yaml, Argo CD 3.5 with Helm 4, as 3.6
+// and 3.5; expected-helm3.yaml, the Helm 3 toolchain of 3.4, as 3.4). Cases where Argo CD refuses to render must
+// fail here too. Where the two references differ (Helm 4's built-in API versions, its YAML, its install order),
+// the render must also differ from the other one (objects or order), so the version switch itself is tested.
+// The corpus is the shared folder's (sharedtest.Fidelity: skipped with one line on a clone, a failure when
+// FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete).
 func TestFidelity(t *testing.T) {
 	r := render.New(render.Options{})
 	for _, ft := range sharedtest.FidelityTargets {
-		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, r, ft.ArgoCDVersion, ft.Expected) })
+		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, r, ft) })
 	}
 }
 
-func testFidelity(t *testing.T, r *render.Renderer, argocdVersion, expectedName string) {
-	errName := strings.TrimSuffix(expectedName, ".yaml") + "-error.txt"
-	passed, total, inOrder := 0, 0, 0
+func testFidelity(t *testing.T, r *render.Renderer, ft sharedtest.FidelityTarget) {
+	errName := strings.TrimSuffix(ft.Expected, ".yaml") + "-error.txt"
+	passed, total, inOrder, distinct := 0, 0, 0, 0
 	for _, caseDir := range sharedtest.FidelityCaseDirs(t) {
 		total++
 		t.Run(filepath.Base(caseDir), func(t *testing.T) {
-			got, err := renderCaseAs(r, caseDir, argocdVersion)
+			got, err := renderCaseAs(r, caseDir, ft.ArgoCDVersion)
 			if want, rerr := os.ReadFile(filepath.Join(caseDir, errName)); rerr == nil {
 				if err == nil {
 					t.Fatalf("rendered, but Argo CD refuses this case: %s", firstLine(string(want)))
@@ -43,7 +45,7 @@ func testFidelity(t *testing.T, r *render.Renderer, argocdVersion, expectedName 
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
-			want, err := os.ReadFile(filepath.Join(caseDir, expectedName))
+			want, err := os.ReadFile(filepath.Join(caseDir, ft.Expected))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,47 +61,23 @@ func testFidelity(t *testing.T, r *render.Renderer, argocdVersion, expectedName 
 			}
 			passed++
 			inOrder++
-		})
-	}
-	t.Logf("fidelity (Argo CD %s, %s): %d/%d cases identical (%d rendered in Argo CD's document order, %d refused as Argo CD refuses)",
-		argocdVersion, expectedName, passed, total, inOrder, passed-inOrder)
-}
-
-// TestFidelityTargetsDiffer renders the cases whose two reference outputs differ (Helm 4's built-in API versions,
-// its YAML, its install order) as the other toolchain's Argo CD version: each must then differ from that
-// reference (objects or their order), or the target switch would be untested by TestFidelity.
-func TestFidelityTargetsDiffer(t *testing.T) {
-	r := render.New(render.Options{})
-	n := 0
-	for _, caseDir := range sharedtest.FidelityCaseDirs(t) {
-		helm4, err4 := os.ReadFile(filepath.Join(caseDir, "expected.yaml"))
-		helm3, err3 := os.ReadFile(filepath.Join(caseDir, "expected-helm3.yaml"))
-		if err4 != nil || err3 != nil || bytes.Equal(helm4, helm3) {
-			continue
-		}
-		n++
-		t.Run(filepath.Base(caseDir), func(t *testing.T) {
-			for _, c := range []struct {
-				version string
-				other   []byte
-			}{{"3.4", helm4}, {"3.6", helm3}} {
-				got, err := renderCaseAs(r, caseDir, c.version)
-				if err != nil {
-					t.Fatalf("render as %s: %v", c.version, err)
-				}
-				diffs, sameOrder, err := fidelity.Compare(c.other, got)
+			if other, err := os.ReadFile(filepath.Join(caseDir, ft.Other)); err == nil && !bytes.Equal(other, want) {
+				distinct++
+				odiffs, oSameOrder, err := fidelity.Compare(other, got)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(diffs) == 0 && sameOrder {
-					t.Errorf("rendered as Argo CD %s, it matches the other toolchain's output", c.version)
+				if len(odiffs) == 0 && oSameOrder {
+					t.Errorf("rendered as Argo CD %s, it also matches %s, which differs from %s", ft.ArgoCDVersion, ft.Other, ft.Expected)
 				}
 			}
 		})
 	}
-	if n == 0 {
-		t.Fatal("no case whose expected.yaml and expected-helm3.yaml differ")
+	if distinct == 0 {
+		t.Errorf("no case whose %s and %s differ: the version switch is untested", ft.Expected, ft.Other)
 	}
+	t.Logf("fidelity (Argo CD %s, %s): %d/%d cases identical (%d rendered in Argo CD's document order, %d refused as Argo CD refuses; %d differ from %s as they should)",
+		ft.ArgoCDVersion, ft.Expected, passed, total, inOrder, passed-inOrder, distinct, ft.Other)
 }
 
 // TestFixtures renders the team's own fixtures (testdata/fixtures/render and each engine's testdata/fixtures),

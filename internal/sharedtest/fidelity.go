@@ -16,20 +16,22 @@ const EnvFidelityDir = "FLEETWAVE_FIDELITY_DIR"
 // FidelityCases is how many cases a complete render-fidelity corpus has at least.
 const FidelityCases = 44
 
-// FidelityTarget is one reference toolchain of the corpus: the Argo CD version to render as and the file of each
-// case holding that toolchain's output (or, where Argo CD refuses, its "<name>-error.txt").
+// FidelityTarget is one reference toolchain of the corpus: the Argo CD version to render as, the file of each
+// case holding that toolchain's output (or, where Argo CD refuses, its "<name>-error.txt"), and the other
+// toolchain's file, which a render as this version must differ from wherever the two references differ.
 type FidelityTarget struct {
 	ArgoCDVersion string
 	Expected      string
+	Other         string
 }
 
-// FidelityTargets are the corpus's toolchains: expected.yaml is Argo CD 3.5 with helm 4 (rendered as 3.5 and as
-// 3.6, whose only change for these cases is helm v4.2.4 for v4.2.1, neither printed nor otherwise visible),
-// expected-helm3.yaml the Argo CD 3.4 toolchain (helm 3.19.4).
+// FidelityTargets are the corpus's toolchains: expected.yaml is Argo CD 3.5 with helm 4 (rendered as 3.6 and as
+// 3.5, whose only difference for these cases is helm v4.2.4 for v4.2.1, printed by none), expected-helm3.yaml the
+// Argo CD 3.4 toolchain (helm 3.19.4).
 var FidelityTargets = []FidelityTarget{
-	{ArgoCDVersion: "3.6", Expected: "expected.yaml"},
-	{ArgoCDVersion: "3.5", Expected: "expected.yaml"},
-	{ArgoCDVersion: "3.4", Expected: "expected-helm3.yaml"},
+	{ArgoCDVersion: "3.6", Expected: "expected.yaml", Other: "expected-helm3.yaml"},
+	{ArgoCDVersion: "3.5", Expected: "expected.yaml", Other: "expected-helm3.yaml"},
+	{ArgoCDVersion: "3.4", Expected: "expected-helm3.yaml", Other: "expected.yaml"},
 }
 
 // Fidelity returns the render-fidelity corpus: $FLEETWAVE_FIDELITY_DIR when set, else "fidelity" in the shared
