@@ -50,7 +50,7 @@ type App struct {
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
 	merged     *recent            // merge SHAs already handed to Merges
 	goneGroups *recent            // merge queue groups destroyed ("owner/name@head_ref")
-	previewed  *recent            // pull request changes already previewed and posted ("owner/name#N base..head")
+	previews   Previews           // changes previewed or being previewed, check runs per head (WithPreviews)
 }
 
 // Option configures an App.
@@ -121,10 +121,12 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
 	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
-		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024),
-		previewed: newRecent(4096)}
+		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024)}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.previews == nil {
+		a.previews = newMemPreviews(time.Now, 4096)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)

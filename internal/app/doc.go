@@ -23,13 +23,21 @@
 // (WithSkipDrafts turns that off; ready_for_review then brings the first preview): a preview is read-only and
 // most useful early.
 //
+//  0. A change (repository, pull request, head SHA, base SHA) is previewed once. The delivery claims it in the
+//     Previews port (WithPreviews: the store, durable and shared by replicas; else the App's memory): another
+//     delivery naming it — reopened, ready_for_review, synchronize redelivered, a redelivery under a new id —
+//     finds it done or running and makes no GitHub call. Only check_run/check_suite rerequested and /plan
+//     recompute a change done. A preview cancelled, stale or whose posting failed gives its claim back; a claim
+//     left by a replica that died expires after 30 minutes.
 //  1. The event's head is checked against the pull request's current head (GitHub does not deliver in order):
 //     an event for an older head is dropped, so it cannot cancel the newer preview.
 //  2. A preview of another head of the same pull request still running is cancelled (context cancellation
 //     with cause "superseded"); its check runs are completed as cancelled, saying a newer commit carries the
 //     results. A preview of the same head already running is left to finish (ready_for_review right after
 //     opened, a re-run pressed twice).
-//  3. fleetwave/diff and fleetwave/plan are created in_progress on the head at once.
+//  3. fleetwave/diff and fleetwave/plan are created in_progress on the head at once — once per head: their ids
+//     are kept in the Previews port, and a later preview of the same head (another base, a re-run, after a
+//     restart) updates them instead of creating others.
 //  4. Base and head are fetched into the clone cache from the BASE repository's clone URL:
 //     refs/pull/N/head carries the head, forks included. Nothing from the repository is executed: rendering is
 //     in-process and confined (internal/render), git runs with hooks off.
@@ -61,7 +69,15 @@
 // # Re-runs and /plan
 //
 // check_run rerequested (on fleetwave/diff or fleetwave/plan) and check_suite rerequested preview the pull
-// request again when the check's head is still its head. A /plan comment does the same once authorised.
+// request again when the check's head is still its head, updating the head's check runs. A /plan comment does
+// the same once authorised.
+//
+// # GitHub's secondary rate limits
+//
+// Besides doing the work once per head (8 calls for a preview with a one-part comment, 5 of them
+// content-creating), every content-creating request of an installation goes through its write budget
+// (internal/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
+// empty and is paused by a rate-limit answer for as long as GitHub asks.
 //
 // # Commands
 //

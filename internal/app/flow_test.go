@@ -246,7 +246,8 @@ func (f renderFunc) Render(ctx context.Context, req render.Request) (*render.Res
 }
 
 // TestRerunRecomputes: a change is previewed once, whatever delivery names it again; "Re-run" on a check run
-// (check_run rerequested) and "Re-run all" (check_suite rerequested) preview the head again, with new check runs.
+// (check_run rerequested) and "Re-run all" (check_suite rerequested) preview the head again, updating the head's
+// check runs (created once per head).
 func TestRerunRecomputes(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/secret.yaml", func(s string) string {
 		return strings.Replace(s, "s3cr3t-demo-value", "s3cr3t-demo-value-rotated", 1)
@@ -288,8 +289,11 @@ func TestRerunRecomputes(t *testing.T) {
 		t.Fatalf("check_run rerequested answered %d", code)
 	}
 	h.wait()
-	if n := len(h.runsOn(f.head())[app.CheckDiff]); n != 2 {
-		t.Fatalf("%d fleetwave/diff runs after a re-run, want 2", n)
+	if n := len(h.runsOn(f.head())[app.CheckDiff]); n != 1 {
+		t.Fatalf("%d fleetwave/diff runs after a re-run, want the one updated", n)
+	}
+	if got := ops(h.fake.Requests()[before:]); got["checks/create"] != 0 || got["checks/update"] != 2 {
+		t.Fatalf("a re-run made %v; want both check runs updated, none created", got)
 	}
 
 	// "Re-run all checks": check_suite rerequested, pointed at this repository and head.
@@ -310,8 +314,11 @@ func TestRerunRecomputes(t *testing.T) {
 	}
 	h.wait()
 	runs := h.runsOn(f.head())
-	if len(runs[app.CheckDiff]) != 3 || len(runs[app.CheckPlan]) != 3 {
-		t.Fatalf("after two re-runs: %d diff and %d plan runs, want 3 of each", len(runs[app.CheckDiff]), len(runs[app.CheckPlan]))
+	if len(runs[app.CheckDiff]) != 1 || len(runs[app.CheckPlan]) != 1 {
+		t.Fatalf("after two re-runs: %d diff and %d plan runs, want 1 of each", len(runs[app.CheckDiff]), len(runs[app.CheckPlan]))
+	}
+	if got := ops(h.fake.Requests()[before:]); got["checks/create"] != 0 || got["checks/update"] != 4 {
+		t.Fatalf("two re-runs made %v; want both check runs updated twice, none created", got)
 	}
 	for _, cr := range append(runs[app.CheckDiff], runs[app.CheckPlan]...) {
 		if cr.Status != "completed" {

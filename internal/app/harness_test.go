@@ -71,6 +71,17 @@ type harness struct {
 	app    *app.App
 	logs   *syncBuffer
 	merges *recordedMerges
+	// What restart builds the next App from.
+	cfg      harnessConfig
+	cacheDir string
+	log      *slog.Logger
+}
+
+// harnessConfig is what a harness is made of besides the fake GitHub.
+type harnessConfig struct {
+	renderer preview.Renderer // nil: sharedRenderer
+	opts     []app.Option
+	budget   github.WriteBudget // nil: none
 }
 
 type syncBuffer struct {
@@ -113,49 +124,75 @@ func (r *recordedMerges) OnCommand(_ context.Context, req app.CommandRequest) (s
 
 func newHarness(t testing.TB, renderer preview.Renderer, opts ...app.Option) *harness {
 	t.Helper()
-	key, keyPEM := fakegithub.AppKey()
+	return newHarnessWith(t, harnessConfig{renderer: renderer, opts: opts})
+}
+
+func newHarnessWith(t testing.TB, cfg harnessConfig) *harness {
+	t.Helper()
+	key, _ := fakegithub.AppKey()
 	fake := fakegithub.New(t, fakegithub.WithApp(appID, &key.PublicKey))
-	ghApp, err := github.NewApp(github.AppConfig{
-		AppID: appID, PrivateKey: keyPEM, APIURL: fake.URL(), Transport: fake.Client().Transport,
-		Retry:         github.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond},
-		ClientOptions: []github.ClientOption{github.WithBotLogin(fake.BotLogin())},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := gitcache.New(t.TempDir(), gitcache.WithCredentials(ghApp.GitCredentials))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if renderer == nil {
-		renderer = sharedRenderer()
+	if cfg.renderer == nil {
+		cfg.renderer = sharedRenderer()
 	}
 	logs := &syncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	merges := &recordedMerges{}
-	opts = append([]app.Option{app.WithLogger(log), app.WithBotLogin(fake.BotLogin()), app.WithMerges(merges), app.WithCommands(merges),
-		app.WithClock(func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) })}, opts...)
-	a, err := app.New(func(id int64) (app.GitHub, error) { return ghApp.Client(id) }, cache, renderer, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hooks, err := webhooks.New([]byte(webhookSecret), a, webhooks.NewMemoryDeliveries(0),
-		webhooks.WithLogger(log), webhooks.WithWorkers(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(hooks)
-	h := &harness{t: t, fake: fake, hooks: hooks, srv: srv, app: a, logs: logs, merges: merges}
+	h := &harness{t: t, fake: fake, logs: logs, merges: &recordedMerges{}, cfg: cfg, cacheDir: t.TempDir(),
+		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	h.start()
 	t.Cleanup(func() {
-		srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = hooks.Shutdown(ctx)
+		h.stop()
 		if t.Failed() {
 			t.Logf("logs:\n%s", logs.String())
 		}
 	})
 	return h
+}
+
+// start builds the App, with its own GitHub App client, behind a new webhooks server.
+func (h *harness) start() {
+	t := h.t
+	t.Helper()
+	_, keyPEM := fakegithub.AppKey()
+	ghApp, err := github.NewApp(github.AppConfig{
+		AppID: appID, PrivateKey: keyPEM, APIURL: h.fake.URL(), Transport: h.fake.Client().Transport,
+		Retry:         github.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond},
+		ClientOptions: []github.ClientOption{github.WithBotLogin(h.fake.BotLogin())},
+		WriteBudget:   h.cfg.budget,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := gitcache.New(h.cacheDir, gitcache.WithCredentials(ghApp.GitCredentials))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append([]app.Option{app.WithLogger(h.log), app.WithBotLogin(h.fake.BotLogin()), app.WithMerges(h.merges), app.WithCommands(h.merges),
+		app.WithClock(func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) })}, h.cfg.opts...)
+	a, err := app.New(func(id int64) (app.GitHub, error) { return ghApp.Client(id) }, cache, h.cfg.renderer, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := webhooks.New([]byte(webhookSecret), a, webhooks.NewMemoryDeliveries(0),
+		webhooks.WithLogger(h.log), webhooks.WithWorkers(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.app, h.hooks, h.srv = a, hooks, httptest.NewServer(hooks)
+}
+
+// stop closes the webhooks server after the deliveries in flight.
+func (h *harness) stop() {
+	h.srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = h.hooks.Shutdown(ctx)
+}
+
+// restart stops the App and starts another on the same fake GitHub and clone cache, as a new process (or
+// another replica) would: nothing is kept in memory, and the webhooks server's delivery ids start afresh.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.stop()
+	h.start()
 }
 
 var deliveries atomic.Int64

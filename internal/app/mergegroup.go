@@ -154,7 +154,7 @@ func (a *App) endGroup(k prKey, run *prRun) {
 // startGroupChecks creates both check runs in progress on the group's head (a failure is logged: the check
 // runs are created when completing them).
 func (a *App) startGroupChecks(ctx context.Context, client CheckRuns, g MergeGroup, at time.Time) checkRuns {
-	return startCheckRuns(ctx, client, g.Repo, g.HeadSHA, groupExternalID(g.HeadRef, ""), at, &github.CheckOutput{
+	return a.startCheckRuns(ctx, client, g.Repo, g.HeadSHA, groupExternalID(g.HeadRef, ""), at, &github.CheckOutput{
 		Title: "Rendering the merge group…",
 		Summary: fmt.Sprintf("fleetwave is rendering the change of merge group `%s` (`%s`) as Argo CD would.",
 			groupName(g.HeadRef), short(g.HeadSHA))})

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // Change is a pull request's change to preview: its head against its base.
@@ -127,13 +128,23 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 		return fmt.Errorf("previewing %s#%d: incomplete pull request (head %q, base %q, clone URL %q)", ch.Repo, ch.Number, ch.Head, ch.Base, ch.CloneURL)
 	}
 	// A change is previewed once: another delivery naming the same base and head (reopened, ready_for_review,
-	// a redelivery under a new id) finds its results posted, and costs no GitHub call. A re-run asked for on a
-	// check run or with /plan recomputes.
+	// a redelivery under a new id), here or on another replica, after a restart too, finds it done or running
+	// and costs no GitHub call. A re-run asked for on a check run or with /plan recomputes a change done.
 	done := previewKey(ch)
-	if !forced(ch.Reason) && a.previewed.contains(done) {
-		log.Info("this change is already previewed: nothing to do (re-run the check or comment /plan to recompute)")
+	claimed, err := a.previews.ClaimPreview(ctx, done, forced(ch.Reason), claimTTL)
+	if err != nil {
+		return fmt.Errorf("previewing %s#%d: %w", ch.Repo, ch.Number, err)
+	}
+	if !claimed {
+		log.Info("this change is already previewed or being previewed: nothing to do (re-run the check or comment /plan to recompute)")
 		return nil
 	}
+	finished := false
+	defer func() {
+		if !finished {
+			a.releasePreview(ctx, done)
+		}
+	}()
 	client, err := a.ghClient(ch.InstallationID)
 	if err != nil {
 		return err
@@ -169,18 +180,30 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 		log.Info("preview cancelled", slog.Any("cause", cause))
 		return nil
 	}
-	if err := a.publish(ctx, client, key, ch, ids, out, started); err != nil {
-		return err
+	posted, err := a.publish(ctx, client, key, ch, ids, out, started)
+	if posted {
+		// Done, a failed preview included: its checks say why and how to re-run, and another delivery must not
+		// post it again.
+		if ferr := a.previews.FinishPreview(context.WithoutCancel(ctx), done); ferr != nil {
+			log.Warn("recording the preview as done", slog.Any("error", ferr))
+		} else {
+			finished = true
+		}
 	}
-	if out.err == nil {
-		a.previewed.add(done)
+	return err
+}
+
+// releasePreview gives up the claim of a change not posted (cancelled, stale, or its posting failed), so that
+// the next delivery naming it previews it; a failure is logged (the claim then expires after claimTTL).
+func (a *App) releasePreview(ctx context.Context, k store.PreviewKey) {
+	if err := a.previews.ReleasePreview(context.WithoutCancel(ctx), k); err != nil {
+		logFrom(ctx).Warn("releasing the preview claim", slog.Any("error", err))
 	}
-	return nil
 }
 
 // previewKey names a pull request's change: the same base and head preview the same.
-func previewKey(ch Change) string {
-	return fmt.Sprintf("%s#%d %s..%s", ch.Repo, ch.Number, ch.Base, ch.Head)
+func previewKey(ch Change) store.PreviewKey {
+	return store.PreviewKey{Repo: ch.Repo, PR: ch.Number, Head: ch.Head, Base: ch.Base}
 }
 
 // forced reports whether a preview was asked for explicitly (a check run or suite re-run, /plan): it runs even
@@ -193,21 +216,26 @@ func forced(reason string) bool {
 	return false
 }
 
-// startChecks creates both check runs in progress on the head. A failure is logged: the results are still
-// worth a comment, and the check runs are created when completing them.
+// startChecks creates both check runs in progress on the head, unless they exist. A failure is logged: the
+// results are still worth a comment, and the check runs are created when completing them.
 func (a *App) startChecks(ctx context.Context, client CheckRuns, ch Change, at time.Time) checkRuns {
-	return startCheckRuns(ctx, client, ch.Repo, ch.Head, externalID(ch.Number, ""), at, &github.CheckOutput{
+	return a.startCheckRuns(ctx, client, ch.Repo, ch.Head, externalID(ch.Number, ""), at, &github.CheckOutput{
 		Title: "Rendering the change…", Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))})
 }
 
-// startCheckRuns creates fleetwave/diff and fleetwave/plan in progress on head, with out as their output; a
-// failure is logged and leaves that id 0.
-func startCheckRuns(ctx context.Context, client CheckRuns, repo, head, extID string, at time.Time, out *github.CheckOutput) checkRuns {
+// startCheckRuns creates fleetwave/diff and fleetwave/plan in progress on head, with out as their output, and
+// records their ids. A check run fleetwave already created on head (another base, a re-run, before a restart)
+// is not created again: its id is returned and the results update it. A failure is logged and leaves that id 0.
+func (a *App) startCheckRuns(ctx context.Context, client CheckRuns, repo, head, extID string, at time.Time, out *github.CheckOutput) checkRuns {
 	var ids checkRuns
 	for _, c := range []struct {
 		name string
 		id   *int64
 	}{{CheckDiff, &ids.diff}, {CheckPlan, &ids.plan}} {
+		if id := a.checkRunID(ctx, repo, head, c.name); id != 0 {
+			*c.id = id
+			continue
+		}
 		id, err := client.CreateCheckRun(ctx, repo, github.CheckRun{
 			Name: c.name, HeadSHA: head, Status: github.StatusInProgress, StartedAt: at, ExternalID: extID, Output: out,
 		})
@@ -215,9 +243,27 @@ func startCheckRuns(ctx context.Context, client CheckRuns, repo, head, extID str
 			logFrom(ctx).Warn("creating check run", slog.String("check", c.name), slog.Any("error", err))
 			continue
 		}
+		a.saveCheckRunID(ctx, repo, head, c.name, id)
 		*c.id = id
 	}
 	return ids
+}
+
+// checkRunID is the check run name fleetwave created on head, 0 when none (or the lookup failed, logged).
+func (a *App) checkRunID(ctx context.Context, repo, head, name string) int64 {
+	id, err := a.previews.CheckRunID(ctx, repo, head, name)
+	if err != nil {
+		logFrom(ctx).Warn("looking up the check run of the head", slog.String("check", name), slog.Any("error", err))
+		return 0
+	}
+	return id
+}
+
+// saveCheckRunID records a check run created on head; a failure is logged.
+func (a *App) saveCheckRunID(ctx context.Context, repo, head, name string, id int64) {
+	if err := a.previews.SaveCheckRunID(context.WithoutCancel(ctx), repo, head, name, id); err != nil {
+		logFrom(ctx).Warn("recording the check run of the head", slog.String("check", name), slog.Any("error", err))
+	}
 }
 
 // outcome is what a preview produced.
@@ -365,8 +411,8 @@ func (a *App) rendererOf(installation int64, group string) preview.Renderer {
 // renderGroup names a pull request's renders for the shared renderer.
 func renderGroup(repo string, number int) string { return fmt.Sprintf("%s#%d", repo, number) }
 
-// publish posts a preview's results, unless its head is stale.
-func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, ids checkRuns, out *outcome, started time.Time) error {
+// publish posts a preview's results, unless its head is stale; posted reports that everything was posted.
+func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, ids checkRuns, out *outcome, started time.Time) (posted bool, err error) {
 	log := logFrom(ctx)
 	// Build everything before taking the lock: reading files for annotations may touch the disk.
 	var parts []string
@@ -394,20 +440,21 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	if stale {
 		a.cancelChecks(pctx, client, ch, ids, errSuperseded)
 		log.Info("results not posted: the pull request has a newer head")
-		return nil
+		return false, nil
 	}
 	var errs []error
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
+	posted = len(errs) == 0
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, short(ch.Head), out.err))
 	} else {
 		log.Info("preview posted", slog.String("summary", out.rep.SummaryLine()), slog.Duration("took", out.elapsed),
 			slog.String("diff", diffRun.Conclusion), slog.String("plan", planRun.Conclusion))
 	}
-	return errors.Join(errs...)
+	return posted, errors.Join(errs...)
 }
 
 // completeCheck updates check run id with run, or creates it completed when starting it had failed.
@@ -417,7 +464,10 @@ func (a *App) completeCheck(ctx context.Context, client CheckRuns, ch Change, id
 		return client.UpdateCheckRun(ctx, ch.Repo, id, run)
 	}
 	run.HeadSHA, run.StartedAt = ch.Head, started
-	_, err := client.CreateCheckRun(ctx, ch.Repo, run)
+	id, err := client.CreateCheckRun(ctx, ch.Repo, run)
+	if err == nil {
+		a.saveCheckRunID(ctx, ch.Repo, ch.Head, run.Name, id)
+	}
 	return err
 }
 

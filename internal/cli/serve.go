@@ -302,6 +302,10 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		return serveWiring{}, usageErr(err)
 	}
 	opts := []app.Option{app.WithLogger(d.Log)}
+	if d.Store != nil {
+		// What was previewed, and each head's check runs, outlive the process and are shared by replicas.
+		opts = append(opts, app.WithPreviews(d.Store))
+	}
 	if d.Metrics != nil {
 		opts = append(opts, app.WithObserver(d.Metrics))
 	}

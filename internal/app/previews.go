@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// Previews remembers what was done per pull request change and per head, so that another delivery naming the
+// change — reopened, ready_for_review, a redelivery under a new id —, a restart or a second replica does not
+// redo it: which changes (repo, PR, head, base) are previewed or being previewed, and the check runs created on
+// each head. *store.Store satisfies it (durable, shared by replicas); without one, an App keeps them in memory.
+type Previews interface {
+	// ClaimPreview claims a change for ttl: false when it is done (unless force: a re-run, /plan) or running.
+	ClaimPreview(ctx context.Context, k store.PreviewKey, force bool, ttl time.Duration) (bool, error)
+	// FinishPreview marks a claimed change done (its results posted).
+	FinishPreview(ctx context.Context, k store.PreviewKey) error
+	// ReleasePreview gives up a claim (cancelled, stale): the next delivery naming the change claims it.
+	ReleasePreview(ctx context.Context, k store.PreviewKey) error
+	// CheckRunID is the id of the check run name created on head, 0 when none.
+	CheckRunID(ctx context.Context, repo, head, name string) (int64, error)
+	// SaveCheckRunID records the check run name created on head.
+	SaveCheckRunID(ctx context.Context, repo, head, name string, id int64) error
+}
+
+// WithPreviews keeps what was previewed, and the check runs created per head, in p (serve: the store), instead
+// of in the App's memory — so that a restart or another replica does not preview a change again nor create its
+// check runs twice.
+func WithPreviews(p Previews) Option { return func(a *App) { a.previews = p } }
+
+// claimTTL is how long a preview's claim holds: a replica killed while previewing leaves its change to the
+// next delivery after that. It outlasts any preview (the render budget of a change is minutes).
+const claimTTL = 30 * time.Minute
+
+// memPreviews is the Previews of an App without a store: this process's memory, the oldest forgotten first
+// beyond max changes and max check runs.
+type memPreviews struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	max     int
+	changes map[store.PreviewKey]memClaim
+	order   []store.PreviewKey
+	runs    map[memRun]int64
+	runList []memRun
+}
+
+type memClaim struct {
+	done  bool
+	until time.Time
+}
+
+type memRun struct{ repo, head, name string }
+
+func newMemPreviews(now func() time.Time, max int) *memPreviews {
+	return &memPreviews{now: now, max: max, changes: map[store.PreviewKey]memClaim{}, runs: map[memRun]int64{}}
+}
+
+func (m *memPreviews) ClaimPreview(_ context.Context, k store.PreviewKey, force bool, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	c, ok := m.changes[k]
+	if ok && !(c.done && force) && !(!c.done && now.After(c.until)) {
+		return false, nil
+	}
+	if !ok {
+		m.order = append(m.order, k)
+		if len(m.order) > m.max {
+			delete(m.changes, m.order[0])
+			m.order = m.order[1:]
+		}
+	}
+	m.changes[k] = memClaim{until: now.Add(ttl)}
+	return true, nil
+}
+
+func (m *memPreviews) FinishPreview(_ context.Context, k store.PreviewKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.changes[k]; ok {
+		m.changes[k] = memClaim{done: true}
+	}
+	return nil
+}
+
+func (m *memPreviews) ReleasePreview(_ context.Context, k store.PreviewKey) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.changes[k]; ok && !c.done {
+		delete(m.changes, k) // its place in order is dropped when it comes first
+	}
+	return nil
+}
+
+func (m *memPreviews) CheckRunID(_ context.Context, repo, head, name string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[memRun{repo, head, name}], nil
+}
+
+func (m *memPreviews) SaveCheckRunID(_ context.Context, repo, head, name string, id int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := memRun{repo, head, name}
+	if _, ok := m.runs[r]; !ok {
+		m.runList = append(m.runList, r)
+		if len(m.runList) > m.max {
+			delete(m.runs, m.runList[0])
+			m.runList = m.runList[1:]
+		}
+	}
+	m.runs[r] = id
+	return nil
+}
