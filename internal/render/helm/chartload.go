@@ -141,7 +141,7 @@ func hashFiles(files []*loader.BufferedFile) string {
 // load parses the files into a chart (loader.LoadFiles), or returns the cached parse of identical files. The
 // returned chart is shared and must not be modified: render a copyChart of it.
 func (e *Engine) load(cf *chartFiles) (*chart.Chart, error) {
-	if ch := e.cache.get(cf.hash); ch != nil {
+	if ch, ok := e.cache.get(cf.hash); ok {
 		return ch, nil
 	}
 	// LoadFiles rewrites the names of the files it hands to subcharts: give it copies.
@@ -230,47 +230,48 @@ func copyValue(v interface{}) interface{} {
 	}
 }
 
-// chartCache is a small LRU of parsed charts keyed by content hash.
-type chartCache struct {
+// chartCache is a small LRU of parsed charts keyed by content hash: Helm 3's *chart.Chart, or helm 4's.
+type chartCache[C any] struct {
 	mu    sync.Mutex
 	max   int
 	ll    *list.List
 	items map[string]*list.Element
 }
 
-type cacheEntry struct {
+type cacheEntry[C any] struct {
 	key string
-	ch  *chart.Chart
+	ch  C
 }
 
-func newChartCache(max int) *chartCache {
+func newChartCache[C any](max int) *chartCache[C] {
 	if max <= 0 {
 		max = 128
 	}
-	return &chartCache{max: max, ll: list.New(), items: map[string]*list.Element{}}
+	return &chartCache[C]{max: max, ll: list.New(), items: map[string]*list.Element{}}
 }
 
-func (c *chartCache) get(key string) *chart.Chart {
+func (c *chartCache[C]) get(key string) (C, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
 		c.ll.MoveToFront(el)
-		return el.Value.(*cacheEntry).ch
+		return el.Value.(*cacheEntry[C]).ch, true
 	}
-	return nil
+	var zero C
+	return zero, false
 }
 
-func (c *chartCache) put(key string, ch *chart.Chart) {
+func (c *chartCache[C]) put(key string, ch C) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
 		c.ll.MoveToFront(el)
 		return
 	}
-	c.items[key] = c.ll.PushFront(&cacheEntry{key: key, ch: ch})
+	c.items[key] = c.ll.PushFront(&cacheEntry[C]{key: key, ch: ch})
 	for c.ll.Len() > c.max {
 		last := c.ll.Back()
 		c.ll.Remove(last)
-		delete(c.items, last.Value.(*cacheEntry).key)
+		delete(c.items, last.Value.(*cacheEntry[C]).key)
 	}
 }

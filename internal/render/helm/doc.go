@@ -32,8 +32,8 @@
 // fetched; remote value files are refused (ErrRemote) whether or not the operator allows remote sources; --name-template has no env/expandenv functions (helm's chart engine has none either, but its
 // name template would read the process environment); without --namespace, the release namespace is "default"
 // (helm outside a cluster). Without a kube version the released helm binary's defaults are used (Kubernetes
-// v1.34.0 for helm v3.19.4, v1.36.0 for helm v4.2.x). Helm 4 parses the chart afresh per render (no parsed-chart
-// cache; the output cache applies to both). DNS lookups in templates stay disabled and `lookup` returns nothing, as in
+// v1.34.0 for helm v3.19.4, v1.36.0 for helm v4.2.x). Helm 4 keeps its own parse of the same files in a second
+// parsed-chart cache under the same hash; the output cache key includes the helm release. DNS lookups in templates stay disabled and `lookup` returns nothing, as in
 // `helm template`.
 //
 // Caching, two levels, both bounded LRUs: a parsed chart is kept under the SHA-256 of its files (names and

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"helm.sh/helm/v3/pkg/chart"
+	chart4 "helm.sh/helm/v4/pkg/chart/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
@@ -83,7 +85,9 @@ func (l Limits) withDefaults() Limits {
 type Option func(*Engine)
 
 // WithCacheEntries bounds the number of parsed charts kept in memory (default 128).
-func WithCacheEntries(n int) Option { return func(e *Engine) { e.cache = newChartCache(n) } }
+func WithCacheEntries(n int) Option {
+	return func(e *Engine) { e.cache, e.cache4 = newChartCache[*chart.Chart](n), newChartCache[*chart4.Chart](n) }
+}
 
 // WithOutputCache bounds the cache of rendered results: entries and total bytes of helm output (defaults 256
 // entries, 64 MiB). maxEntries < 0 disables it.
@@ -98,14 +102,16 @@ func WithLimits(l Limits) Option { return func(e *Engine) { e.limits = l.withDef
 // concurrent use. Parsed charts are cached by the hash of their files' contents and copied per render; rendered
 // results are cached by chart hash and every input of the render (merged values, release, capabilities, flags).
 type Engine struct {
-	cache   *chartCache
+	cache   *chartCache[*chart.Chart]  // Helm 3 parses
+	cache4  *chartCache[*chart4.Chart] // helm 4 parses of the same files (rendering as Argo CD 3.5+)
 	outputs *outputCache
 	limits  Limits
 }
 
 // New returns an Engine.
 func New(opts ...Option) *Engine {
-	e := &Engine{cache: newChartCache(128), outputs: newOutputCache(256, 64<<20), limits: Limits{}.withDefaults()}
+	e := &Engine{cache: newChartCache[*chart.Chart](128), cache4: newChartCache[*chart4.Chart](128),
+		outputs: newOutputCache(256, 64<<20), limits: Limits{}.withDefaults()}
 	for _, o := range opts {
 		o(e)
 	}

@@ -441,16 +441,27 @@ func TestCacheReusesParsedCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := e.cache.get(cf.hash)
-	if first == nil {
-		t.Fatal("chart not cached")
+	first, ok := e.cache.get(cf.hash)
+	first4, ok4 := e.cache4.get(cf.hash) // the default target renders with helm 4
+	if !ok || !ok4 {
+		t.Fatalf("chart not cached: helm 3 parse %v, helm 4 parse %v", ok, ok4)
 	}
-	if _, err := render(t, e, in); err != nil {
+	// Other values: the output cache misses, the parsed charts are reused.
+	in2 := in
+	in2.Helm = &v1alpha1.ApplicationSourceHelm{Parameters: []v1alpha1.HelmParameter{{Name: "p", Value: "1"}}}
+	data2, err := render(t, e, in2)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if e.cache.get(cf.hash) != first || e.cache.ll.Len() != 1 {
-		t.Errorf("second render did not reuse the cached chart (%d entries)", e.cache.ll.Len())
+	if !strings.Contains(data2["values"], `"p":1`) {
+		t.Errorf("second render's values: %s", data2["values"])
 	}
+	again, _ := e.cache.get(cf.hash)
+	again4, _ := e.cache4.get(cf.hash)
+	if again != first || e.cache.ll.Len() != 1 || again4 != first4 || e.cache4.ll.Len() != 1 {
+		t.Errorf("second render did not reuse the cached charts (%d, %d entries)", e.cache.ll.Len(), e.cache4.ll.Len())
+	}
+
 	// A changed file is a different chart.
 	if err := os.WriteFile(filepath.Join(dir, "app/values.yaml"), []byte("changed: true\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -726,5 +737,35 @@ func TestTargetRules(t *testing.T) {
 				t.Errorf("values = %s, want %s", data["values"], tc.values)
 			}
 		})
+	}
+}
+
+// TestCachedChartsAreNotModified renders one chart with its subchart disabled, then enabled, on one Engine: each
+// render must work on a copy of the cached parse (dependency processing drops disabled subcharts), with helm 3
+// and with helm 4.
+func TestCachedChartsAreNotModified(t *testing.T) {
+	fsys := mustFS(t, writeTree(t, map[string]string{
+		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n" +
+			"dependencies:\n- name: sub\n  version: 0.1.0\n  condition: sub.enabled\n",
+		"app/templates/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+		"app/charts/sub/Chart.yaml":        "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+		"app/charts/sub/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub\n",
+	}))
+	for _, tgt := range []target.Version{{Major: 3, Minor: 4}, {Major: 3, Minor: 6}} {
+		e := New()
+		for _, c := range []struct {
+			enabled string
+			objects int
+		}{{"false", 1}, {"true", 2}, {"false", 1}} {
+			in := Input{FS: fsys, AppPath: "app", AppName: "a", Target: tgt,
+				Helm: &v1alpha1.ApplicationSourceHelm{Parameters: []v1alpha1.HelmParameter{{Name: "sub.enabled", Value: c.enabled}}}}
+			objs, err := e.Template(context.Background(), in)
+			if err != nil {
+				t.Fatalf("Argo CD %s, sub.enabled=%s: %v", tgt, c.enabled, err)
+			}
+			if len(objs) != c.objects {
+				t.Errorf("Argo CD %s, sub.enabled=%s: %d objects, want %d", tgt, c.enabled, len(objs), c.objects)
+			}
+		}
 	}
 }

@@ -95,7 +95,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 		var out string
 		var err error
 		if in.Target.Helm4() {
-			out, err = renderChart4(ctx, ch, cf, vals, ro)
+			out, err = e.renderChart4(ctx, ch, cf, vals, ro)
 		} else {
 			out, err = renderChart(copyChart(ch), vals, ro)
 		}

@@ -90,7 +90,63 @@ func sortDependencies(ch *chart.Chart) {
 	ch.SetDependencies(deps...)
 }
 
-// Template renders ch (which it modifies: load a fresh one per call) with vals as `helm template` prints it:
+// Copy copies what rendering modifies (ProcessDependencies rewrites the dependency lists, the Enabled and
+// ImportValues of requirements, and chart values), so that renders of one parsed chart never share it; templates
+// and files are read-only and shared. It is internal/render/helm's copyChart for helm 4's chart type.
+func Copy(c *chart.Chart) *chart.Chart {
+	n := *c
+	if c.Metadata != nil {
+		md := *c.Metadata
+		if c.Metadata.Dependencies != nil {
+			md.Dependencies = make([]*chart.Dependency, len(c.Metadata.Dependencies))
+			for i, d := range c.Metadata.Dependencies {
+				if d == nil {
+					continue
+				}
+				dd := *d
+				dd.Tags = append([]string(nil), d.Tags...)
+				dd.ImportValues = append([]any(nil), d.ImportValues...)
+				md.Dependencies[i] = &dd
+			}
+		}
+		n.Metadata = &md
+	}
+	n.Values = copyValues(c.Values)
+	deps := make([]*chart.Chart, 0, len(c.Dependencies()))
+	for _, d := range c.Dependencies() {
+		deps = append(deps, Copy(d))
+	}
+	n.SetDependencies(deps...)
+	return &n
+}
+
+func copyValues(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return copyValues(t)
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = copyValue(x)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// Template renders ch (which it modifies: render a Copy of a chart kept for reuse) with vals as `helm template` prints it:
 // pkg/action/install.go RunWithContext in client-only dry-run mode, action.go renderResources, and
 // pkg/cmd/template.go's assembly of stdout (the release manifest with CRDs first, then the hooks). DNS lookups
 // stay disabled and `lookup` returns nothing, as in `helm template`.
