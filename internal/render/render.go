@@ -21,6 +21,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/directory"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
+	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -519,10 +520,11 @@ func isNullList(obj *unstructured.Unstructured) bool {
 	return ok && field == nil
 }
 
-// WriteYAML writes objs as a YAML stream, "---" separated, keys sorted, in the given order.
+// WriteYAML writes objs as a YAML stream, "---" separated, keys sorted, in the given order: each object as
+// sigs.k8s.io/yaml.Marshal writes it (manifestyaml.Marshal, the same bytes).
 func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 	for i, o := range objs {
-		b, err := yaml.Marshal(o.Object)
+		b, err := manifestyaml.Marshal(o.Object)
 		if err != nil {
 			return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
 		}

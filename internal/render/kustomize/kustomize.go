@@ -1,11 +1,9 @@
 package kustomize
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 	"sync"
@@ -13,8 +11,6 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/kustomize/api/ifc"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -24,9 +20,9 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
+	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
 )
@@ -217,7 +213,8 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 	if err != nil {
 		return nil, err
 	}
-	return splitYAML(out)
+	// Argo CD splits kustomize's standard output with gitops-engine kube.SplitYAML: manifestyaml.Split is it.
+	return manifestyaml.Split(out)
 }
 
 // krustyRun builds the (pre-walked) kustomization at dir with krusty on the confined filesystem, with kustomize
@@ -279,29 +276,4 @@ func (e *Engine) fixHelmOrigins(rm resmap.ResMap, st *buildState) error {
 		}
 	}
 	return nil
-}
-
-// splitYAML mirrors gitops-engine kube.SplitYAML, which Argo CD applies to kustomize's standard output.
-func splitYAML(data []byte) ([]*unstructured.Unstructured, error) {
-	d := kubeyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		ext := runtime.RawExtension{}
-		if err := d.Decode(&ext); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return objs, fmt.Errorf("failed to unmarshal manifest: %w", err)
-		}
-		ext.Raw = bytes.TrimSpace(ext.Raw)
-		if len(ext.Raw) == 0 || bytes.Equal(ext.Raw, []byte("null")) {
-			continue
-		}
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(ext.Raw, u); err != nil {
-			return objs, fmt.Errorf("failed to unmarshal manifest: %w", err)
-		}
-		objs = append(objs, u)
-	}
-	return objs, nil
 }

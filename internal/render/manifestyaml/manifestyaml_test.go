@@ -1,0 +1,169 @@
+package manifestyaml
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/argoproj/gitops-engine/pkg/utils/kube"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/sharedtest"
+)
+
+const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
+
+// streams are YAML and JSON streams where the shortcut must give way to the libraries, or agree with them.
+var streams = []struct{ name, in string }{
+	{"empty", ""},
+	{"only separators and nulls", "---\n---\nnull\n---\n"},
+	{"one object", cm + "data:\n  a: b\n"},
+	{"two objects and a comment", "# Source: x\n" + cm + "---\n# Source: y\n" + cm},
+	{"numbers", cm + "n:\n  i: 42\n  neg: -7\n  f: 1.5\n  fint: 2.0\n  negzero: -0.0\n  big: 18446744073709551615\n  bigger: 1e21\n  tiny: 1e-7\n  hex: 0x1F\n  oct: 0o17\n  sexa: 190:20:30\n  inf: .inf\n"},
+	{"strings that look like other things", cm + "data:\n  a: \"true\"\n  b: \"1.0\"\n  c: \"~\"\n  d: \"null\"\n  e: \"yes\"\n  f: \"0x10\"\n  g: \"\"\n  h: \" lead\"\n  i: \"trail \"\n  j: \"a: b\"\n  k: \"- x\"\n"},
+	{"booleans of YAML 1.1", cm + "data2:\n  a: yes\n  b: off\n  c: ~\n"},
+	{"multi-line strings", cm + "data:\n  script: |\n    #!/bin/sh\n    echo \"hi\"\n\n  folded: >\n    a\n    b\n  trailing: \"x\\n\\n\"\n"},
+	{"html and separators escaped by JSON", cm + "data:\n  a: \"<b>&amp;</b>\"\n  b: \"line\\u2028sep\\u2029\"\n  c: \"tab\\there\"\n  d: \"nul\\0x\"\n"},
+	{"DEL, which YAML refuses unescaped", cm + "data:\n  a: \"x\\x7Fy\"\n"},
+	{"C1 control", cm + "data:\n  a: \"x\\u0080y\"\n"},
+	{"NEL, which YAML allows", cm + "data:\n  a: \"x\\Ny\"\n"},
+	{"BOM inside a string", cm + "data:\n  a: \"x\uFEFFy\"\n  \"\uFEFFk\": v\n"},
+	{"noncharacter U+FFFE", cm + "data:\n  a: \"x\\uFFFEy\"\n"},
+	{"U+FFFD", cm + "data:\n  a: \"x\uFFFDy\"\n"},
+	{"non-ASCII text", cm + "data:\n  a: \"naïve — ünïcödé 日本 🚀\"\n"},
+	{"long key", cm + "data:\n  " + strings.Repeat("k", 1100) + ": v\n"},
+	{"long key, explicit", cm + "data:\n  ? " + strings.Repeat("k", 1100) + "\n  : v\n"},
+	{"key of 161 bytes", cm + "data:\n  " + strings.Repeat("k", 161) + ": v\n"},
+	{"long escaped key, explicit", cm + "data:\n  ? \"" + strings.Repeat("\\x01", 200) + "\"\n  : v\n"},
+	{"merge key, quoted and plain", cm + "base: &b\n  x: 1\nm:\n  <<: *b\n  y: 2\nq:\n  \"<<\": z\n"},
+	{"non-string keys", cm + "data:\n  1: a\n  true: b\n  1.5: c\n"},
+	{"anchors", cm + "a: &x [1, 2]\nb: *x\n"},
+	{"list kind", "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(cm, "\n", "\n  ") + "\n"},
+	{"empty containers", cm + "data: {}\nlist: []\nnil:\n"},
+	{"no kind", "apiVersion: v1\nmetadata:\n  name: x\n"},
+	{"no kind after a good one", cm + "---\napiVersion: v1\nmetadata:\n  name: x\n"},
+	{"bad YAML after a good one", cm + "---\na: [\n"},
+	{"scalar document", cm + "---\n42\n"},
+	{"deep nesting", cm + "d: " + strings.Repeat("[", 1200) + strings.Repeat("]", 1200) + "\n"},
+	{"JSON stream", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"n":1.0}}`},
+	{"JSON stream with duplicate keys", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"a":1,"a":2}`},
+	{"JSON then YAML", "  \n" + `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}` + "\n---\n" + cm},
+	{"flow mapping not first", "---\n{apiVersion: v1, kind: ConfigMap, metadata: {name: x}, n: 1.0}\n"},
+}
+
+func TestSplitMatchesGitopsEngine(t *testing.T) {
+	for _, tc := range streams {
+		t.Run(tc.name, func(t *testing.T) { checkSplit(t, []byte(tc.in)) })
+	}
+}
+
+// checkSplit compares Split with kube.SplitYAML, and Marshal with sigsyaml.Marshal on what they return.
+func checkSplit(t *testing.T, in []byte) {
+	t.Helper()
+	want, wantErr := kube.SplitYAML(in)
+	got, gotErr := Split(in)
+	if errString(gotErr) != errString(wantErr) {
+		t.Fatalf("error %q, kube.SplitYAML's %q", errString(gotErr), errString(wantErr))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d objects, kube.SplitYAML returns %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i].Object, want[i].Object) {
+			t.Fatalf("object %d:\n got %#v\nwant %#v", i, got[i].Object, want[i].Object)
+		}
+		checkMarshal(t, want[i].Object)
+	}
+}
+
+func checkMarshal(t *testing.T, obj map[string]interface{}) {
+	t.Helper()
+	want, wantErr := sigsyaml.Marshal(obj)
+	got, gotErr := Marshal(obj)
+	if errString(gotErr) != errString(wantErr) {
+		t.Fatalf("Marshal error %q, sigsyaml.Marshal's %q", errString(gotErr), errString(wantErr))
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("Marshal:\n%s\nsigsyaml.Marshal:\n%s", got, want)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestMarshalMatchesSigsYAML covers the values code puts into objects, which no decoder makes.
+func TestMarshalMatchesSigsYAML(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  map[string]interface{}
+	}{
+		{"int and int64", map[string]interface{}{"a": 1, "b": int64(-2), "c": int64(math.MaxInt64)}},
+		{"floats", map[string]interface{}{"a": 2.0, "b": 0.1, "c": 1e21, "d": 1e-7, "e": math.Copysign(0, -1), "f": 1e20, "g": 123456789.0}},
+		{"NaN", map[string]interface{}{"a": math.NaN()}},
+		{"int32 and []string", map[string]interface{}{"a": int32(3), "b": []string{"x"}}},
+		{"nil map and slice", map[string]interface{}{"a": map[string]interface{}(nil), "b": []interface{}(nil), "c": nil}},
+		{"empty map and slice", map[string]interface{}{"a": map[string]interface{}{}, "b": []interface{}{}}},
+		{"NEL, BOM and line separators", map[string]interface{}{"a": "x\u0085y", "b": "\ufeffz", "c": "p\u2028q\u2029"}},
+		{"invalid UTF-8", map[string]interface{}{"a": "x\xffy", "b\xfe": "z"}},
+		{"DEL in a key", map[string]interface{}{"a\x7f": "z"}},
+		{"keys sorted as yaml.v2 sorts them", map[string]interface{}{"a10": 1, "a9": 2, "B": 3, "b": 4, "1": 5, "10": 6, "2": 7, "-": 8}},
+		{"strings YAML would resolve", map[string]interface{}{"a": "true", "b": "1.0", "c": "~", "d": "", "e": "yes", "f": "1e3", "g": "0o17", "h": "2024-01-01", "i": "<<", "j": "=", "k": " x", "l": "x\n", "m": "a\nb\n", "n": "#x", "o": "@x"}},
+		{"long key", map[string]interface{}{strings.Repeat("k", 2000): "v"}},
+		{"nested", map[string]interface{}{"a": []interface{}{map[string]interface{}{"b": []interface{}{int64(1), "c", nil, true}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkMarshal(t, tc.obj) })
+	}
+}
+
+// TestCorpus compares Split and Marshal with the libraries on every reference output of the fidelity corpus
+// (Argo CD's own manifests of real charts and overlays), and checks that the shortcut is what runs there: an
+// output kept identical only by falling back would not be any faster.
+func TestCorpus(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedtest.Fidelity(t), "cases", "*", "expected*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no expected*.yaml in the fidelity corpus")
+	}
+	docs, fallbacks := 0, 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f), func(t *testing.T) { checkSplit(t, data) })
+		objs, err := Split(data)
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			docs++
+			if _, ok := yamlValue(o.Object, 0); !ok || !plain(o.Object, 0) {
+				fallbacks++
+			}
+		}
+	}
+	if docs == 0 || fallbacks*100 > docs {
+		t.Fatalf("%d of %d corpus objects take the libraries' path, want at most 1%%", fallbacks, docs)
+	}
+	t.Logf("%d files, %d objects, %d through the libraries' path", len(files), docs, fallbacks)
+}
+
+// FuzzSplit compares Split and Marshal with kube.SplitYAML and sigsyaml.Marshal on any input.
+func FuzzSplit(f *testing.F) {
+	for _, tc := range streams {
+		f.Add([]byte(tc.in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) > 64<<10 {
+			return
+		}
+		checkSplit(t, in)
+	})
+}
