@@ -190,8 +190,9 @@ func compareWithArgoCD(t *testing.T, theirs []string, ours *render.Result) strin
 	return got.String()
 }
 
-// fillSettings reads what Argo CD renders with: argocd-cm's tracking settings (GET /api/v1/settings) and the
-// in-cluster destination's version and API versions (GET /api/v1/clusters, filled once its cache is warm).
+// fillSettings reads what Argo CD renders with: its release (GET /api/version), argocd-cm's tracking settings (GET
+// /api/v1/settings) and the in-cluster destination's version and API versions (GET /api/v1/clusters, filled once
+// its cache is warm).
 func fillSettings(ctx context.Context, e env, c *argocd.Client, s *render.Settings) error {
 	var st struct {
 		AppLabelKey    string `json:"appLabelKey"`
@@ -202,6 +203,12 @@ func fillSettings(ctx context.Context, e env, c *argocd.Client, s *render.Settin
 		return err
 	}
 	s.AppLabelKey, s.TrackingMethod, s.InstallationID = st.AppLabelKey, st.TrackingMethod, st.InstallationID
+	// Render as the release under test (GET /api/version), as fleetwave serve does: its helm and its rules.
+	v, err := c.Version(ctx)
+	if err != nil {
+		return err
+	}
+	s.ArgoCDVersion = v
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		cs, err := c.ListClusters(ctx)
