@@ -161,7 +161,7 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
 	// The PR's content renders in worker processes, as under serve (internal/render/isolate).
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, remote, in.Concurrency)
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, toolLog(deps.Stderr), remote, in.Concurrency)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}

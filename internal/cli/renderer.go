@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -17,25 +19,32 @@ import (
 // memory, unless FLEETWAVE_RENDER_WORKERS=0 asks for rendering in this process. The CLI isolates too: its input
 // is a pull request's content in CI as much as the App's, and the cost is within a few percent. A binary that
 // cannot start workers (a test binary without isolate.WorkerMain) renders in-process. workers caps the pool
-// (0: FLEETWAVE_RENDER_WORKERS, else GOMAXPROCS). close ends the workers; mode says which it is, for logs.
+// (0: FLEETWAVE_RENDER_WORKERS, else GOMAXPROCS). close ends the workers; mode says which it is, for logs. What
+// the workers' libraries print (Kustomize's deprecation warnings) goes to log, each distinct line once
+// (isolate.Options.Log); rendering in-process, it goes where those libraries write it.
 //
 //   - FLEETWAVE_RENDER_WORKERS: the number of worker processes (0: render in-process);
 //   - FLEETWAVE_RENDER_MEMORY: a worker's memory cap (default 1GiB; bytes, or K/M/G units);
 //   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none;
 //   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer);
 //   - FLEETWAVE_RENDER_CHANGE_OUTPUT (serve): the manifests of one change's preview (default 1GiB).
-func newRenderer(getenv func(string) string, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, opts, workers, false)
+func newRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
+	return newSharedRenderer(getenv, log, opts, workers, false)
+}
+
+// toolLog is the log of a command that is not serve: warnings and above, as text lines on w.
+func toolLog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // newServeRenderer is serve's newRenderer: its pool is shared by the installations, each holding at most
 // FLEETWAVE_RENDER_SHARE workers at once (default: all but one, at least one), so that one installation whose
 // renders all run to the time cap still leaves a worker to the others.
-func newServeRenderer(getenv func(string) string, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, opts, 0, true)
+func newServeRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
+	return newSharedRenderer(getenv, log, opts, 0, true)
 }
 
-func newSharedRenderer(getenv func(string) string, opts render.Options, workers int, shared bool) (r preview.Renderer, close func(), mode string, err error) {
+func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int, shared bool) (r preview.Renderer, close func(), mode string, err error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -90,7 +99,7 @@ func newSharedRenderer(getenv func(string) string, opts render.Options, workers 
 			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_CHANGE_OUTPUT: %w", err)
 		}
 	}
-	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput})
+	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput, Log: log})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -919,7 +919,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, remote, 0)
+	r, closeRenderer, _, err := newRenderer(deps.Getenv, toolLog(deps.Stderr), remote, 0)
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}

@@ -374,7 +374,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
-	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, render.Options{Charts: charts, Git: git})
+	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, d.Log, render.Options{Charts: charts, Git: git})
 	if err != nil {
 		return serveWiring{}, usageErr(err)
 	}

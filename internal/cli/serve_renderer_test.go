@@ -31,7 +31,7 @@ func TestServeRendererSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, closeRenderer, mode, err := newServeRenderer(func(k string) string { return tc.env[k] }, render.Options{})
+			_, closeRenderer, mode, err := newServeRenderer(func(k string) string { return tc.env[k] }, nil, render.Options{})
 			if err != nil {
 				if tc.err == "" || !strings.HasPrefix(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("err = %v; want one line starting %q", err, tc.err)

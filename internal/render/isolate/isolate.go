@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -70,6 +71,9 @@ type Options struct {
 	// that must not starve each other sets it below Workers (serve: Workers-1), so that a tenant whose renders
 	// all run to the time cap still leaves a worker to the others.
 	Share int
+	// Log receives, at warn level, each distinct line the workers' libraries print while rendering (Kustomize's
+	// deprecation warnings), once per pool, with the app that printed it first (nil: dropped).
+	Log *slog.Logger
 }
 
 // ErrUnavailable is returned by New in a binary that does not call WorkerMain at its start.
@@ -88,6 +92,7 @@ type Pool struct {
 	sched   *scheduler
 	cg      *cgroups // nil: workers run under setrlimit alone
 	cgWhy   string   // why cg is nil
+	warn    *warnings
 	nextID  atomic.Uint64
 	started atomic.Int64
 
@@ -130,7 +135,8 @@ func New(opts Options) (*Pool, error) {
 	if opts.Share <= 0 || opts.Share > opts.Workers {
 		opts.Share = opts.Workers
 	}
-	p := &Pool{opts: opts, timeout: timeout, sched: newScheduler(opts.Workers, opts.Share), all: map[*worker]bool{}, notify: make(chan struct{})}
+	p := &Pool{opts: opts, timeout: timeout, sched: newScheduler(opts.Workers, opts.Share), all: map[*worker]bool{}, notify: make(chan struct{}),
+		warn: newWarnings(opts.Log)}
 	p.cg, p.cgWhy = newCgroups(cgroupRoot, "/proc/self/cgroup")
 	return p, nil
 }
@@ -236,6 +242,7 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 		p.kill(w)
 		return fail(fmt.Errorf("render worker answered request %d to request %d", resp.ID, wreq.ID))
 	}
+	p.warn.add(app.Name, resp.Warnings)
 	p.put(w)
 	release()
 	if resp.Err != nil {

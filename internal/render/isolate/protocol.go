@@ -76,6 +76,8 @@ type response struct {
 	ReadDirs    []string          `json:"readDirs,omitempty"`
 	SourceTypes []string          `json:"sourceTypes,omitempty"`
 	Err         *wireError        `json:"err,omitempty"`
+	// Warnings are the distinct lines the libraries printed during the render (liboutput.go).
+	Warnings []string `json:"warnings,omitempty"`
 	// Fetch asks the parent for a chart; the render goes on with its answer.
 	Fetch *fetchCall `json:"fetch,omitempty"`
 }

@@ -50,18 +50,30 @@ func WorkerMain() {
 
 // serve is a worker's life: read the config, apply the kernel limits, answer requests one at a time.
 func serve(in io.Reader, out *os.File) int {
-	// What the libraries print is dropped: it must never reach the responses (stdout), and on stderr it would
-	// fill the head the parent keeps to say why a worker crashed (Kustomize prints a deprecation warning per
-	// build with fmt.Fprintf(os.Stderr), kusttarget.go Load; others use the standard logger). The runtime's
-	// own fatal errors and panics are written to file descriptor 2 directly, so they still reach the parent;
-	// the worker's own messages go there through diag.
+	// What the libraries print must never reach the responses (stdout), nor, raw, the stderr whose head the
+	// parent keeps to say why a worker crashed: their stdout is dropped, and their stderr and standard logger
+	// (Kustomize's deprecation warnings: liboutput.go) are collected per render and sent with its answer, for
+	// the parent's log. The runtime's own fatal errors and panics are written to file descriptor 2 directly,
+	// so they still reach the parent; the worker's own messages go there through diag.
 	diag := os.Stderr
-	if devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
-		os.Stdout, os.Stderr = devNull, devNull
+	devNull, nullErr := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if nullErr == nil {
+		os.Stdout = devNull
 	} else {
 		os.Stdout = os.Stderr
 	}
-	log.SetOutput(io.Discard)
+	lib, err := newLibOutput()
+	switch {
+	case err == nil:
+		os.Stderr = lib.w
+		log.SetFlags(0)
+		log.SetOutput(lib.w)
+	case nullErr == nil:
+		os.Stderr = devNull
+		log.SetOutput(io.Discard)
+	default:
+		log.SetOutput(io.Discard)
+	}
 	// Terminal signals are the parent's business: it cancels by killing. Keep rendering until told.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 
@@ -103,6 +115,9 @@ func serve(in io.Reader, out *os.File) int {
 		}
 		armCPU(cfg.CPU)
 		resp := handle(r, &req)
+		if lib != nil {
+			resp.Warnings = lib.take()
+		}
 		if err := enc.Encode(resp); err != nil {
 			fmt.Fprintf(diag, "render worker: writing response: %v\n", err)
 			return exitProtocol
