@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,15 +81,19 @@ type delivery struct {
 	body      []byte
 }
 
-// TestFloodOfDeliveriesPreviewsEachHeadOnce is the measurement (#21) through the real webhooks server,
-// App and GitHub adapter against the fake GitHub: N pushes of one pull request, each flooded with signed
-// deliveries at once — one delivery id sent several times, redeliveries under new ids, opened, synchronize,
-// reopened, ready_for_review, edited, and late deliveries of the previous head. Each head is previewed once,
-// gets its two check runs created once, and costs at most callsPerHead GitHub calls (writesPerHead of them
-// content-creating, every one through the write budget). Then the App restarts on the same store: every
-// delivery again costs nothing, and a re-run recomputes by updating the head's check runs, found in the store.
-func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
-	const pushes = 4
+// flood is a pull request with one commit per push, behind the harness, with the App on a SQLite store and
+// its GitHub writes through a counting write budget.
+type flood struct {
+	t        *testing.T
+	f        *fixture
+	h        *harness
+	previews *previewCount
+	budget   *countingBudget
+	n        atomic.Int64
+}
+
+func newFlood(t *testing.T, pushes int) *flood {
+	t.Helper()
 	var changes []func(string)
 	for i := 0; i < pushes; i++ {
 		changes = append(changes, edit(t, "manifests/payments/secret.yaml", func(s string) string {
@@ -107,97 +110,130 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	budget := &countingBudget{Budget: b}
-	previews := &previewCount{}
-	h := newHarnessWith(t, harnessConfig{budget: budget, opts: []app.Option{app.WithPreviews(st), app.WithObserver(previews)}})
+	fl := &flood{t: t, f: f, previews: &previewCount{}, budget: &countingBudget{Budget: b}}
+	fl.h = newHarnessWith(t, harnessConfig{budget: fl.budget, opts: []app.Option{app.WithPreviews(st), app.WithObserver(fl.previews)}})
+	return fl
+}
 
-	var n atomic.Int64
-	newID := func() string { return fmt.Sprintf("f1000d00-0000-0000-0000-%012d", n.Add(1)) }
-	prEvent := func(action, head string) []byte {
-		fixture := "pull_request/opened.json"
-		if action == "synchronize" {
-			fixture = "pull_request/synchronize.json"
-		}
-		return payload(t, fixture, map[string]any{"action": action, "repository.clone_url": f.cloneURL(),
-			"pull_request.head.sha": head, "pull_request.base.sha": f.base})
-	}
-	flood := func(ds []delivery) {
-		t.Helper()
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for _, d := range ds {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(d delivery) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				if code := h.send(d.event, d.id, d.body); code >= 300 {
-					t.Errorf("%s delivery %s answered %d", d.event, d.id, code)
-				}
-			}(d)
-		}
-		wg.Wait()
-		h.wait()
-	}
+func (fl *flood) newID() string { return fmt.Sprintf("f1000d00-0000-0000-0000-%012d", fl.n.Add(1)) }
 
-	sent := 0
-	for i, head := range f.heads {
-		h.openPR(f, head) // GitHub's pull request now has this head
-		action := "synchronize"
-		if i == 0 {
-			action = "opened"
-		}
-		var ds []delivery
-		first := delivery{"pull_request", newID(), prEvent(action, head)}
+// prEvent is a pull_request delivery of action naming head (against the fixture's base).
+func (fl *flood) prEvent(action, head string) []byte {
+	fixture := "pull_request/opened.json"
+	if action == "synchronize" {
+		fixture = "pull_request/synchronize.json"
+	}
+	return payload(fl.t, fixture, map[string]any{"action": action, "repository.clone_url": fl.f.cloneURL(),
+		"pull_request.head.sha": head, "pull_request.base.sha": fl.f.base})
+}
+
+// push makes head i the pull request's head on GitHub and returns the deliveries it brings: one delivery id 5
+// times, 10 redeliveries under new ids, 5 each of reopened, ready_for_review, edited and synchronize, and 5
+// late deliveries of the previous head.
+func (fl *flood) push(i int) []delivery {
+	head := fl.f.heads[i]
+	fl.h.openPR(fl.f, head)
+	action := "synchronize"
+	if i == 0 {
+		action = "opened"
+	}
+	var ds []delivery
+	first := delivery{"pull_request", fl.newID(), fl.prEvent(action, head)}
+	for k := 0; k < 5; k++ {
+		ds = append(ds, first) // the same delivery id: the webhooks server drops all but one
+	}
+	for k := 0; k < 10; k++ {
+		ds = append(ds, delivery{"pull_request", fl.newID(), fl.prEvent(action, head)})
+	}
+	for _, again := range []string{"reopened", "ready_for_review", "edited", "synchronize"} {
 		for k := 0; k < 5; k++ {
-			ds = append(ds, first) // the same delivery id: the webhooks server drops all but one
+			ds = append(ds, delivery{"pull_request", fl.newID(), fl.prEvent(again, head)})
 		}
-		for k := 0; k < 10; k++ {
-			ds = append(ds, delivery{"pull_request", newID(), prEvent(action, head)}) // redeliveries, new ids
+	}
+	if i > 0 {
+		for k := 0; k < 5; k++ {
+			ds = append(ds, delivery{"pull_request", fl.newID(), fl.prEvent("synchronize", fl.f.heads[i-1])})
 		}
-		for _, again := range []string{"reopened", "ready_for_review", "edited", "synchronize"} {
-			for k := 0; k < 5; k++ {
-				ds = append(ds, delivery{"pull_request", newID(), prEvent(again, head)})
+	}
+	return ds
+}
+
+// send posts the deliveries, 8 at a time, and returns once all were answered (not necessarily handled).
+func (fl *flood) send(ds []delivery) {
+	fl.t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, d := range ds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(d delivery) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if code := fl.h.send(d.event, d.id, d.body); code >= 300 {
+				fl.t.Errorf("%s delivery %s answered %d", d.event, d.id, code)
+			}
+		}(d)
+	}
+	wg.Wait()
+}
+
+// checkHeads checks that no head got more than one check run of each name, and that the last one got both,
+// completed with results.
+func (fl *flood) checkHeads() {
+	fl.t.Helper()
+	for i, head := range fl.f.heads {
+		runs := fl.h.runsOn(head)
+		last := i == len(fl.f.heads)-1
+		for _, name := range []string{app.CheckDiff, app.CheckPlan} {
+			if n := len(runs[name]); n > 1 || (last && n != 1) {
+				fl.t.Errorf("head %.7s: %d %s check runs; want one", head, n, name)
+			}
+			for _, cr := range runs[name] {
+				if cr.Status != "completed" || (last && cr.Conclusion == "cancelled") {
+					fl.t.Errorf("head %.7s: %s is %s/%s", head, cr.Name, cr.Status, cr.Conclusion)
+				}
 			}
 		}
-		if i > 0 {
-			for k := 0; k < 5; k++ {
-				ds = append(ds, delivery{"pull_request", newID(), prEvent("synchronize", f.heads[i-1])}) // late
-			}
-		}
-		flood(ds)
+	}
+	if n := len(fl.h.fake.Comments(repoFullName, prNumber)); n != 1 {
+		fl.t.Errorf("%d comments; want the one sticky comment", n)
+	}
+}
+
+// TestFloodOfDeliveriesPreviewsEachHeadOnce is the measurement (#21) through the real webhooks server,
+// App and GitHub adapter against the fake GitHub: N pushes of one pull request, each flooded with signed
+// deliveries at once (flood.push). Each head is previewed once, gets its two check runs created once, and
+// costs at most callsPerHead GitHub calls (writesPerHead of them content-creating, every one through the write
+// budget). Then the App restarts on the same store: every delivery again costs nothing, and a re-run
+// recomputes by updating the head's check runs, found in the store.
+func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
+	const pushes = 4
+	fl := newFlood(t, pushes)
+	h, f := fl.h, fl.f
+	sent := 0
+	for i := range f.heads {
+		ds := fl.push(i)
+		fl.send(ds)
+		h.wait()
 		sent += len(ds)
 	}
 
 	reqs := h.fake.Requests()
 	got := ops(reqs)
 	t.Logf("%d deliveries for %d pushes: %d previews, %d GitHub calls (%.1f per head), %d content-creating; by operation %v",
-		sent, pushes, previews.n.Load(), total(got), float64(total(got))/pushes, writes(reqs), got)
-	if n := previews.n.Load(); n != pushes {
+		sent, pushes, fl.previews.n.Load(), total(got), float64(total(got))/pushes, writes(reqs), got)
+	if n := fl.previews.n.Load(); n != pushes {
 		t.Errorf("%d previews for %d heads; want one per head", n, pushes)
 	}
-	for _, head := range f.heads {
-		runs := h.runsOn(head)
-		if len(runs[app.CheckDiff]) != 1 || len(runs[app.CheckPlan]) != 1 {
-			t.Errorf("head %.7s: %d %s and %d %s check runs; want one of each", head, len(runs[app.CheckDiff]), app.CheckDiff, len(runs[app.CheckPlan]), app.CheckPlan)
-		}
-		for _, cr := range append(runs[app.CheckDiff], runs[app.CheckPlan]...) {
-			if cr.Status != "completed" {
-				t.Errorf("head %.7s: %s is %s", head, cr.Name, cr.Status)
-			}
-		}
-	}
+	fl.checkHeads()
 	if got["checks/create"] != 2*pushes {
 		t.Errorf("%d check runs created for %d heads; want 2 per head", got["checks/create"], pushes)
 	}
 	if n := total(got); n > callsPerHead*pushes {
 		t.Errorf("%d GitHub calls for %d heads; want at most %d per head", n, pushes, callsPerHead)
 	}
-	if n := writes(reqs); n > writesPerHead*pushes || int64(n) != budget.takes.Load() {
-		t.Errorf("%d content-creating calls, %d through the write budget; want at most %d per head, every one through it", n, budget.takes.Load(), writesPerHead)
-	}
-	if n := len(h.fake.Comments(repoFullName, prNumber)); n != 1 {
-		t.Errorf("%d comments; want the one sticky comment", n)
+	if n := writes(reqs); n > writesPerHead*pushes || int64(n) != fl.budget.takes.Load() {
+		t.Errorf("%d content-creating calls, %d through the write budget; want at most %d per head, every one through it", n, fl.budget.takes.Load(), writesPerHead)
 	}
 	if s := h.hooks.Stats(); s.Duplicates == 0 {
 		t.Errorf("the webhooks server saw no duplicate delivery id: %+v", s)
@@ -205,16 +241,17 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 
 	// A restart (or another replica) on the same store: the same changes named again cost nothing.
 	h.restart()
-	before, previewed := len(h.fake.Requests()), previews.n.Load()
+	before, previewed := len(h.fake.Requests()), fl.previews.n.Load()
 	var again []delivery
 	for _, head := range f.heads {
 		for _, action := range []string{"synchronize", "reopened", "ready_for_review"} {
-			again = append(again, delivery{"pull_request", newID(), prEvent(action, head)})
+			again = append(again, delivery{"pull_request", fl.newID(), fl.prEvent(action, head)})
 		}
 	}
-	flood(again)
-	if after := h.fake.Requests()[before:]; len(after) != 0 || previews.n.Load() != previewed {
-		t.Fatalf("after a restart, %d deliveries of changes already previewed made %d previews and GitHub calls %v; want none", len(again), previews.n.Load()-previewed, ops(after))
+	fl.send(again)
+	h.wait()
+	if after := h.fake.Requests()[before:]; len(after) != 0 || fl.previews.n.Load() != previewed {
+		t.Fatalf("after a restart, %d deliveries of changes already previewed made %d previews and GitHub calls %v; want none", len(again), fl.previews.n.Load()-previewed, ops(after))
 	}
 
 	// A re-run after the restart recomputes, updating the head's check runs found in the store.
@@ -226,15 +263,46 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 		"check_run.id": diffID, "check_run.name": app.CheckDiff, "check_run.head_sha": f.head(),
 		"check_run.external_id": fmt.Sprintf("fleetwave-pr:%d", prNumber), "repository": repositoryOf(t, f),
 	})
-	flood([]delivery{{"check_run", newID(), rerun}})
+	fl.send([]delivery{{"check_run", fl.newID(), rerun}})
+	h.wait()
 	after := ops(h.fake.Requests()[before:])
-	if previews.n.Load() != previewed+1 || after["checks/create"] != 0 || after["checks/update"] != 2 {
-		t.Fatalf("a re-run after the restart made %d previews and %v; want 1 preview updating both check runs, creating none", previews.n.Load()-previewed, after)
+	if fl.previews.n.Load() != previewed+1 || after["checks/create"] != 0 || after["checks/update"] != 2 {
+		t.Fatalf("a re-run after the restart made %d previews and %v; want 1 preview updating both check runs, creating none", fl.previews.n.Load()-previewed, after)
 	}
-	keys := make([]string, 0, len(after))
-	for k := range after {
-		keys = append(keys, k)
+}
+
+// TestFloodOfInterleavedPushes: the same floods without waiting between pushes, so that deliveries of a head
+// arrive while the next head is previewed, and late ones after it was superseded. A superseded head's preview
+// is cancelled (its check runs completed as cancelled) and never posted; no head gets a check run twice;
+// content-creating calls stay within writesPerHead per head; every call beyond callsPerHead per head is the
+// one read that tells a delivery its head is stale.
+func TestFloodOfInterleavedPushes(t *testing.T) {
+	const pushes = 4
+	fl := newFlood(t, pushes)
+	sent := 0
+	for i := range fl.f.heads {
+		ds := fl.push(i)
+		fl.send(ds)
+		sent += len(ds)
 	}
-	sort.Strings(keys)
-	t.Logf("re-run after the restart: %v", keys)
+	fl.h.wait()
+
+	reqs := fl.h.fake.Requests()
+	got := ops(reqs)
+	stale := strings.Count(fl.h.logs.String(), "stale event: the pull request's head is now another commit")
+	t.Logf("%d deliveries for %d interleaved pushes: %d previews, %d GitHub calls, %d content-creating, %d stale deliveries; by operation %v",
+		sent, pushes, fl.previews.n.Load(), total(got), writes(reqs), stale, got)
+	fl.checkHeads()
+	if n := fl.previews.n.Load(); n < 1 || n > pushes {
+		t.Errorf("%d previews for %d heads; want at most one per head", n, pushes)
+	}
+	if got["checks/create"] > 2*pushes {
+		t.Errorf("%d check runs created for %d heads; want at most 2 per head", got["checks/create"], pushes)
+	}
+	if n := total(got); n > callsPerHead*pushes+stale {
+		t.Errorf("%d GitHub calls for %d heads and %d stale deliveries; want at most %d per head plus one per stale delivery", n, pushes, stale, callsPerHead)
+	}
+	if n := writes(reqs); n > writesPerHead*pushes || int64(n) != fl.budget.takes.Load() {
+		t.Errorf("%d content-creating calls, %d through the write budget; want at most %d per head, every one through it", n, fl.budget.takes.Load(), writesPerHead)
+	}
 }
