@@ -9,7 +9,11 @@ corpus="${FLEETWAVE_FIDELITY_DIR:-$(cd .. && pwd)/shared/fidelity}"
 if [ -d "$corpus/cases" ]; then
   echo
   echo "== in-process render vs helm/kustomize CLIs (fidelity corpus, median of 5 warm runs per case)"
-  go run ./hack/benchrender -corpus "$corpus" -helm "${FLEETWAVE_HELM_BIN:?}" -kustomize "${FLEETWAVE_KUSTOMIZE_BIN:?}" -runs 5
+  # With bin/fleetwave (make bench builds it): then one large chart, kube-prometheus-stack, as fresh processes,
+  # `fleetwave render` side by side with `helm template` (issue #21's figure; about 10 s).
+  large=()
+  if [ -x bin/fleetwave ]; then large=(-fleetwave "$PWD/bin/fleetwave"); fi
+  go run ./hack/benchrender -corpus "$corpus" -helm "${FLEETWAVE_HELM_BIN:?}" -kustomize "${FLEETWAVE_KUSTOMIZE_BIN:?}" -runs 5 "${large[@]}"
 else
   echo "fidelity corpus not found at $corpus: CLI comparison skipped"
 fi

@@ -2,8 +2,12 @@
 // inputs, in the same run: for every case of the fidelity corpus whose Argo CD command line can be replayed as is,
 // it times the CLI (the exact `helm template` / `kustomize build` command Argo CD ran, from
 // expected-helm3-commands.json) and the warm in-process render, and prints per-case medians and the median ratio.
+// With -fleetwave, it then compares one large chart (-large, default kube-prometheus-stack: 147 objects, 5 MB of
+// YAML, mostly CRDs) as fresh processes, as a user runs them: `fleetwave render` against `helm template` on the
+// same chart and values, wall and CPU time (the process and its render worker), median of -runs alternating
+// runs, with `fleetwave version` for the binary's start-up.
 //
-//	go run ./hack/benchrender -helm <helm binary> -kustomize <kustomize binary> [-runs 5]
+//	go run ./hack/benchrender -helm <helm binary> -kustomize <kustomize binary> [-runs 5] [-fleetwave bin/fleetwave]
 package main
 
 import (
@@ -28,20 +32,39 @@ func main() {
 	helmBin := flag.String("helm", os.Getenv("FLEETWAVE_HELM_BIN"), "helm v3 binary")
 	kustBin := flag.String("kustomize", os.Getenv("FLEETWAVE_KUSTOMIZE_BIN"), "kustomize binary")
 	runs := flag.Int("runs", 5, "timed runs per case and tool")
+	fleetwave := flag.String("fleetwave", "", "fleetwave binary: also compare one large chart as fresh processes")
+	large := flag.String("large", "helm-kube-prometheus-stack", "the corpus case -fleetwave compares")
 	flag.Parse()
-	log.SetOutput(io.Discard) // kustomize's deprecation warnings about the corpus's kustomizations
+	// Kustomize's deprecation warnings about the corpus's kustomizations (the standard logger, and
+	// fmt.Fprintf(os.Stderr) in kusttarget.go Load): the in-process renders here would print them raw, once per
+	// build. fleetwave's own commands log them (internal/render/isolate); here they are noise.
+	log.SetOutput(io.Discard)
+	stderr := os.Stderr
+	if devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {
+		os.Stderr = devNull
+	}
 
 	if *corpus == "" || *helmBin == "" || *kustBin == "" {
-		fmt.Fprintln(os.Stderr, "benchrender: -corpus, -helm and -kustomize are required")
+		fmt.Fprintln(stderr, "benchrender: -corpus, -helm and -kustomize are required")
 		os.Exit(2)
 	}
-	if err := run(*corpus, *helmBin, *kustBin, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "benchrender:", err)
+	scratch, err := os.MkdirTemp("", "benchrender-")
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrender:", err)
+		os.Exit(1)
+	}
+	err = run(*corpus, *helmBin, *kustBin, *runs, scratch)
+	if err == nil && *fleetwave != "" {
+		err = processes(filepath.Join(*corpus, "cases", *large), *fleetwave, *helmBin, *runs, scratch)
+	}
+	os.RemoveAll(scratch)
+	if err != nil {
+		fmt.Fprintln(stderr, "benchrender:", err)
 		os.Exit(1)
 	}
 }
 
-func run(corpus, helmBin, kustBin string, runs int) error {
+func run(corpus, helmBin, kustBin string, runs int, scratch string) error {
 	cases, err := filepath.Glob(filepath.Join(corpus, "cases", "*", "expected-helm3-commands.json"))
 	if err != nil {
 		return err
@@ -53,7 +76,7 @@ func run(corpus, helmBin, kustBin string, runs int) error {
 	fmt.Printf("| case | CLI median | in-process median (warm) | ratio |\n|---|---:|---:|---:|\n")
 	for _, cmdFile := range cases {
 		dir := filepath.Dir(cmdFile)
-		argv, ok := replayable(cmdFile, dir, helmBin, kustBin)
+		argv, ok := replayable(cmdFile, dir, helmBin, kustBin, scratch)
 		if !ok {
 			continue
 		}
@@ -91,10 +114,15 @@ type command struct {
 	argv []string
 }
 
-// replayable turns a case's single Argo CD command into a command for the given binaries. Cases whose commands
-// edit a kustomization or pass a temp values file are skipped: they cannot be replayed without Argo CD's scratch
-// copy. Argo CD runs `helm template .` from the chart directory and `kustomize build <path>` from the repo root.
-func replayable(cmdFile, dir, helmBin, kustBin string) (command, bool) {
+// valuesPlaceholder is how the corpus records the temp file Argo CD writes source.helm.values/valuesObject to
+// (reposerver/repository/repository.go helmTemplate: os.WriteFile of ApplicationSourceHelm.ValuesYAML()).
+const valuesPlaceholder = "<temp file with values from source.helm.values/valuesObject>"
+
+// replayable turns a case's single Argo CD command into a command for the given binaries; the values Argo CD
+// writes to a temp file are written to one in scratch. Cases whose commands edit a kustomization are skipped:
+// they cannot be replayed without Argo CD's scratch copy. Argo CD runs `helm template .` from the chart
+// directory and `kustomize build <path>` from the repo root.
+func replayable(cmdFile, dir, helmBin, kustBin, scratch string) (command, bool) {
 	b, err := os.ReadFile(cmdFile)
 	if err != nil {
 		return command{}, false
@@ -103,7 +131,19 @@ func replayable(cmdFile, dir, helmBin, kustBin string) (command, bool) {
 	if json.Unmarshal(b, &cmds) != nil || len(cmds) != 1 || strings.Contains(cmds[0], "<tmp>") {
 		return command{}, false
 	}
-	f := strings.Fields(strings.ReplaceAll(cmds[0], "<repo-root>", dir))
+	line := strings.ReplaceAll(cmds[0], "<repo-root>", dir)
+	if strings.Contains(line, valuesPlaceholder) {
+		req, err := request(dir)
+		if err != nil || req.App.Spec.GetSource().Helm == nil {
+			return command{}, false
+		}
+		p := filepath.Join(scratch, filepath.Base(dir)+"-values.yaml")
+		if os.WriteFile(p, req.App.Spec.GetSource().Helm.ValuesYAML(), 0o600) != nil {
+			return command{}, false
+		}
+		line = strings.ReplaceAll(line, valuesPlaceholder, p)
+	}
+	f := strings.Fields(line)
 	switch f[0] {
 	case "helm":
 		req, err := request(dir)
@@ -156,3 +196,71 @@ func median(n int, f func() error) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2]
 }
+
+// processes compares one case as fresh processes: `fleetwave render` (its render worker included, as a user runs
+// it) against the `helm template` Argo CD ran, and `fleetwave version` for the binary's start-up; runs
+// alternating runs of each, medians of wall and CPU time (user+system of the process and the children it
+// waited for).
+func processes(dir, fleetwave, helmBin string, runs int, scratch string) error {
+	helmCmd, ok := replayable(filepath.Join(dir, "expected-helm3-commands.json"), dir, helmBin, helmBin, scratch)
+	if !ok {
+		return fmt.Errorf("%s: no replayable helm command", filepath.Base(dir))
+	}
+	fwRender := command{dir: dir, argv: []string{fleetwave, "render", "--app", "app.yaml", "--repo-root", ".",
+		"--settings", "render-env.yaml", "--argocd-version", "3.4"}}
+	fwVersion := command{dir: dir, argv: []string{fleetwave, "version"}}
+	cmds := []command{helmCmd, fwRender, fwVersion}
+	walls, cpus := make([][]time.Duration, len(cmds)), make([][]time.Duration, len(cmds))
+	var size int
+	for i := -1; i < runs; i++ { // one warm-up round: the binaries into the page cache
+		for j, c := range cmds {
+			wall, cpu, n, err := timed(c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", strings.Join(c.argv[:2], " "), err)
+			}
+			if i >= 0 {
+				walls[j], cpus[j] = append(walls[j], wall), append(cpus[j], cpu)
+			}
+			if j == 0 {
+				size = n
+			}
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		return ds[len(ds)/2]
+	}
+	w, c := make([]time.Duration, len(cmds)), make([]time.Duration, len(cmds))
+	for j := range cmds {
+		w[j], c[j] = med(walls[j]), med(cpus[j])
+	}
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Printf("\n== one large chart as fresh processes: %s (%.1f MB of manifests), median of %d alternating runs\n",
+		filepath.Base(dir), float64(size)/1e6, runs)
+	fmt.Printf("| command | wall | CPU (user+sys) |\n|---|---:|---:|\n")
+	fmt.Printf("| helm template (helm CLI, Argo CD 3.4's command) | %s | %s |\n", ms(w[0]), ms(c[0]))
+	fmt.Printf("| fleetwave render (with its render worker) | %s | %s |\n", ms(w[1]), ms(c[1]))
+	fmt.Printf("| of which start-up: fleetwave version | %s | %s |\n", ms(w[2]), ms(c[2]))
+	fmt.Printf("\nfleetwave render / helm template: %.2f× wall, %.2f× CPU; render starts two processes (itself and its worker): start-up ≈ %.0f%% of its CPU\n",
+		float64(w[1])/float64(w[0]), float64(c[1])/float64(c[0]), 100*2*float64(c[2])/float64(c[1]))
+	return nil
+}
+
+// timed runs c and returns its wall time, its CPU time and the size of its standard output.
+func timed(c command) (wall, cpu time.Duration, size int, err error) {
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Dir = c.dir
+	var out countWriter
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	wall = time.Since(start)
+	return wall, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), int(out), nil
+}
+
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
