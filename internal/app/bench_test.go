@@ -21,6 +21,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
+	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // bigFleet writes a GitOps repository of 500 Applications on master (internal/preview/previewtest's fleet,
@@ -57,8 +58,20 @@ func bigFleet(tb testing.TB) *fixture {
 // cached), alternating two heads so that the comment really changes each time. It reports p50 and p90.
 func BenchmarkWebhookToComment(b *testing.B) {
 	f := bigFleet(b)
-	benchWebhook(b, f, newHarness(b, nil))
+	benchWebhook(b, f, newHarness(b, nil, app.WithPreviews(everyTime{})))
 }
+
+// everyTime is a Previews that lets every delivery preview and remembers no check run: the benchmark measures
+// a preview per delivery, alternating two heads, which the App otherwise previews once each.
+type everyTime struct{}
+
+func (everyTime) ClaimPreview(context.Context, store.PreviewKey, bool, time.Duration) (bool, error) {
+	return true, nil
+}
+func (everyTime) FinishPreview(context.Context, store.PreviewKey) error               { return nil }
+func (everyTime) ReleasePreview(context.Context, store.PreviewKey) error              { return nil }
+func (everyTime) CheckRunID(context.Context, string, string, string) (int64, error)   { return 0, nil }
+func (everyTime) SaveCheckRunID(context.Context, string, string, string, int64) error { return nil }
 
 // BenchmarkWebhookToCommentArgoCD is BenchmarkWebhookToComment with Argo CD configured — the simulator, in
 // process: clusters and their labels come from it, and the 50 affected apps are compared with their live state.
@@ -103,7 +116,7 @@ func BenchmarkWebhookToCommentArgoCD(b *testing.B) {
 		}
 		return out, nil
 	}
-	h := newHarness(b, nil, app.WithClusters(clusters), app.WithLive(livediff.New(client, livediff.Options{Server: "sim"})))
+	h := newHarness(b, nil, app.WithPreviews(everyTime{}), app.WithClusters(clusters), app.WithLive(livediff.New(client, livediff.Options{Server: "sim"})))
 	benchWebhook(b, f, h)
 	if !strings.Contains(h.runsOn(f.heads[0])[app.CheckDiff][0].Text, "compared with the live state in Argo CD") {
 		b.Error("the preview does not mention the live state")
