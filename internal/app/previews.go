@@ -89,7 +89,7 @@ func (m *memPreviews) ReleasePreview(_ context.Context, k store.PreviewKey) erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.changes[k]; ok && !c.done {
-		delete(m.changes, k) // its place in order is dropped when it comes first
+		m.changes[k] = memClaim{} // expired: the next claim takes it, keeping its place in order
 	}
 	return nil
 }
