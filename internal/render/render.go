@@ -521,20 +521,30 @@ func isNullList(obj *unstructured.Unstructured) bool {
 }
 
 // WriteYAML writes objs as a YAML stream, "---" separated, keys sorted, in the given order: each object as
-// sigs.k8s.io/yaml.Marshal writes it (manifestyaml.Marshal, the same bytes).
+// sigs.k8s.io/yaml.Marshal writes it (manifestyaml.Marshal, the same bytes), encoded on all CPUs a batch at a
+// time. On an object that does not encode, what precedes it is written and the error names it.
 func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
-	for i, o := range objs {
-		b, err := manifestyaml.Marshal(o.Object)
-		if err != nil {
-			return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+	const batch = 256
+	maps := make([]map[string]interface{}, 0, min(batch, len(objs)))
+	for start := 0; start < len(objs); start += batch {
+		maps = maps[:0]
+		for _, o := range objs[start:min(start+batch, len(objs))] {
+			maps = append(maps, o.Object)
 		}
-		if i > 0 {
-			if _, err := io.WriteString(w, "---\n"); err != nil {
+		docs, errs := manifestyaml.MarshalEach(maps)
+		for j, b := range docs {
+			o := objs[start+j]
+			if err := errs[j]; err != nil {
+				return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+			if start+j > 0 {
+				if _, err := io.WriteString(w, "---\n"); err != nil {
+					return err
+				}
+			}
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
-		}
-		if _, err := w.Write(b); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -21,15 +21,22 @@
 package manifestyaml
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/argoproj/gitops-engine/pkg/utils/kube"
 	"go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -41,40 +48,87 @@ const (
 	maxDepth    = 1000
 )
 
-// Split is kube.SplitYAML: the objects of a YAML (or JSON) stream, empty and null documents dropped. On an error
-// it returns what kube.SplitYAML returns: nil when the stream does not split, else the objects before the
-// document that does not decode.
+// Split is kube.SplitYAML: the objects of a YAML (or JSON) stream, empty and null documents dropped. The
+// documents are split as YAMLToJSONDecoder splits them (apimachinery's YAMLReader) and converted on all CPUs,
+// in order. On any error it returns what kube.SplitYAML returns, by calling it: nil when the stream does not
+// split, else the objects before the document that does not decode.
 func Split(data []byte) ([]*unstructured.Unstructured, error) {
 	if mightBeJSON(data) {
 		return kube.SplitYAML(data)
 	}
-	docs, err := kube.SplitYAMLToString(data)
-	if err != nil {
-		return nil, err
-	}
-	objs := make([]*unstructured.Unstructured, 0, len(docs))
-	for _, doc := range docs {
-		u, err := unmarshalDoc(doc)
-		if err != nil {
-			return objs, fmt.Errorf("failed to unmarshal manifest: %w", err)
+	rd := kubeyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
 		}
-		objs = append(objs, u)
+		if err != nil {
+			return kube.SplitYAML(data)
+		}
+		if len(doc) != 0 { // YAMLToJSONDecoder.Decode decodes nothing for an empty document
+			docs = append(docs, doc)
+		}
 	}
-	return objs, nil
+	objs := make([]*unstructured.Unstructured, len(docs))
+	failed := atomic.Bool{}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(docs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(docs) {
+					return
+				}
+				u, skip, ok := convertDoc(docs[i])
+				if !ok {
+					failed.Store(true)
+					return
+				}
+				if !skip {
+					objs[i] = u
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return kube.SplitYAML(data)
+	}
+	out := objs[:0]
+	for _, u := range objs {
+		if u != nil {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }
 
-// unmarshalDoc is kube.SplitYAML's sigs.k8s.io/yaml.Unmarshal of one document, which YAMLToJSONDecoder has
-// turned into JSON with yaml.v2 and json.Marshal.
-func unmarshalDoc(doc string) (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON([]byte(doc)); err == nil && plain(u.Object, 0) {
-		return u, nil
+// convertDoc is what kube.SplitYAML does with one document: YAMLToJSONDecoder's sigs.k8s.io/yaml.Unmarshal
+// into a RawExtension (yaml.v2, then json.Marshal), the JSON trimmed and dropped when empty or null, then
+// sigs.k8s.io/yaml.Unmarshal of that JSON into an Unstructured (see the package comment). ok is false on an
+// error: the caller asks kube.SplitYAML for it.
+func convertDoc(doc []byte) (u *unstructured.Unstructured, skip, ok bool) {
+	var ext k8sruntime.RawExtension
+	if err := sigsyaml.Unmarshal(doc, &ext); err != nil {
+		return nil, false, false
+	}
+	raw := bytes.TrimSpace(ext.Raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, true, true
 	}
 	u = &unstructured.Unstructured{}
-	if err := sigsyaml.Unmarshal([]byte(doc), u); err != nil {
-		return nil, err
+	if err := u.UnmarshalJSON(raw); err == nil && plain(u.Object, 0) {
+		return u, false, true
 	}
-	return u, nil
+	u = &unstructured.Unstructured{}
+	if err := sigsyaml.Unmarshal(raw, u); err != nil {
+		return nil, false, false
+	}
+	return u, false, true
 }
 
 // mightBeJSON is apimachinery's GuessJSONStream (util/yaml/decoder.go hasJSONPrefix), widened to the whole
@@ -92,6 +146,24 @@ func Marshal(obj map[string]interface{}) ([]byte, error) {
 		return sigsyaml.Marshal(obj)
 	}
 	return yaml.Marshal(v)
+}
+
+// MarshalEach is Marshal of each object, on all CPUs: out[i] and errs[i] are Marshal(objs[i]).
+func MarshalEach(objs []map[string]interface{}) (out [][]byte, errs []error) {
+	out, errs = make([][]byte, len(objs)), make([]error, len(objs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(objs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(objs); i = int(next.Add(1) - 1) {
+				out[i], errs[i] = Marshal(objs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out, errs
 }
 
 // yamlValue is the value yaml.v2 decodes from json.Marshal(v) into an interface{} (what sigsyaml.JSONToYAML

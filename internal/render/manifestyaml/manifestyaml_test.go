@@ -101,6 +101,7 @@ func errString(err error) string {
 
 // TestMarshalMatchesSigsYAML covers the values code puts into objects, which no decoder makes.
 func TestMarshalMatchesSigsYAML(t *testing.T) {
+	var objs []map[string]interface{}
 	for _, tc := range []struct {
 		name string
 		obj  map[string]interface{}
@@ -120,6 +121,15 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 		{"nested", map[string]interface{}{"a": []interface{}{map[string]interface{}{"b": []interface{}{int64(1), "c", nil, true}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkMarshal(t, tc.obj) })
+		objs = append(objs, tc.obj)
+	}
+	// MarshalEach, on all CPUs, is Marshal of each, errors (the NaN) in their place.
+	out, errs := MarshalEach(objs)
+	for i, obj := range objs {
+		want, wantErr := sigsyaml.Marshal(obj)
+		if !bytes.Equal(out[i], want) || errString(errs[i]) != errString(wantErr) {
+			t.Fatalf("MarshalEach[%d] = %q, %v; sigsyaml.Marshal: %q, %v", i, out[i], errs[i], want, wantErr)
+		}
 	}
 }
 
