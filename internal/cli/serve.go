@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,8 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_RENDER_SHARE               render workers one installation holds at once (default: all but one)
   FLEETWAVE_RENDER_BUDGET              time of all the renders of one change, base and head (default 10m)
   FLEETWAVE_RENDER_CHANGE_OUTPUT       manifests of all the renders of one change (default 1GiB)
+  FLEETWAVE_GITHUB_WRITES_PER_MINUTE   content-creating GitHub requests per installation and minute (default 60, in
+                                       bursts of a third, and 8 times as many an hour: under GitHub's 80 and 500)
   FLEETWAVE_REPLICA_NAME               this replica's name in rollout leases (default hostname-pid); give each replica
                                        a name that survives its restarts (a StatefulSet pod name) so a restarted
                                        replica takes its rollouts back at once instead of after the lease expires`,
@@ -99,6 +102,24 @@ Configuration (environment, or the same keys in a YAML file given with --config 
 	return cmd
 }
 
+// envGitHubWrites sets the per-installation budget of content-creating GitHub requests.
+const envGitHubWrites = "FLEETWAVE_GITHUB_WRITES_PER_MINUTE"
+
+// writeLimits reads FLEETWAVE_GITHUB_WRITES_PER_MINUTE: n a minute in bursts of n/3 and 8n an hour, the ratios
+// of the default (writebudget.DefaultLimits: 60, 20, 480) — GitHub's secondary limits are 80 a minute and 500 an
+// hour; GitHub Enterprise Server's are set by its administrator. "" is the default.
+func writeLimits(v string) ([]writebudget.Limit, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return writebudget.DefaultLimits, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 || n > 100000 {
+		return nil, fmt.Errorf("%s=%q: want a positive number of requests a minute, such as 60", envGitHubWrites, v)
+	}
+	return []writebudget.Limit{{N: n, Per: time.Minute, Burst: max(1, n/3)}, {N: 8 * n, Per: time.Hour, Burst: 8 * n}}, nil
+}
+
 // runServe runs the App until ctx ends (SIGTERM), then drains: stop accepting, finish the requests in flight
 // and the queued deliveries, within the drain timeout.
 func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) error {
@@ -118,9 +139,13 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	mets := metrics.New()
 	// Every content-creating request of an installation, from every handler and the rollout executor, takes a
 	// token of its budget, so that a flood slows down before GitHub's secondary limits refuse the installation.
-	budget, err := writebudget.New(writebudget.Options{Observer: mets, Log: log})
+	limits, err := writeLimits(deps.Getenv(envGitHubWrites))
 	if err != nil {
-		return err
+		return usageErr(err)
+	}
+	budget, err := writebudget.New(writebudget.Options{Limits: limits, Observer: mets, Log: log})
+	if err != nil {
+		return usageErr(err)
 	}
 	app, err := github.NewApp(github.AppConfig{
 		AppID: cfg.AppID, PrivateKey: []byte(cfg.PrivateKey.Reveal()), APIURL: cfg.GitHubAPIURL,
