@@ -26,7 +26,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"unicode"
@@ -108,10 +110,94 @@ func Split(data []byte) ([]*unstructured.Unstructured, error) {
 }
 
 // convertDoc is what kube.SplitYAML does with one document: YAMLToJSONDecoder's sigs.k8s.io/yaml.Unmarshal
-// into a RawExtension (yaml.v2, then json.Marshal), the JSON trimmed and dropped when empty or null, then
-// sigs.k8s.io/yaml.Unmarshal of that JSON into an Unstructured (see the package comment). ok is false on an
-// error: the caller asks kube.SplitYAML for it.
+// into a RawExtension (yaml.v2, convertToJSONableObject, json.Marshal, the JSON kept as is), the JSON trimmed
+// and dropped when empty or null, then sigs.k8s.io/yaml.Unmarshal of that JSON into an Unstructured, whose
+// JSON decoding keeps integers as int64 (see the package comment). The JSON in the middle is skipped: the
+// value yaml.v2 parsed is converted to the object that JSON decodes to (jsonValue). ok is false on an error:
+// the caller asks kube.SplitYAML for it.
 func convertDoc(doc []byte) (u *unstructured.Unstructured, skip, ok bool) {
+	var y interface{}
+	if yaml.Unmarshal(doc, &y) == nil { // sigs.k8s.io/yaml's unmarshalFn is go.yaml.in/yaml/v2's Unmarshal
+		if y == nil {
+			return nil, true, true // JSON null: RawExtension keeps nothing
+		}
+		if v, ok := jsonValue(y, 0); ok {
+			if m, ok := v.(map[string]interface{}); ok {
+				// Unstructured's decoding refuses an object without a kind (UnstructuredJSONScheme.Decode).
+				if kind, _ := m["kind"].(string); kind != "" {
+					return &unstructured.Unstructured{Object: m}, false, true
+				}
+			}
+		}
+	}
+	return convertDocJSON(doc)
+}
+
+// jsonValue is the value Unstructured's JSON decoding (k8s.io/apimachinery/pkg/util/json, integers kept as
+// int64) makes of json.Marshal(convertToJSONableObject(v)) (sigs.k8s.io/yaml yaml.go) for a value yaml.v2
+// decoded, or false when v holds what the shortcut does not cover (see plain): then the libraries decide.
+func jsonValue(v interface{}, depth int) (interface{}, bool) {
+	if depth > maxDepth {
+		return nil, false
+	}
+	switch t := v.(type) {
+	case nil, bool:
+		return t, true
+	case string:
+		return t, printable(t)
+	case int:
+		return int64(t), true
+	case int64:
+		return t, true
+	case uint64:
+		if t > math.MaxInt64 {
+			return nil, false
+		}
+		return int64(t), true
+	case float64:
+		// json.Marshal's text, read as the decoder reads it: an integer (no fraction or exponent) that fits
+		// is an int64, anything else a float64.
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, false // NaN and infinities: json.Marshal's error, from the library
+		}
+		if !bytes.ContainsAny(b, ".eE") {
+			if i, err := strconv.ParseInt(string(b), 10, 64); err == nil {
+				return i, true
+			}
+		}
+		f, err := strconv.ParseFloat(string(b), 64)
+		return f, err == nil
+	case map[interface{}]interface{}:
+		m := make(map[string]interface{}, len(t))
+		for k, e := range t {
+			ks, ok := k.(string) // other keys (numbers, booleans) are converted by the library
+			if !ok || len(ks) > maxKeyBytes || !printable(ks) {
+				return nil, false
+			}
+			ev, ok := jsonValue(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			m[ks] = ev
+		}
+		return m, true
+	case []interface{}:
+		s := make([]interface{}, len(t))
+		for i, e := range t {
+			ev, ok := jsonValue(e, depth+1)
+			if !ok {
+				return nil, false
+			}
+			s[i] = ev
+		}
+		return s, true
+	}
+	return nil, false
+}
+
+// convertDocJSON is convertDoc through the JSON, as the libraries do it.
+func convertDocJSON(doc []byte) (u *unstructured.Unstructured, skip, ok bool) {
 	var ext k8sruntime.RawExtension
 	if err := sigsyaml.Unmarshal(doc, &ext); err != nil {
 		return nil, false, false
