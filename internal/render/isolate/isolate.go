@@ -251,17 +251,38 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 	if err := out.take(resp.Objects); err != nil {
 		return fail(err)
 	}
-	res := &render.Result{ReadFiles: resp.ReadFiles, ReadDirs: resp.ReadDirs, SourceTypes: resp.SourceTypes,
-		Objects: make([]*unstructured.Unstructured, 0, len(resp.Objects))}
-	for _, raw := range resp.Objects {
-		var obj map[string]any
-		// As Argo CD's controller reads the repo-server's manifests: integers stay int64.
-		if err := utiljson.Unmarshal(raw, &obj); err != nil {
-			return fail(fmt.Errorf("decoding the worker's manifest: %w", err))
-		}
-		res.Objects = append(res.Objects, &unstructured.Unstructured{Object: obj})
+	objs, err := decodeObjects(resp.Objects)
+	if err != nil {
+		return fail(err)
 	}
-	return res, nil
+	return &render.Result{ReadFiles: resp.ReadFiles, ReadDirs: resp.ReadDirs, SourceTypes: resp.SourceTypes, Objects: objs}, nil
+}
+
+// decodeObjects decodes a worker's manifests as Argo CD's controller reads the repo-server's (integers stay
+// int64), on all CPUs: a large chart's are megabytes.
+func decodeObjects(raws []json.RawMessage) ([]*unstructured.Unstructured, error) {
+	objs := make([]*unstructured.Unstructured, len(raws))
+	errs := make([]error, len(raws))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(raws)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < len(raws); i = int(next.Add(1) - 1) {
+				var obj map[string]any
+				errs[i] = utiljson.Unmarshal(raws[i], &obj)
+				objs[i] = &unstructured.Unstructured{Object: obj}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("decoding the worker's manifest: %w", err)
+		}
+	}
+	return objs, nil
 }
 
 // fetch answers a worker's chart request with the pool's fetcher. The time it takes counts in the render's.
@@ -496,10 +517,14 @@ func (p *Pool) spawn() (*worker, error) {
 	go func() {
 		defer close(w.resps)
 		defer outR.Close()
-		dec := json.NewDecoder(bufio.NewReaderSize(outR, 1<<16))
+		br := bufio.NewReaderSize(outR, 1<<16)
+		maxObjects := p.opts.Render.Limits.MaxOutputBytes
+		if maxObjects <= 0 {
+			maxObjects = render.DefaultMaxOutputBytes
+		}
 		for {
-			r := new(response)
-			if err := dec.Decode(r); err != nil {
+			r, err := readResponse(br, maxObjects)
+			if err != nil {
 				return
 			}
 			w.resps <- r

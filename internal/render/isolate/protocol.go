@@ -1,9 +1,11 @@
 package isolate
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +18,8 @@ import (
 
 // The worker speaks newline-delimited JSON: the parent writes a config, then requests, on the worker's stdin; the
 // worker answers a hello, then one response per request, on its stdout (its own writes to os.Stdout go to stderr).
+// A response's objects follow its line as they are, their JSON one after the other (ObjectSizes says where each
+// ends): megabytes of manifests are not escaped into, scanned in and copied out of a JSON string.
 
 // config is the first message to a worker: what its renderer and its limits are.
 type config struct {
@@ -71,7 +75,8 @@ type fetchReply struct {
 type response struct {
 	Hello       *hello            `json:"hello,omitempty"` // the worker's first message only
 	ID          uint64            `json:"id"`
-	Objects     []json.RawMessage `json:"objects,omitempty"`
+	Objects     []json.RawMessage `json:"-"`                     // after the line (writeResponse, readResponse)
+	ObjectSizes []int             `json:"objectSizes,omitempty"` // of each of Objects
 	ReadFiles   []string          `json:"readFiles,omitempty"`
 	ReadDirs    []string          `json:"readDirs,omitempty"`
 	SourceTypes []string          `json:"sourceTypes,omitempty"`
@@ -150,4 +155,53 @@ func shortenMessage(s string) string {
 		cut--
 	}
 	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
+
+// writeResponse writes resp's line, then its objects, and flushes.
+func writeResponse(w *bufio.Writer, enc *json.Encoder, resp *response) error {
+	resp.ObjectSizes = resp.ObjectSizes[:0]
+	for _, o := range resp.Objects {
+		resp.ObjectSizes = append(resp.ObjectSizes, len(o))
+	}
+	if err := enc.Encode(resp); err != nil {
+		return err
+	}
+	for _, o := range resp.Objects {
+		if _, err := w.Write(o); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
+}
+
+// readResponse reads a response's line and its objects, which may not add up to more than maxObjects bytes: a
+// worker's objects are within its output cap, and one that says otherwise is not believed.
+func readResponse(r *bufio.Reader, maxObjects int64) (*response, error) {
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	resp := new(response)
+	if err := json.Unmarshal(line, resp); err != nil {
+		return nil, err
+	}
+	if len(resp.ObjectSizes) == 0 {
+		return resp, nil
+	}
+	var total int64
+	for _, n := range resp.ObjectSizes {
+		if n < 0 || total+int64(n) > maxObjects {
+			return nil, fmt.Errorf("render worker: objects past the output cap of %d bytes", maxObjects)
+		}
+		total += int64(n)
+	}
+	buf := make([]byte, total)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	resp.Objects = make([]json.RawMessage, len(resp.ObjectSizes))
+	for i, n := range resp.ObjectSizes {
+		resp.Objects[i], buf = buf[:n:n], buf[n:]
+	}
+	return resp, nil
 }

@@ -118,11 +118,8 @@ func serve(in io.Reader, out *os.File) int {
 		if lib != nil {
 			resp.Warnings = lib.take()
 		}
-		if err := enc.Encode(resp); err != nil {
+		if err := writeResponse(w, enc, resp); err != nil {
 			fmt.Fprintf(diag, "render worker: writing response: %v\n", err)
-			return exitProtocol
-		}
-		if err := w.Flush(); err != nil {
 			return exitProtocol
 		}
 	}
