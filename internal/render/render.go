@@ -75,6 +75,9 @@ type Options struct {
 	// source in another repository than the checkout's is rendered at the targetRevision its Application names.
 	// nil leaves them external (ErrExternalSource).
 	Git GitFetcher
+	// KeepJSON keeps each object's JSON encoding in Result.JSON: the render encodes every object anyway to
+	// measure the output, and a caller that sends the objects on as JSON need not encode them again.
+	KeepJSON bool
 }
 
 // GitFetcher fetches one revision of an allowed git repository: a *gitfetch.Fetcher, or in a render worker its
@@ -130,6 +133,9 @@ type Result struct {
 	ReadDirs  []string
 	// SourceTypes are the detected types per source (Helm, Kustomize, Directory; "" for a skipped ref source).
 	SourceTypes []string
+	// JSON is each object's JSON encoding, the one measured against Limits.MaxOutputBytes, when Options.KeepJSON
+	// asks for it (a render worker sends it as is), else nil.
+	JSON []json.RawMessage
 }
 
 // ErrExternalSource marks a source that is not in the local checkout (another repository or a chart
@@ -331,6 +337,9 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 					return nil, &Error{App: app.Name, Err: err}
 				}
 				size += int64(len(b))
+				if r.opts.KeepJSON {
+					res.JSON = append(res.JSON, b)
+				}
 				if size > r.opts.Limits.MaxOutputBytes {
 					return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: fmt.Errorf("refused (output-size): manifests exceed %d bytes", r.opts.Limits.MaxOutputBytes)}
 				}

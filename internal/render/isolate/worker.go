@@ -92,7 +92,7 @@ func serve(in io.Reader, out *os.File) int {
 	// The parent enforces the time cap by killing this process: the in-process cap must never fire first, as
 	// it would abandon a goroutine that keeps running into the next render.
 	lim.Timeout = 1000 * time.Hour
-	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote}
+	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote, KeepJSON: true}
 	proxy := &chartProxy{dec: dec, enc: enc, w: w} // one pipe: charts and git trees are asked in turn
 	if cfg.Charts {
 		ropts.Charts = proxy
@@ -138,6 +138,11 @@ func handle(r *render.Renderer, req *request) *response {
 	})
 	if err != nil {
 		resp.Err = toWire(err)
+		return resp
+	}
+	if len(res.JSON) == len(res.Objects) { // the render's own encoding (render.Options.KeepJSON)
+		resp.Objects = res.JSON
+		resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
 		return resp
 	}
 	resp.Objects = make([]json.RawMessage, 0, len(res.Objects))
