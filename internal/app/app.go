@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fleetwave/fleetwave/internal/discover"
 	"log/slog"
 	"strings"
 	"sync"
@@ -51,7 +52,13 @@ type App struct {
 	merged     *recent            // merge SHAs already handed to Merges
 	goneGroups *recent            // merge queue groups destroyed ("owner/name@head_ref")
 	previews   Previews           // changes previewed or being previewed, check runs per head (WithPreviews)
+	// discovered keeps the files discovery parsed, across pull requests and repositories: a preview of a large
+	// repository parses only what changed since the revisions already seen.
+	discovered *discover.ScanCache
 }
+
+// discoveryCacheFiles bounds App.discovered: parsed Application manifests are a few KiB each.
+const discoveryCacheFiles = 20_000
 
 // Option configures an App.
 type Option func(*App)
@@ -121,7 +128,7 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
 	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
-		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024)}
+		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024), discovered: discover.NewScanCache(discoveryCacheFiles)}
 	for _, o := range opts {
 		o(a)
 	}

@@ -92,7 +92,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	}
 	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, Plan: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
-		Concurrency: a.concurrency, TempDir: a.tempDir}
+		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered}
 	if a.clusters != nil {
 		if in.Clusters, err = a.clusters(ctx); err != nil {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)

@@ -61,6 +61,8 @@ type Options struct {
 	// Reader, when set with Files, reads the revision's files instead of Root (which may hold none of them):
 	// internal/source's lazy checkout reads them from git's objects.
 	Reader Reader
+	// Cache, when set with Reader, keeps parsed files across inventories (see ScanCache).
+	Cache *ScanCache
 	// Mentions, when set, holds the files whose text contains "argoproj.io" or the cluster-secret label: only
 	// they are read to find Applications, ApplicationSets and cluster Secrets. Without it every YAML/JSON file is
 	// read.
@@ -112,7 +114,7 @@ func Discover(opts Options) *Inventory {
 	if opts.Reuse != nil {
 		reuse = opts.Reuse.scanned
 	}
-	sr, scanned := scan(tree, opts.Mentions, reuse, opts.Changed)
+	sr, scanned := scan(tree, opts.Mentions, reuse, opts.Changed, opts.Cache)
 	inv := &Inventory{opts: opts, apps: map[string]*App{}, Problems: sr.problems, tree: tree, reach: map[string]*reachSet{}, scanned: scanned, live: map[string]*liveSet{}}
 	clusters := opts.Clusters
 	if clusters == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -410,16 +411,61 @@ func (c *reachCalc) fileStrings(rs *reachSet, file string, bases []string, seen 
 	if err != nil {
 		return
 	}
+	key := cacheKey("strings", c.inv.tree.blobID(file))
+	strs, ok := c.inv.opts.Cache.strings(key)
+	if !ok {
+		strs = yamlStrings(data)
+		c.inv.opts.Cache.putStrings(key, strs)
+	}
+	for _, s := range strs {
+		c.addString(rs, s, bases, seen, depth)
+	}
+}
+
+// yamlStrings lists the string values of a YAML stream that may name a path (addString's test), in document order.
+// Only the strings matter: one YAML pass (yaml.v3, which refuses alias bombs), not sigs.k8s.io/yaml's three (YAML
+// to JSON and back). A file's strings depend only on its content: ScanCache keeps them by blob id.
+func yamlStrings(data []byte) []string {
 	docs, err := splitDocuments(data)
 	if err != nil {
-		return
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, val := range x {
+				walk(val)
+			}
+		case map[any]any: // yaml.v3 for a mapping with a key that is not a string
+			for _, val := range x {
+				walk(val)
+			}
+		case []any:
+			for _, val := range x {
+				walk(val)
+			}
+		case string:
+			if pathLike(x) {
+				out = append(out, x)
+			}
+		}
 	}
 	for _, d := range docs {
 		var v any
-		if yaml.Unmarshal(d, &v) == nil {
-			c.stringPaths(rs, v, bases, seen, depth)
+		if yamlv3.Unmarshal(d, &v) == nil {
+			walk(v)
 		}
 	}
+	return out
+}
+
+// pathLike is a string that may name a repository path: not blank, no whitespace inside, not a URL or an
+// absolute path.
+func pathLike(x string) bool {
+	s := strings.TrimSpace(x)
+	return s != "" && !strings.ContainsAny(s, "\n\t ") && !strings.Contains(s, "://") && !strings.HasPrefix(s, "git@") && !strings.HasPrefix(s, "/")
 }
 
 // stringPaths adds every repository path that a string value of v resolves to, relative to any of bases.
@@ -429,47 +475,56 @@ func (c *reachCalc) stringPaths(rs *reachSet, v any, bases []string, seen map[st
 		for _, val := range x {
 			c.stringPaths(rs, val, bases, seen, depth)
 		}
+	case map[any]any: // yaml.v3 for a mapping with a key that is not a string
+		for _, val := range x {
+			c.stringPaths(rs, val, bases, seen, depth)
+		}
 	case []any:
 		for _, val := range x {
 			c.stringPaths(rs, val, bases, seen, depth)
 		}
 	case string:
-		s := strings.TrimSpace(x)
-		if s == "" || strings.ContainsAny(s, "\n\t ") || strings.Contains(s, "://") || strings.HasPrefix(s, "git@") || strings.HasPrefix(s, "/") {
-			return
+		c.addString(rs, x, bases, seen, depth)
+	}
+}
+
+// addString adds the repository paths a string value resolves to, relative to any of bases.
+func (c *reachCalc) addString(rs *reachSet, x string, bases []string, seen map[string]bool, depth int) {
+	if !pathLike(x) {
+		return
+	}
+	s := strings.TrimSpace(x)
+	// configMapGenerator/secretGenerator entries may be "key=path"; envs are plain paths.
+	if _, after, ok := strings.Cut(s, "="); ok {
+		s = after
+	}
+	for _, b := range bases {
+		p := path.Join(b, s)
+		if strings.HasPrefix(p, "..") {
+			continue
 		}
-		// configMapGenerator/secretGenerator entries may be "key=path"; envs are plain paths.
-		if _, after, ok := strings.Cut(s, "="); ok {
-			s = after
+		p = cleanRel(p)
+		if p == "" {
+			continue
 		}
-		for _, b := range bases {
-			p := path.Join(b, s)
-			if strings.HasPrefix(p, "..") {
-				continue
+		switch {
+		case c.inv.tree.isDir(p):
+			rs.addDir(p)
+			if kustomizationIn(c.inv.tree, p) != "" {
+				rs.merge(c.kustomizeClosure(p))
 			}
-			p = cleanRel(p)
-			if p == "" {
-				continue
+		case c.inv.tree.has(p):
+			rs.addDir(p)
+			switch strings.ToLower(filepath.Ext(p)) {
+			case ".yaml", ".yml", ".json":
+				c.fileStrings(rs, p, append([]string{path.Dir(p)}, bases...), seen, depth+1)
 			}
-			switch {
-			case c.inv.tree.isDir(p):
+		default:
+			// Not (yet) in the repository: a change that adds it must still count.
+			if hasGlob(p) {
+				rs.globs = append(rs.globs, p)
+			} else {
 				rs.addDir(p)
-				if kustomizationIn(c.inv.tree, p) != "" {
-					rs.merge(c.kustomizeClosure(p))
-				}
-			case c.inv.tree.has(p):
-				rs.addDir(p)
-				switch strings.ToLower(filepath.Ext(p)) {
-				case ".yaml", ".yml", ".json":
-					c.fileStrings(rs, p, append([]string{path.Dir(p)}, bases...), seen, depth+1)
-				}
-			default:
-				// Not (yet) in the repository: a change that adds it must still count.
-				if hasGlob(p) {
-					rs.globs = append(rs.globs, p)
-				} else {
-					rs.addDir(p)
-				}
 			}
 		}
 	}

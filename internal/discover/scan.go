@@ -68,7 +68,7 @@ type scanResult struct {
 // chart directories (their templates are not YAML until rendered; app-of-apps charts are followed through
 // their parent app), files a kustomization next to them uses as patches, and hidden directories are left out.
 // With mentions, only those files are read; otherwise every YAML/JSON file is.
-func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, changed map[string]bool) (scanResult, map[string]*fileScan) {
+func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, changed map[string]bool, cache *ScanCache) (scanResult, map[string]*fileScan) {
 	var res scanResult
 	scanned := map[string]*fileScan{}
 	files, err := tree.Files()
@@ -112,6 +112,8 @@ func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, c
 		}
 		if fs, ok := reuse[rel]; ok && !changed[rel] {
 			scanned[rel] = fs
+		} else if fs, ok := cache.get(cacheKey(rel, tree.blobID(rel))); ok {
+			scanned[rel] = fs
 		} else {
 			todo = append(todo, rel)
 		}
@@ -133,6 +135,7 @@ func scan(tree *dirTree, mentions map[string]bool, reuse map[string]*fileScan, c
 	wg.Wait()
 	for i, rel := range todo {
 		scanned[rel] = parsed[i]
+		cache.put(cacheKey(rel, tree.blobID(rel)), parsed[i])
 	}
 	for _, rel := range candidates {
 		if fs, ok := scanned[rel]; ok {
@@ -346,6 +349,9 @@ type Reader interface {
 	Entry(rel string) (regular bool, size int64, ok bool)
 	// ReadFile returns a regular file's content.
 	ReadFile(rel string) ([]byte, error)
+	// BlobID names rel's content (git's object id): files with the same path and id parse the same, which
+	// ScanCache relies on. "" when unknown.
+	BlobID(rel string) string
 }
 
 // dirTree is a Tree over a checkout directory: listed once, by walking it or from a given file list. With a
@@ -486,6 +492,14 @@ func (t *dirTree) lstat(rel string) (regular bool, size int64, err error) {
 		return false, 0, err
 	}
 	return st.Mode().IsRegular(), st.Size(), nil
+}
+
+// blobID is rel's content id, "" without a Reader that knows it.
+func (t *dirTree) blobID(rel string) string {
+	if t.rd == nil {
+		return ""
+	}
+	return t.rd.BlobID(rel)
 }
 
 // read returns rel's content (its kind and size checked by the caller).

@@ -53,6 +53,9 @@ type Input struct {
 	RenderBudget time.Duration
 	// TempDir is where checkouts are written ("" for the system default).
 	TempDir string
+	// Discovered, when set, keeps the files discovery parsed for the next previews of the repository (serve
+	// keeps one per process): a preview parses only what changed since the revisions already seen.
+	Discovered *discover.ScanCache
 	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
 	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
 	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
@@ -283,7 +286,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		}
 	}
 	discoverOpts := func(s *side) discover.Options {
-		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Reader: s.co, Mentions: s.mentions, Clusters: in.Clusters,
+		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Reader: s.co, Cache: in.Discovered, Mentions: s.mentions, Clusters: in.Clusters,
 			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace, Generate: generate}
 	}
 	p.base.inv = discover.Discover(discoverOpts(p.base))

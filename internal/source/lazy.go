@@ -55,6 +55,9 @@ func (c *Checkout) Entry(rel string) (regular bool, size int64, ok bool) {
 	return st.Mode().IsRegular(), st.Size(), true
 }
 
+// BlobID is the git object id of the file at rel ("" when there is none).
+func (c *Checkout) BlobID(rel string) string { return c.entries[rel].oid }
+
 // ReadFile returns the content of the regular file at rel, from memory, the checkout or git's objects. A symbolic
 // link is not followed: it is an error, as is a missing file (fs.ErrNotExist).
 func (c *Checkout) ReadFile(rel string) ([]byte, error) {
