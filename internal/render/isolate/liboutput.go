@@ -97,6 +97,10 @@ func readLine(br *bufio.Reader) (string, error) {
 // take returns the distinct lines written since the last take. Everything a render's own goroutine wrote is
 // in: the marker written after it reaches the reader after it (a pipe keeps the order of writes).
 func (o *libOutput) take() []string {
+	select { // a marker that came after an earlier take gave up waiting
+	case <-o.marks:
+	default:
+	}
 	if _, err := io.WriteString(o.w, o.marker+"\n"); err == nil {
 		select {
 		case <-o.marks:
