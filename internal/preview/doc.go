@@ -5,10 +5,12 @@
 //
 //  1. source: open the repository, resolve base and head (for a stale branch, head is "base merged with head",
 //     as GitHub tests a pull request), list the changed files (renames included).
-//  2. Export base into a temporary directory, and head as hard links to base plus the files the change
-//     touches. Each file is indexed while it is written (does it mention "argoproj.io"? "Application"?).
-//  3. discover the fleet on both sides: Applications, ApplicationSets (generators run offline), cluster
-//     Secrets; head reuses base's parse of every file the change did not touch.
+//  2. Lazy checkouts of base and head (source.ExportOptions.Lazy): the trees are listed and every blob indexed
+//     once from git's objects (does it mention "argoproj.io"? "Application"?; head reads only the blobs the
+//     change touches), and nothing is written yet.
+//  3. discover the fleet on both sides, reading the files from the objects: Applications, ApplicationSets
+//     (generators run offline), cluster Secrets; head reuses base's parse of every file the change did not
+//     touch, and Input.Discovered (serve's) the parse of every file seen in an earlier preview.
 //  4. Base renders: an app is rendered at base when the change can reach it (discover.Reach: a superset of
 //     the files its render can read, from its definition) or when it may be an app-of-apps (its reach holds
 //     files that mention Argo CD Applications; its children join the inventory). The others cannot change and
@@ -16,6 +18,9 @@
 //  5. Head: each app is judged by discover.Affected (the exact files its base render read, its paths, value
 //     files, ref sources, manifest-generate-paths, its definition; added apps). Affected apps are rendered at
 //     head (and at base, lazily, if step 4 had skipped them); the others keep their base render.
+//     Before each render, the app's reach is written to the side's directory (everything, when the reach is
+//     unbounded; head hard-links what base wrote): a change to a repository of thousands of apps writes the files
+//     of the apps it renders. A render that still misses a file gets the whole revision and runs again.
 //  6. diff each affected app (normalised, Secrets masked, hooks apart) and fill the report; removed apps are
 //     rendered at base to show what goes away.
 //  7. plan (optional): the changed and added apps go through the release policy of the head revision.
