@@ -140,7 +140,7 @@ spec:
 `, cluster, name, repoURL, path, extra)
 }
 
-// Deployment is the Deployment every Kustomize base carries.
+// Deployment is the Deployment every Kustomize base carries (and internal/preview/previewtest's plain apps).
 func Deployment(name, tag string) string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -152,10 +152,7 @@ spec:
     metadata: {labels: {app: %[1]s}}
     spec:
       containers:
-      - name: app
-        image: "ghcr.io/example/%[1]s:%[2]s"
-        ports: [{containerPort: 8080}]
-        resources: {requests: {cpu: 100m, memory: 64Mi}}
+        - {name: app, image: "ghcr.io/example/%[1]s:%[2]s", resources: {requests: {cpu: 100m, memory: 64Mi}}}
 `, name, tag)
 }
 

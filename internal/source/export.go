@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -424,17 +423,9 @@ func readBlobs(ctx context.Context, rd *bufio.Reader, co *Checkout, entries []en
 	var total int64
 	var links []pendingLink
 	for _, e := range entries {
-		header, err := rd.ReadString('\n')
+		size, err := readHeader(rd, e.oid)
 		if err != nil {
 			return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
-		}
-		f := strings.Fields(header)
-		if len(f) != 3 || f[0] != e.oid {
-			return nil, fmt.Errorf("reading blob %s (%s): unexpected answer %q", e.oid, e.path, strings.TrimSpace(header))
-		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || size < 0 {
-			return nil, fmt.Errorf("reading blob %s (%s): bad size %q", e.oid, e.path, f[2])
 		}
 		total += size
 		if total > lim.MaxBytes {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -209,7 +210,7 @@ func (c *Checkout) written(p string) bool {
 // their sizes, link targets and Index marks, keeping the content of small indexed files. Blobs from knows (same
 // content, same index) are not read again; each other blob is read once however many paths hold it.
 func (r *Repo) index(ctx context.Context, co *Checkout, from *Checkout, entries []entry, lim Limits) error {
-	share := from != nil && from.lazy && co.sameIndex(from)
+	share := from != nil && from.lazy && slices.Equal(co.index, from.index)
 	var read []entry
 	for _, e := range entries {
 		k := blobKey(e)
@@ -284,18 +285,6 @@ func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, lim Li
 		return fmt.Errorf("git cat-file: %v: %s", waitErr, strings.TrimSpace(stderr.String()))
 	}
 	return nil
-}
-
-func (c *Checkout) sameIndex(from *Checkout) bool {
-	if len(c.index) != len(from.index) {
-		return false
-	}
-	for i := range c.index {
-		if c.index[i] != from.index[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // indexBlobs reads `git cat-file --batch` answers for entries, in order.

@@ -4,6 +4,7 @@ package previewtest
 
 import (
 	"fmt"
+	"github.com/fleetwave/fleetwave/internal/fleetgen"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ spec:
 	}
 	for b := 0; b < 10; b++ {
 		write(fmt.Sprintf("kustomize/bases/b%d/kustomization.yaml", b), "resources: [deployment.yaml, service.yaml]\nlabels:\n  - pairs: {tier: backend}\n")
-		write(fmt.Sprintf("kustomize/bases/b%d/deployment.yaml", b), Deployment(fmt.Sprintf("svc%d", b), "1.0.0"))
+		write(fmt.Sprintf("kustomize/bases/b%d/deployment.yaml", b), fleetgen.Deployment(fmt.Sprintf("svc%d", b), "1.0.0"))
 		write(fmt.Sprintf("kustomize/bases/b%d/service.yaml", b), fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: svc%d}\nspec: {ports: [{port: 80}], selector: {app: svc%d}}\n", b, b))
 	}
 	for i := 0; i < 200; i++ {
@@ -100,7 +101,7 @@ spec:
 	}
 	for i := 0; i < 100; i++ {
 		name := fmt.Sprintf("d-%03d", i)
-		write(fmt.Sprintf("manifests/%s/deployment.yaml", name), Deployment(name, "2.0.0"))
+		write(fmt.Sprintf("manifests/%s/deployment.yaml", name), fleetgen.Deployment(name, "2.0.0"))
 		write(fmt.Sprintf("manifests/%s/configmap.yaml", name), fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {k: v}\n", name))
 		write("apps/"+name+".yaml", app(name, "manifests/"+name, ""))
 	}
@@ -130,31 +131,15 @@ type Change struct {
 func WriteChange(tb testing.TB, dir string, c Change) {
 	tb.Helper()
 	write := Writer(tb, dir)
-	write("kustomize/bases/b0/deployment.yaml", Deployment("svc0", c.BaseTag))
+	write("kustomize/bases/b0/deployment.yaml", fleetgen.Deployment("svc0", c.BaseTag))
 	for i := 0; i < 20; i++ {
 		name := fmt.Sprintf("h-%03d", i*10)
 		write(fmt.Sprintf("values/%s.yaml", name), fmt.Sprintf("replicas: %d\nenv: {APP: %s, NEW: %q}\n", 1+i%4, name, c.NewValue))
 	}
 	for i := 0; i < 10; i++ {
 		name := fmt.Sprintf("d-%03d", i*10)
-		write(fmt.Sprintf("manifests/%s/deployment.yaml", name), Deployment(name, c.DirTag))
+		write(fmt.Sprintf("manifests/%s/deployment.yaml", name), fleetgen.Deployment(name, c.DirTag))
 	}
-}
-
-// Deployment is the Deployment every plain app and base carries.
-func Deployment(name, tag string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata: {labels: {app: %[1]s}}
-    spec:
-      containers:
-        - {name: app, image: "ghcr.io/example/%[1]s:%[2]s", resources: {requests: {cpu: 100m, memory: 64Mi}}}
-`, name, tag)
 }
 
 // Writer returns a function writing files (slash-separated paths under dir, directories created), failing tb on
