@@ -114,7 +114,7 @@ func (s *Store) openSQLite(ctx context.Context, path string, busy time.Duration)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	// The writer's first connection switches the file to WAL before any reader opens it.
-	if err := w.PingContext(ctx); err != nil {
+	if err := pingSQLite(ctx, w, busy); err != nil {
 		w.Close()
 		return fmt.Errorf("opening sqlite database %s: %w", path, err)
 	}
@@ -128,6 +128,26 @@ func (s *Store) openSQLite(ctx context.Context, path string, busy time.Duration)
 	s.d, s.w, s.r = dialect{backend: backendSQLite}, w, r
 	s.group = newGroupCommitter(w, s.prepared)
 	return nil
+}
+
+// pingSQLite opens the writer's first connection, trying again while the database is busy, up to the busy
+// timeout. Switching a file to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY at once, without
+// waiting on the busy handler, when another connection (a replica opening the same new database) holds the write
+// lock of its migration: waiting there could deadlock, so the wait is here, on a fresh connection.
+func pingSQLite(ctx context.Context, w *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := w.PingContext(ctx)
+		var coded interface{ Code() int }
+		if err == nil || !errors.As(err, &coded) || coded.Code()&0xff != 5 || time.Now().After(deadline) { // 5: SQLITE_BUSY
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 func (s *Store) openPostgres(ctx context.Context, dsn, redacted string) error {
