@@ -267,7 +267,8 @@ func TestOCIFailures(t *testing.T) {
 		case <-r.Context().Done():
 		case <-time.After(5 * time.Second):
 		}
-		return true
+		// Never an answer, not even the empty 200 a returning handler sends: the client must time out.
+		panic(http.ErrAbortHandler)
 	})
 	slowSecret := slow.Secret("slow", slow.Host+"/charts", map[string]string{"enableOCI": "true"})
 
