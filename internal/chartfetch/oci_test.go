@@ -262,12 +262,15 @@ func TestOCIFailures(t *testing.T) {
 
 	slow := ocitest.New(t, "", "")
 	slow.MustPushChart(t, chartArchive(t, ingress("1.0.0")), "charts")
+	// Never an answer, not even the empty 200 a returning handler sends, whatever the request's context says:
+	// the client must time out. The handlers end when the test does (before the registry closes).
+	ended := make(chan struct{})
+	t.Cleanup(func() { close(ended) })
 	slow.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 		select {
-		case <-r.Context().Done():
+		case <-ended:
 		case <-time.After(5 * time.Second):
 		}
-		// Never an answer, not even the empty 200 a returning handler sends: the client must time out.
 		panic(http.ErrAbortHandler)
 	})
 	slowSecret := slow.Secret("slow", slow.Host+"/charts", map[string]string{"enableOCI": "true"})
