@@ -23,13 +23,13 @@ func lazyRepo(t *testing.T) (dir string, r *Repo) {
 	writeT(t, dir, "apps/web.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
 	writeT(t, dir, "charts/web/Chart.yaml", "name: web\n")
 	writeT(t, dir, "charts/web/templates/cm.yaml", "kind: ConfigMap\n")
-	writeT(t, dir, "shared/common.yaml", "common: 1\n")
-	writeT(t, dir, "shared/other.yaml", "other: 1\n")
+	writeT(t, dir, "lib/common.yaml", "common: 1\n")
+	writeT(t, dir, "lib/other.yaml", "other: 1\n")
 	writeT(t, dir, "values/web.yaml", "replicas: 1\n")
 	writeT(t, dir, "values/api.yaml", "replicas: 2\n")
 	big := strings.Repeat("x", 64<<10-5) + "argoproj.io" + strings.Repeat("y", 300<<10)
 	writeT(t, dir, "big.yaml", big)
-	for name, target := range map[string]string{"charts/web/values.yaml": "../../shared/common.yaml", "escape.yaml": "/etc/passwd"} {
+	for name, target := range map[string]string{"charts/web/values.yaml": "../../lib/common.yaml", "escape.yaml": "/etc/passwd"} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestLazyCheckoutReadsObjectsAndWritesOnlyWhatIsAsked(t *testing.T) {
 	if err := co.Materialise(ctx, []string{"charts/web"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"charts/web/Chart.yaml", "charts/web/templates/cm.yaml", "charts/web/values.yaml", "shared/common.yaml"}
+	want := []string{"charts/web/Chart.yaml", "charts/web/templates/cm.yaml", "charts/web/values.yaml", "lib/common.yaml"}
 	if got := onDisk(t, co.Dir); !reflect.DeepEqual(got, want) {
 		t.Fatalf("on disk %q, want %q", got, want)
 	}
@@ -170,10 +170,10 @@ func TestLazyDeriveSharesIndexAndLinksWrittenFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer base.Close()
-	if err := base.Materialise(ctx, []string{"shared"}, nil); err != nil {
+	if err := base.Materialise(ctx, []string{"lib"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	writeT(t, dir, "shared/other.yaml", "other: 2\n")
+	writeT(t, dir, "lib/other.yaml", "other: 2\n")
 	writeT(t, dir, "apps/api.yaml", "apiVersion: argoproj.io/v1alpha1\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "head")
@@ -185,7 +185,7 @@ func TestLazyDeriveSharesIndexAndLinksWrittenFiles(t *testing.T) {
 	if got := head.FilesContaining(false, "argoproj.io"); !reflect.DeepEqual(got, []string{"apps/api.yaml", "apps/web.yaml", "big.yaml"}) {
 		t.Fatalf("head's indexed files = %q", got)
 	}
-	if err := head.Materialise(ctx, []string{"shared"}, nil); err != nil {
+	if err := head.Materialise(ctx, []string{"lib"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	same := func(rel string) bool {
@@ -193,14 +193,14 @@ func TestLazyDeriveSharesIndexAndLinksWrittenFiles(t *testing.T) {
 		b, err2 := os.Stat(filepath.Join(head.Dir, rel))
 		return err1 == nil && err2 == nil && os.SameFile(a, b)
 	}
-	if !same("shared/common.yaml") {
+	if !same("lib/common.yaml") {
 		t.Fatal("a file base wrote was written again instead of linked")
 	}
-	if same("shared/other.yaml") {
+	if same("lib/other.yaml") {
 		t.Fatal("a changed file is shared with base")
 	}
-	if b, err := os.ReadFile(filepath.Join(head.Dir, "shared/other.yaml")); err != nil || string(b) != "other: 2\n" {
-		t.Fatalf("shared/other.yaml = %q, %v", b, err)
+	if b, err := os.ReadFile(filepath.Join(head.Dir, "lib/other.yaml")); err != nil || string(b) != "other: 2\n" {
+		t.Fatalf("lib/other.yaml = %q, %v", b, err)
 	}
 	if err := head.Close(); err != nil {
 		t.Fatal(err)
