@@ -162,6 +162,9 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	defer st.Close()
 
 	mets.Store(st.Counts)
+	pruneCtx, stopPruning := context.WithCancel(ctx)
+	defer stopPruning()
+	go pruneLoop(pruneCtx, st, log, pruneEvery)
 	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv, DrainTimeout: f.drainTimeout, Metrics: mets})
 	if err != nil {
 		return err
