@@ -24,6 +24,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/webhooks"
@@ -69,7 +70,7 @@ type harness struct {
 	hooks  *webhooks.Server
 	srv    *httptest.Server
 	app    *app.App
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 	merges *recordedMerges
 	// What restart builds the next App from.
 	cfg      harnessConfig
@@ -82,23 +83,6 @@ type harnessConfig struct {
 	renderer preview.Renderer // nil: sharedRenderer
 	opts     []app.Option
 	budget   github.WriteBudget // nil: none
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // recordedMerges is a Merges and Commands fake: it records what it is handed.
@@ -134,7 +118,7 @@ func newHarnessWith(t testing.TB, cfg harnessConfig) *harness {
 	if cfg.renderer == nil {
 		cfg.renderer = sharedRenderer()
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	h := &harness{t: t, fake: fake, logs: logs, merges: &recordedMerges{}, cfg: cfg, cacheDir: t.TempDir(),
 		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	h.start()

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fleetwave/fleetwave/internal/logtest"
 )
 
 type fakePruneStore struct {
@@ -35,7 +37,7 @@ func (f *fakePruneStore) PrunePreviews(_ context.Context, olderThan time.Duratio
 // deleted and what failed, and stops with its context.
 func TestPruneLoop(t *testing.T) {
 	st := &fakePruneStore{deliveries: 3, err: errors.New("database is closed")}
-	var buf syncBuffer
+	var buf logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
 
@@ -175,7 +176,7 @@ type serveRig struct {
 	front    *httptest.Server
 	client   *http.Client
 	base     string
-	stderr   *syncBuffer
+	stderr   *logtest.Buffer
 	dir      string
 	cancel   context.CancelFunc
 	done     chan error
@@ -196,7 +197,7 @@ func newServeRig(t *testing.T, env map[string]string, installs map[string]int64)
 	for repo, id := range installs {
 		opts = append(opts, fakegithub.WithInstallation(repo, id))
 	}
-	r := &serveRig{t: t, fake: fakegithub.New(t, opts...), stderr: &syncBuffer{}, dir: dir, done: make(chan error, 1),
+	r := &serveRig{t: t, fake: fakegithub.New(t, opts...), stderr: &logtest.Buffer{}, dir: dir, done: make(chan error, 1),
 		installs: installs, client: &http.Client{Transport: &http.Transport{}}}
 	// The fake behind a server of the test's own, so that serve's keep-alive connections to it can be closed
 	// before goroutines are counted.
@@ -458,7 +459,7 @@ func gitRepo(t *testing.T, dir string, files, head map[string]string) (string, s
 }
 
 // listening waits for serve's "listening" log line and returns its address.
-func listening(t *testing.T, stderr *syncBuffer, done <-chan error) string {
+func listening(t *testing.T, stderr *logtest.Buffer, done <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

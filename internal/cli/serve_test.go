@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,28 +27,11 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const serveTestSecret = "serve-test-webhook-secret"
 
@@ -72,7 +54,7 @@ func serveEnv(t *testing.T) map[string]string {
 func TestServeLifecycle(t *testing.T) {
 	env := serveEnv(t)
 	env["FLEETWAVE_FLEET_VIEW_TOKEN"] = "fleet-view-token-for-the-serve-test"
-	var stderr syncBuffer
+	var stderr logtest.Buffer
 	deps := &Deps{Stdout: &bytes.Buffer{}, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -294,7 +276,7 @@ spec:
 	git("commit", "-q", "-am", "green")
 	after := git("rev-parse", "HEAD")
 
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	mets := metrics.New()
 	mets.Store(st.Counts)

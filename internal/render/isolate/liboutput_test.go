@@ -1,7 +1,6 @@
 package isolate_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,27 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
-
-// syncBuffer is a log sink the pool's goroutines may write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLibraryOutputIsLoggedOnce: Kustomize prints a deprecation warning for each kustomization it loads
 // (fmt.Fprintf(os.Stderr), kusttarget.go Load). Rendered by workers, each distinct warning is one structured
@@ -42,7 +24,7 @@ func TestLibraryOutputIsLoggedOnce(t *testing.T) {
 		"base/kustomization.yaml":  "resources: [cm.yaml]\n",
 		"base/cm.yaml":             cm,
 	})
-	var logs syncBuffer
+	var logs logtest.Buffer
 	pool, err := isolate.New(isolate.Options{Workers: 2, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
