@@ -3,7 +3,7 @@
 # /tmp and the data volume). Build: docker build --build-arg VERSION=$(git describe --tags --always) -t fleetwave .
 # The Helm chart (deploy/helm/fleetwave) runs it as user 65532 with a read-only root filesystem.
 
-FROM golang:1.26-bookworm AS build
+FROM golang:1.27-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -1,9 +1,14 @@
 # fleetwave — `make help` lists the targets.
 SHELL := /bin/bash
 GO ?= go
+# go.mod asks for Go 1.27 (argo-cd v3.6 declares it) and names the toolchain; exported so every target builds with
+# it, fetched from the module proxy by a go 1.26 whose GOTOOLCHAIN=local would otherwise refuse (make GOTOOLCHAIN=…
+# overrides it).
+export GOTOOLCHAIN := go1.27.4
 BIN := bin/fleetwave
 CACHE := .cache
 STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)-$(GOTOOLCHAIN)
 HELM_VERSION := v3.19.4
 KUSTOMIZE_VERSION := v5.8.1
 # The third-party material beside the repository (fidelity corpus, GitHub's recordings and API description):
@@ -63,13 +68,16 @@ fidelity: build ## render the fidelity corpus (shared/fidelity beside the repo) 
 	FLEETWAVE_FIDELITY_DIR=$(FIDELITY_DIR) bash hack/fidelity.sh
 
 .PHONY: lint
-lint: $(CACHE)/bin/staticcheck ## gofmt, go vet, staticcheck
+lint: $(STATICCHECK) ## gofmt, go vet, staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(CACHE)/bin/staticcheck ./...
+	$(STATICCHECK) ./...
 
-$(CACHE)/bin/staticcheck:
-	GOBIN=$(abspath $(CACHE)/bin) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+# staticcheck can only load packages as new as the Go it was built with: one binary per version and toolchain.
+$(STATICCHECK):
+	mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/tmp-staticcheck) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(CACHE)/tmp-staticcheck/staticcheck $@ && rm -rf $(CACHE)/tmp-staticcheck
 
 $(CACHE)/bin/helm-$(HELM_VERSION):
 	mkdir -p $(CACHE)/bin

@@ -3,6 +3,9 @@
 # CLIs on the fidelity corpus (same inputs, same run). Called by `make bench` with the CLI paths in the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# go.mod asks for Go 1.27 (argo-cd v3.6 declares it): the toolchain it names, fetched from the module proxy when the
+# installed go is older (GOTOOLCHAIN=local would refuse instead).
+export GOTOOLCHAIN=go1.27.4
 echo "== go test -bench (render, plan, diff)"
 go test -run '^$' -bench . -benchmem -count 1 ./internal/render/... ./internal/plan/... ./internal/diff/... ./internal/preview/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS|FAIL)' || true
 corpus="${FLEETWAVE_FIDELITY_DIR:-$(cd .. && pwd)/shared/fidelity}"

@@ -14,6 +14,9 @@
 #   DEMO_OUT   where the outputs go (default: bin/demo in the repository)
 #   FLEETWAVE  a fleetwave binary to use instead of building ./cmd/bot
 set -euo pipefail
+# go.mod asks for Go 1.27 (argo-cd v3.6 declares it): the toolchain it names, fetched from the module proxy when the
+# installed go is older (GOTOOLCHAIN=local would refuse instead).
+export GOTOOLCHAIN=go1.27.4
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DEMO_OUT:-$root/bin/demo}

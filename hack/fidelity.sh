@@ -5,6 +5,9 @@
 # Usage: hack/fidelity.sh [expected.yaml | expected-helm3.yaml]   (default: both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# go.mod asks for Go 1.27 (argo-cd v3.6 declares it): the toolchain it names, fetched from the module proxy when the
+# installed go is older (GOTOOLCHAIN=local would refuse instead).
+export GOTOOLCHAIN=go1.27.4
 corpus="${FLEETWAVE_FIDELITY_DIR:-$(cd .. && pwd)/shared/fidelity}"
 if [ ! -d "$corpus/cases" ]; then
   echo "fidelity: corpus not found at $corpus (set FLEETWAVE_FIDELITY_DIR): skipped"

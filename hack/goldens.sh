@@ -10,6 +10,9 @@
 # Usage: hack/goldens.sh [fixture dir ...]   (default: every fixture of the repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# go.mod asks for Go 1.27 (argo-cd v3.6 declares it): the toolchain it names, fetched from the module proxy when the
+# installed go is older (GOTOOLCHAIN=local would refuse instead).
+export GOTOOLCHAIN=go1.27.4
 root=$(pwd)
 : "${HELM_BIN:?}" "${KUSTOMIZE_BIN:?}"
 path=$root/.cache/oracle-path
