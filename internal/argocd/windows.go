@@ -18,7 +18,7 @@ import (
 // injected clock), ported line by line; TestCanSyncAtMatchesArgoCD checks it against Argo CD's at the real time.
 //
 // The API server evaluates them for a manual sync, i.e. every sync fleetwave sends (server/application/
-// application.go Sync: proj.Spec.SyncWindows.Matches(a).CanSync(true)), and refuses with PermissionDenied
+// application.go Sync: proj.Spec.SyncWindows.Matches(a).CanSync(true, nil)), and refuses with PermissionDenied
 // "cannot sync: blocked by sync window" (or "cannot sync: invalid sync window: …" when a schedule or duration
 // does not parse).
 
@@ -38,7 +38,7 @@ func IsSyncWindowRefusal(err error) bool {
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)
 
 // windowTimes parses a window's schedule and duration as v1alpha1.SyncWindows.active does (same errors).
-func windowTimes(w *v1alpha1.SyncWindow) (cron.Schedule, time.Duration, error) {
+func windowTimes(w *v1alpha1.InlineSyncWindow) (cron.Schedule, time.Duration, error) {
 	schedule, err := cronParser.Parse(w.Schedule)
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot parse schedule '%s': %w", w.Schedule, err)
@@ -50,10 +50,10 @@ func windowTimes(w *v1alpha1.SyncWindow) (cron.Schedule, time.Duration, error) {
 	return schedule, duration, nil
 }
 
-// tzOffset is v1alpha1.SyncWindow.scheduleOffsetByTimeZone: the offset of the window's time zone (an unknown
+// tzOffset is v1alpha1.InlineSyncWindow.scheduleOffsetByTimeZone: the offset of the window's time zone (an unknown
 // one counts as UTC, as Argo CD's does after logging a warning). Argo CD takes the offset at time.Now(); this
 // takes it at the evaluated instant, the same thing when evaluating now.
-func tzOffset(w *v1alpha1.SyncWindow, at time.Time) time.Duration {
+func tzOffset(w *v1alpha1.InlineSyncWindow, at time.Time) time.Duration {
 	loc, err := time.LoadLocation(w.TimeZone)
 	if err != nil {
 		loc = time.UTC
@@ -62,9 +62,9 @@ func tzOffset(w *v1alpha1.SyncWindow, at time.Time) time.Duration {
 	return time.Duration(off) * time.Second
 }
 
-// windowActive is v1alpha1.SyncWindow.active at the instant now: the window's schedule, shifted by its time
+// windowActive is v1alpha1.InlineSyncWindow.active at the instant now: the window's schedule, shifted by its time
 // zone, started less than its duration before now (an open interval: not active at its start second itself).
-func windowActive(w *v1alpha1.SyncWindow, now time.Time) (bool, error) {
+func windowActive(w *v1alpha1.InlineSyncWindow, now time.Time) (bool, error) {
 	now = now.UTC()
 	schedule, duration, err := windowTimes(w)
 	if err != nil {
@@ -113,8 +113,11 @@ func inactiveAllowsAt(ws v1alpha1.SyncWindows, now time.Time) (v1alpha1.SyncWind
 	return inactive, nil
 }
 
-// CanSyncAt is v1alpha1.SyncWindows.CanSync(isManual) evaluated at the instant now, for windows that already
-// apply to the app (v1alpha1.SyncWindows.Matches). In Argo CD's order: an active deny window blocks, unless the
+// CanSyncAt is v1alpha1.SyncWindows.CanSync(isManual, nil) evaluated at the instant now, for windows that already
+// apply to the app (v1alpha1.SyncWindows.Matches). The nil is a sync not yet started, as the API server's Sync and
+// the controller's automated-sync check ask (argo-cd v3.6 server/application/application.go, controller/
+// appcontroller.go); a window's syncOverrun (v3.6) only concerns an operation already running (controller/sync.go
+// syncWindowPreventsSync), which fleetwave never asks about. In Argo CD's order: an active deny window blocks, unless the
 // sync is manual and every active deny window has manualSync; else an active allow window allows; else an
 // inactive allow window blocks, unless the sync is manual and every inactive allow window has manualSync; no
 // window at all allows.

@@ -11,8 +11,8 @@ import (
 	"github.com/fleetwave/fleetwave/internal/argocd"
 )
 
-func window(kind, schedule, duration string, manual bool) *v1alpha1.SyncWindow {
-	return &v1alpha1.SyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual}
+func window(kind, schedule, duration string, manual bool) *v1alpha1.InlineSyncWindow {
+	return &v1alpha1.InlineSyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual}
 }
 
 // TestEvaluateWindows evaluates windows as Argo CD does at a fixed instant, Friday 2026-11-27 10:30 UTC, and finds
@@ -124,7 +124,7 @@ func TestCanSyncAtMatchesArgoCD(t *testing.T) {
 				ws = append(ws, w)
 			}
 			for _, manual := range []bool{true, false} {
-				want, werr := ws.CanSync(manual)
+				want, werr := ws.CanSync(manual, nil) // nil: a new sync, as the API server and the automated-sync check ask
 				got, gerr := argocd.CanSyncAt(ws, time.Now(), manual)
 				if time.Now().Truncate(time.Minute) != before.Truncate(time.Minute) {
 					break // a minute boundary passed between the evaluations: draw again

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
+	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 )

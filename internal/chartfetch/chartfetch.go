@@ -425,7 +425,7 @@ func (f *Fetcher) resolve(ctx context.Context, r repocreds.Repository, chart, re
 	for _, e := range entries {
 		tags = append(tags, e.Version)
 	}
-	v, err := versions.MaxVersion(revision, tags)
+	v, err := versions.MaxVersion(revision, tags, "") // no tag prefix for charts (reposerver/repository/repository.go, v3.6)
 	if err != nil {
 		return nil, f.fail(r.URL, "chart %q: no version matching %q in repository %s (%s): %w", chart, revision, repocreds.RedactURL(r.URL), nearestVersions(entries, revision), ErrNotFound)
 	}

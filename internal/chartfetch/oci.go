@@ -310,7 +310,7 @@ func (f *Fetcher) ociChart(ctx context.Context, r repocreds.Repository, repoURL,
 		if err != nil {
 			return nil, err
 		}
-		if version, err = versions.MaxVersion(revision, tags); err != nil {
+		if version, err = versions.MaxVersion(revision, tags, ""); err != nil {
 			return nil, f.fail(r.URL, "chart %q: no version matching %q in registry %s (%s): %w", chart, revision, ref, nearestTags(tags, revision), ErrNotFound)
 		}
 	}
@@ -513,7 +513,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, r repocreds.Repository, repoU
 		if terr != nil {
 			return nil, terr
 		}
-		v, verr := versions.MaxVersion(revision, tags)
+		v, verr := versions.MaxVersion(revision, tags, "") // no tag prefix for OCI (util/oci/client.go, v3.6)
 		if verr != nil {
 			return nil, f.fail(r.URL, "%s: no version matching %q (%s): %w", ref, revision, nearestTags(tags, revision), ErrNotFound)
 		}

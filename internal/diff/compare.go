@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/argoproj/gitops-engine/pkg/sync/hook"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )

@@ -349,7 +349,9 @@ func (f *Fetcher) resolve(ctx context.Context, remote gitcache.Remote, mirror, r
 			tags = append(tags, t)
 		}
 	}
-	if v, err := versions.MaxVersion(revision, tags); err == nil {
+	// argo-cd v3.6 util/git/client.go lsRemote passes the source's tagPrefix (new in 3.6); fleetwave does not read
+	// it yet, so every tag is a candidate, as before 3.6.
+	if v, err := versions.MaxVersion(revision, tags, ""); err == nil {
 		revision = v
 	}
 	byName := map[string]gitcache.RemoteRef{}

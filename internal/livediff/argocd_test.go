@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	gdiff "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/diff"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	gdiff "github.com/argoproj/gitops-engine/pkg/diff"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"

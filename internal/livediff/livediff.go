@@ -9,13 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	gdiff "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/diff"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
+	resourceutil "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/resource"
 	"github.com/argoproj/argo-cd/v3/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	argodiff "github.com/argoproj/argo-cd/v3/util/argo/diff"
 	"github.com/argoproj/argo-cd/v3/util/argo/normalizers"
-	gdiff "github.com/argoproj/gitops-engine/pkg/diff"
-	"github.com/argoproj/gitops-engine/pkg/sync/hook"
-	resourceutil "github.com/argoproj/gitops-engine/pkg/sync/resource"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -239,7 +239,7 @@ func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *
 	if len(ignore) == 0 {
 		ignore = argoApp.Spec.IgnoreDifferences
 	}
-	l, err := Compare(Input{
+	l, err := Compare(ctx, Input{
 		Base: la.Base, Head: la.Head, BaseNamespace: la.BaseNamespace, HeadNamespace: la.HeadNamespace,
 		Live: items, IgnoreDifferences: ignore, Context: c.opts.Context,
 		System: &sys, Resources: argoApp.Status.Resources,
@@ -269,8 +269,9 @@ type Input struct {
 	Context int
 }
 
-// Compare compares one app's renders with its live resources.
-func Compare(in Input) (*report.Live, error) {
+// Compare compares one app's renders with its live resources. ctx reaches Argo CD's StateDiff (argo-cd v3.6
+// util/argo/diff/diff.go), which hands it to gitops-engine's diff.
+func Compare(ctx context.Context, in Input) (*report.Live, error) {
 	ctxLines := in.Context
 	if ctxLines <= 0 {
 		ctxLines = 3
@@ -356,7 +357,7 @@ func Compare(in Input) (*report.Live, error) {
 			blinded = append(blinded, k.String())
 		}
 		ssa = ssa || cmp.ssa
-		r, err := liveDiff(k, cmp.config, cmp.live, cfg, ctxLines)
+		r, err := liveDiff(ctx, k, cmp.config, cmp.live, cfg, ctxLines)
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +379,7 @@ func Compare(in Input) (*report.Live, error) {
 				blinded = append(blinded, k.String())
 			}
 			ssa = ssa || cmp.ssa
-			drifted, err := differs(cmp.config, cmp.live, cfg)
+			drifted, err := differs(ctx, cmp.config, cmp.live, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("comparing %s with the base render: %w", k, err)
 			}
@@ -584,11 +585,11 @@ func blankSecret(obj *unstructured.Unstructured) {
 
 // differs reports whether live differs from config as Argo CD's controller sees it. A live object the config
 // lacks differs (it is extraneous); so does a config object not live.
-func differs(config, live *unstructured.Unstructured, cfg argodiff.DiffConfig) (bool, error) {
+func differs(ctx context.Context, config, live *unstructured.Unstructured, cfg argodiff.DiffConfig) (bool, error) {
 	if config == nil || live == nil {
 		return config != nil || live != nil, nil
 	}
-	res, err := argodiff.StateDiff(live, config, cfg)
+	res, err := argodiff.StateDiff(ctx, live, config, cfg)
 	if err != nil {
 		return false, err
 	}
@@ -596,7 +597,7 @@ func differs(config, live *unstructured.Unstructured, cfg argodiff.DiffConfig) (
 }
 
 // liveDiff returns what a sync of config would change in live (nil when nothing), Secret values masked.
-func liveDiff(k diff.Key, config, live *unstructured.Unstructured, cfg argodiff.DiffConfig, ctxLines int) (*diff.Resource, error) {
+func liveDiff(ctx context.Context, k diff.Key, config, live *unstructured.Unstructured, cfg argodiff.DiffConfig, ctxLines int) (*diff.Resource, error) {
 	var from, to *unstructured.Unstructured
 	var change diff.Change
 	switch {
@@ -605,7 +606,7 @@ func liveDiff(k diff.Key, config, live *unstructured.Unstructured, cfg argodiff.
 	case config == nil:
 		change, from = diff.Removed, live
 	default:
-		res, err := argodiff.StateDiff(live, config, cfg)
+		res, err := argodiff.StateDiff(ctx, live, config, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("comparing %s with the head render: %w", k, err)
 		}

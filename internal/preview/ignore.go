@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"reflect"
 
+	gdiff "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/diff"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v3/util/argo/normalizers"
-	gdiff "github.com/argoproj/gitops-engine/pkg/diff"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/plan"

@@ -48,7 +48,7 @@ func removal(a *discover.App, lookup func(key string) (*discover.App, bool)) *re
 		by := "app " + a.Parent
 		if parent, ok := lookup(a.Parent); ok {
 			sp := parent.App.Spec.SyncPolicy
-			if sp != nil && sp.IsAutomatedSyncEnabled() && sp.Automated.Prune {
+			if sp != nil && sp.IsAutomatedSyncEnabled() && sp.Automated.GetPrune() {
 				return resources(&report.Removal{By: by, Detail: by + " syncs automatically with prune and deletes the Application"})
 			}
 		}

@@ -12,8 +12,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/plan"

@@ -129,7 +129,7 @@ func TestAutomatedSyncSwitchedOffAndRestored(t *testing.T) {
 			t.Errorf("%d operations: Argo CD synced something by itself", ops)
 		}
 		a, _ := e.sim.App("web-test-1")
-		if a.Spec.SyncPolicy == nil || a.Spec.SyncPolicy.Automated == nil || !a.Spec.SyncPolicy.Automated.Prune || !a.Spec.SyncPolicy.Automated.SelfHeal {
+		if a.Spec.SyncPolicy == nil || a.Spec.SyncPolicy.Automated == nil || !a.Spec.SyncPolicy.Automated.GetPrune() || !a.Spec.SyncPolicy.Automated.GetSelfHeal() {
 			t.Errorf("automated sync not restored as it was: %+v", a.Spec.SyncPolicy)
 		}
 		if _, ok := a.Annotations[rollout.AnnotationAutomatedSync]; ok {

@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
@@ -115,7 +115,7 @@ func newSim(t *testing.T, cfg argocdsim.Config, apps []fleetApp) *argocdsim.Serv
 		a.Spec.Source = &v1alpha1.ApplicationSource{RepoURL: repoURL, Path: "apps/web", TargetRevision: "HEAD"}
 		a.Spec.Destination = v1alpha1.ApplicationDestination{Name: fa.cluster, Namespace: "web"}
 		if fa.automated {
-			a.Spec.SyncPolicy = &v1alpha1.SyncPolicy{Automated: &v1alpha1.SyncPolicyAutomated{Prune: true, SelfHeal: true}}
+			a.Spec.SyncPolicy = &v1alpha1.SyncPolicy{Automated: &v1alpha1.SyncPolicyAutomated{Prune: new(true), SelfHeal: new(true)}}
 		}
 		live := fa.live
 		if live == "" {

@@ -161,7 +161,7 @@ func (d *driver) appWindows(ctx context.Context, k store.AppKey, now time.Time) 
 	conv := func(in []argocd.SyncWindow) v1alpha1.SyncWindows {
 		var out v1alpha1.SyncWindows
 		for _, w := range in {
-			out = append(out, &v1alpha1.SyncWindow{Kind: w.Kind, Schedule: w.Schedule, Duration: w.Duration, ManualSync: w.ManualSync})
+			out = append(out, &v1alpha1.InlineSyncWindow{Kind: w.Kind, Schedule: w.Schedule, Duration: w.Duration, ManualSync: w.ManualSync})
 		}
 		return out
 	}

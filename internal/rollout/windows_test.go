@@ -23,8 +23,8 @@ import (
 // virtual clock (which starts at 2000-01-01 00:00 UTC).
 func TestSyncWindowHoldsTheWave(t *testing.T) {
 	at := func(h, m, s int) time.Time { return time.Date(2000, 1, 1, h, m, s, 0, time.UTC) }
-	win := func(kind, schedule, duration string, manual bool, apps string) *v1alpha1.SyncWindow {
-		return &v1alpha1.SyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual, Applications: []string{apps}}
+	win := func(kind, schedule, duration string, manual bool, apps string) *v1alpha1.InlineSyncWindow {
+		return &v1alpha1.InlineSyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual, Applications: []string{apps}}
 	}
 	tests := []struct {
 		name    string

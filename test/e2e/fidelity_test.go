@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	argodiff "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/diff"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	argodiff "github.com/argoproj/gitops-engine/pkg/diff"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 

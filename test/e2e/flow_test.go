@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"

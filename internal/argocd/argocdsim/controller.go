@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
+	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
@@ -326,14 +326,14 @@ func (s *Server) reconcileLocked(st *appState) {
 			return // already attempted (controller/appcontroller.go autoSync: "most recent sync already to")
 		}
 		st.autoRev = key
-		op := s.newSyncOperation(a, revs, a.Spec.SyncPolicy.Automated.Prune, false)
+		op := s.newSyncOperation(a, revs, a.Spec.SyncPolicy.Automated.GetPrune(), false) // appcontroller.go autoSync: Prune: Automated.GetPrune()
 		op.InitiatedBy = v1alpha1.OperationInitiator{Automated: true}
 		_, _ = s.startOperationLocked(st, op) // nobody to answer: the controller started it
 	}
 }
 
 // autoSyncAllowedLocked: the app's sync windows let an automated sync through now (controller/appcontroller.go
-// processAppRefreshQueueItem: project.Spec.SyncWindows.Matches(app).CanSync(false), an error counting as no;
+// processAppRefreshQueueItem: project.Spec.SyncWindows.Matches(app).CanSync(false, nil), an error counting as no;
 // "Sync prevented by sync window" otherwise).
 func (s *Server) autoSyncAllowedLocked(a *v1alpha1.Application) bool {
 	if s.blocked[a.Name] {

@@ -3,8 +3,8 @@ package argocdsim
 import (
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 )
 
 // CorpusApps are the names AddCorpus gives its apps, in order.

@@ -10,7 +10,7 @@
 //     SetAppOperation): refused with FailedPrecondition while another operation is set ("another operation is
 //     already in progress"), for a revision other than targetRevision while automated sync is on, and for a
 //     revision that does not resolve; PermissionDenied ("cannot sync: blocked by sync window") when the app's
-//     AppProject syncWindows (SetProject; Matches, then CanSync(true) evaluated on the server's clock as
+//     AppProject syncWindows (SetProject; Matches, then CanSync(true, nil) evaluated on the server's clock as
 //     argocd.CanSyncAt ports it) refuse a manual sync, or SetSyncWindowBlocked says so. Accepted: the operation
 //     is set and status.operationState cleared in one write;
 //   - the operation (controller/appcontroller.go processRequestedAppOperation, setOperationState;
@@ -23,7 +23,7 @@
 //     SHA), sets status.sync (Synced only when what is live is what targetRevision resolves to: a sync to another
 //     revision stays OutOfSync), publishes live health (Progressing for ProgressingFor after a sync, then
 //     Healthy or Degraded), stamps reconciledAt, removes the refresh annotation, and runs automated sync once per
-//     resolved revision when the windows allow an automated sync (CanSync(false)). Reconciles are queued like the controller's refresh queue (a client-go workqueue): a
+//     resolved revision when the windows allow an automated sync (CanSync(false, nil)). Reconciles are queued like the controller's refresh queue (a client-go workqueue): a
 //     request while one is queued is merged into it;
 //   - rollback by history id (refused while automated, InvalidArgument for an unknown id), terminate
 //     (Terminating, then Failed "Operation terminated"), patch (JSON patch, merge patch), GET ?refresh (answers

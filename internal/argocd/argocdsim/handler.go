@@ -361,7 +361,7 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 		writeError(w, codes.PermissionDenied, argocd.SyncWindowBlockedText)
 		return
 	}
-	// server/application/application.go Sync: proj.Spec.SyncWindows.Matches(a).CanSync(true), before RBAC's sync
+	// server/application/application.go Sync: proj.Spec.SyncWindows.Matches(a).CanSync(true, nil), before RBAC's sync
 	// check and anything else.
 	if ok, err := argocd.CanSyncAt(s.appWindowsLocked(a), s.clk.Now(), true); err != nil {
 		writeError(w, codes.PermissionDenied, fmt.Sprintf("cannot sync: invalid sync window: %v", err))
@@ -594,7 +594,7 @@ func (s *Server) handleSyncWindows(out http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// server/application/application.go GetApplicationSyncWindows: the windows matched to the app (assigned), those
-	// active now, and CanSync(true); convertSyncWindows keeps kind, schedule, duration and manualSync.
+	// active now, and CanSync(true, nil); convertSyncWindows keeps kind, schedule, duration and manualSync.
 	windows := s.appWindowsLocked(st.app)
 	now := s.clk.Now()
 	canSync, err := argocd.CanSyncAt(windows, now, true)
@@ -605,7 +605,7 @@ func (s *Server) handleSyncWindows(out http.ResponseWriter, r *http.Request) {
 	active, _ := argocd.ActiveWindowsAt(windows, now) // CanSyncAt parsed them already
 	if s.blocked[name] {
 		canSync = false
-		active = append(active, &v1alpha1.SyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"})
+		active = append(active, &v1alpha1.InlineSyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"})
 	}
 	ans := map[string]any{"canSync": canSync}
 	if v := convertSyncWindows(active); v != nil {
@@ -628,7 +628,7 @@ func convertSyncWindows(ws v1alpha1.SyncWindows) []map[string]any {
 
 // handleUpdateProject is server/project/project.go Update, for its sync windows: the body's project replaces the
 // stored one (a stale resourceVersion is refused as the Kubernetes API does; windows are validated as
-// v1alpha1.SyncWindow.Validate does, through validateProject).
+// v1alpha1.InlineSyncWindow.Validate does, through validateProject).
 func (s *Server) handleUpdateProject(out http.ResponseWriter, r *http.Request) {
 	w := deferWrites(out)
 	defer w.flush()

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/health"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/gitops-engine/pkg/health"
 	gojson "github.com/goccy/go-json"
 	"github.com/jonboulle/clockwork"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -16,8 +16,8 @@ import (
 // TestSyncWindows: the simulator evaluates AppProject sync windows as Argo CD's API server and controller do.
 // Virtual time starts at 2000-01-01 00:00 UTC; every case looks at 00:30.
 func TestSyncWindows(t *testing.T) {
-	win := func(kind, schedule, duration string, manual bool, apps ...string) *v1alpha1.SyncWindow {
-		return &v1alpha1.SyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual, Applications: apps}
+	win := func(kind, schedule, duration string, manual bool, apps ...string) *v1alpha1.InlineSyncWindow {
+		return &v1alpha1.InlineSyncWindow{Kind: kind, Schedule: schedule, Duration: duration, ManualSync: manual, Applications: apps}
 	}
 	tests := []struct {
 		name     string

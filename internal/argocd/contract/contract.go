@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 )
@@ -351,7 +351,7 @@ func refuseInsideSyncWindow(t *testing.T, s *suite) {
 	})
 	// setWindows replaces the project's windows and waits until the API server evaluates them for the app (it
 	// reads projects from an informer's cache).
-	setWindows := func(w v1alpha1.SyncWindow, canSync bool) {
+	setWindows := func(w v1alpha1.InlineSyncWindow, canSync bool) {
 		t.Helper()
 		cur, err := s.c.GetProject(ctx, project)
 		if err != nil {
@@ -383,7 +383,7 @@ func refuseInsideSyncWindow(t *testing.T, s *suite) {
 			t.Fatalf("sync %s: %v, want PermissionDenied %q", what, err, argocd.SyncWindowBlockedText)
 		}
 	}
-	always := v1alpha1.SyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"} // a minute's start, an hour long: always active
+	always := v1alpha1.InlineSyncWindow{Kind: "deny", Schedule: "* * * * *", Duration: "1h"} // a minute's start, an hour long: always active
 	setWindows(always, false)
 	refused("inside a deny window")
 	sw, err := s.c.SyncWindows(ctx, s.ManualApp)
@@ -391,7 +391,7 @@ func refuseInsideSyncWindow(t *testing.T, s *suite) {
 		t.Fatalf("GET syncwindows inside a deny window: %+v, %v", sw, err)
 	}
 
-	closed := v1alpha1.SyncWindow{Kind: "allow", Schedule: fmt.Sprintf("0 %d * * *", (time.Now().UTC().Hour()+12)%24), Duration: "1h"}
+	closed := v1alpha1.InlineSyncWindow{Kind: "allow", Schedule: fmt.Sprintf("0 %d * * *", (time.Now().UTC().Hour()+12)%24), Duration: "1h"}
 	setWindows(closed, false)
 	refused("outside the only allow window")
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/argoproj/gitops-engine/pkg/utils/kube"
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/sharedtest"
