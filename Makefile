@@ -10,6 +10,8 @@ CACHE := .cache
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(CACHE)/bin/staticcheck-$(STATICCHECK_VERSION)-$(GOTOOLCHAIN)
 HELM_VERSION := v3.19.4
+# The helm CLI argo-cd v3.6.1's repo-server runs (its hack/tool-versions.sh): what `make goldens` renders with.
+HELM4_VERSION := v4.3.1
 KUSTOMIZE_VERSION := v5.8.1
 # The third-party material beside the repository (fidelity corpus, GitHub's recordings and API description):
 # FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/sharedtest); scripts get it from here.
@@ -84,6 +86,11 @@ $(CACHE)/bin/helm-$(HELM_VERSION):
 	GOBIN=$(abspath $(CACHE)/tmp-helm) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(CACHE)/tmp-helm/helm $@ && rm -rf $(CACHE)/tmp-helm
 
+$(CACHE)/bin/helm-$(HELM4_VERSION):
+	mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/tmp-helm4) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
+	mv $(CACHE)/tmp-helm4/helm $@ && rm -rf $(CACHE)/tmp-helm4
+
 $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
 	mkdir -p $(CACHE)/bin
 	GOBIN=$(abspath $(CACHE)/tmp-kustomize) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
@@ -93,8 +100,8 @@ $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
 tools-cli: $(CACHE)/bin/helm-$(HELM_VERSION) $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION) ## build the helm and kustomize CLIs benchmarks compare against
 
 .PHONY: goldens
-goldens: tools-cli ## regenerate render fixtures' expected output with Argo CD's own code (tools/oracle)
-	HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM_VERSION)) KUSTOMIZE_BIN=$(abspath $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)) \
+goldens: $(CACHE)/bin/helm-$(HELM4_VERSION) $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION) ## regenerate render fixtures' expected output with Argo CD's own code (tools/oracle: argo-cd v3.6.1, helm 4)
+	HELM_BIN=$(abspath $(CACHE)/bin/helm-$(HELM4_VERSION)) KUSTOMIZE_BIN=$(abspath $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)) \
 	bash hack/goldens.sh
 
 .PHONY: bench

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the expected outputs of the team's own render fixtures with Argo CD's own manifest generation
-# (tools/oracle: reposerver/repository.GenerateManifests of argo-cd v3.2.11, with the pinned helm and kustomize
-# CLIs on PATH). A fixture is a folder in the fidelity corpus's layout: app.yaml, render-env.yaml, src/...
+# (tools/oracle: reposerver/repository.GenerateManifests of argo-cd v3.6.1, with the helm CLI it ships, 4.3.1, and
+# the pinned kustomize CLI on PATH). A fixture is a folder in the fidelity corpus's layout: app.yaml, render-env.yaml, src/...
 # Where Argo CD refuses to render, expected-error.txt holds its message instead of expected.yaml.
 #
-# A fixture containing ORACLE-SKIP keeps its hand-written expectation; the file says why (e.g. a feature newer
-# than argo-cd v3.2.11, the newest Argo CD buildable from the module proxy, or a refusal that is fleetwave's own).
+# A fixture containing ORACLE-SKIP keeps its hand-written expectation; the file says why (e.g. a refusal that is
+# fleetwave's own).
 #
 # Usage: hack/goldens.sh [fixture dir ...]   (default: every fixture of the repository)
 set -euo pipefail

@@ -5,7 +5,8 @@
 //	oracle --app app.yaml --repo-root <checkout> [--settings render-env.yaml]
 //
 // It prints the manifests as a YAML stream (Argo CD's order) on stdout, or Argo CD's error on stderr (exit 1).
-// `make goldens` runs it over testdata/render cases with helm v3.19.4 and kustomize v5.8.1 on PATH.
+// `make goldens` runs it (argo-cd v3.6.1) over the render fixtures with helm v4.3.1, the helm v3.6.1 ships
+// (hack/tool-versions.sh), and kustomize v5.8.1 on PATH.
 // It is a separate module so the repo-server's dependency tree stays out of fleetwave's binary.
 package main
 
