@@ -19,12 +19,12 @@ type versionInfo struct {
 	Revision  string            `json:"revision,omitempty"`
 	GoVersion string            `json:"goVersion"`
 	Platform  string            `json:"platform"`
-	Engines   map[string]string `json:"engines"` // module path → version: Argo CD, Helm, Kustomize, gitops-engine
+	Engines   map[string]string `json:"engines"` // module path → version: Argo CD, its gitops-engine, Helm, Kustomize, Jsonnet
 }
 
 // engines are the modules whose behaviour fleetwave's rendering and diffing follow.
 var engineModules = []string{
-	"github.com/argoproj/argo-cd/v3", "github.com/argoproj/gitops-engine", "helm.sh/helm/v3", "helm.sh/helm/v4",
+	"github.com/argoproj/argo-cd/v3", "github.com/argoproj/argo-cd/gitops-engine/v3", "helm.sh/helm/v3", "helm.sh/helm/v4",
 	"sigs.k8s.io/kustomize/api", "github.com/google/go-jsonnet",
 }
 

@@ -32,10 +32,12 @@ func TestVersionCommand(t *testing.T) {
 	// replacement's version); a test binary records none, so the build info is made here.
 	v := versionOf(&debug.BuildInfo{Main: debug.Module{Path: "github.com/fleetwave/fleetwave", Version: "v1.2.3"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}},
-		Deps: []*debug.Module{{Path: "github.com/argoproj/argo-cd/v3", Version: "v3.2.11"}, {Path: "k8s.io/api", Version: "v0.34.0"},
+		Deps: []*debug.Module{{Path: "github.com/argoproj/argo-cd/v3", Version: "v3.6.1"}, {Path: "k8s.io/api", Version: "v0.37.0"},
+			{Path: "github.com/argoproj/argo-cd/gitops-engine/v3", Version: "v3.6.1"},
+			{Path: "github.com/argoproj/gitops-engine", Version: "v0.7.0"}, // the engine's module before Argo CD 3.6: not linked any more
 			{Path: "helm.sh/helm/v3", Version: "v3.19.0", Replace: &debug.Module{Path: "helm.sh/helm/v3", Version: "v3.19.4"}}}})
-	if v.Version != "v1.2.3" || v.Revision != "abc123" || len(v.Engines) != 2 || v.Engines["github.com/argoproj/argo-cd/v3"] != "v3.2.11" ||
-		v.Engines["helm.sh/helm/v3"] != "v3.19.4" {
+	if v.Version != "v1.2.3" || v.Revision != "abc123" || len(v.Engines) != 3 || v.Engines["github.com/argoproj/argo-cd/v3"] != "v3.6.1" ||
+		v.Engines["github.com/argoproj/argo-cd/gitops-engine/v3"] != "v3.6.1" || v.Engines["helm.sh/helm/v3"] != "v3.19.4" {
 		t.Errorf("versionOf = %+v", v)
 	}
 }
