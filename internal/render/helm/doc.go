@@ -2,7 +2,7 @@
 // repo-server produces with the helm CLI.
 //
 // The model follows Argo CD's own two layers (argo-cd v3.5.7, the version the fidelity corpus was made with;
-// go.mod's v3.2.11 provides the API types), rendering as the Argo CD release Input.Target names
+// go.mod's v3.6.1 provides the API types), rendering as the Argo CD release Input.Target names
 // (internal/render/target): helm 4 for 3.5 and later, helm 3.19.4 before, and the rules that changed between
 // releases (value-file globs, the accepted helm.version values):
 //

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 
+	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 )
 
@@ -206,7 +207,8 @@ type renderOpts struct {
 	skipTests            bool
 }
 
-// capabilities are pkg/action/install.go RunWithContext's client-only ones: DefaultCapabilities, the
+// capabilities are pkg/action/install.go RunWithContext's client-only ones: DefaultCapabilities (its API
+// versions the released helm v3.19.4's, internal/render/helm/helm3), the
 // --kube-version, the --api-versions appended; plus what the released binary's ldflags set (see constants).
 func capabilities(o renderOpts) *chartutil.Capabilities {
 	caps := chartutil.DefaultCapabilities.Copy()

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml/merge2"
 	"sigs.k8s.io/yaml"
 
+	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
