@@ -25,6 +25,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Input is one Kustomize application source to build.
@@ -94,12 +95,10 @@ type buildError struct {
 	err error
 }
 
-func (b *buildError) Error() string { return "kustomize build " + b.app + ": " + oneLine(b.err) }
-func (b *buildError) Unwrap() error { return b.err }
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+func (b *buildError) Error() string {
+	return "kustomize build " + b.app + ": " + text.OneLine(b.err.Error())
 }
+func (b *buildError) Unwrap() error { return b.err }
 
 // buildState is shared by the application build and any nested builds the pre-walk runs.
 type buildState struct {
@@ -243,7 +242,7 @@ func (e *Engine) krustyRun(ctx context.Context, st *buildState, dir string) (rm 
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "external plugins disabled") {
-			return nil, &repofs.Refusal{Rule: RulePlugin, Path: dir, Detail: oneLine(err)}
+			return nil, &repofs.Refusal{Rule: RulePlugin, Path: dir, Detail: text.OneLine(err.Error())}
 		}
 		return nil, err
 	}
