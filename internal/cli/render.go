@@ -82,7 +82,7 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 		}
 	}
 	if f.app == "" {
-		return usageErr(errors.New("render: --app (or --all) is required"))
+		return usageErr(errors.New("render: --app is required (or --all)"))
 	}
 	s, err := renderSettings(cmd, f)
 	if err != nil {
