@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/ignore"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -195,39 +196,13 @@ func copyChart(c *chart.Chart) *chart.Chart {
 		}
 		n.Metadata = &md
 	}
-	n.Values = copyValues(c.Values)
+	n.Values = helmvalues.Copy(c.Values)
 	deps := make([]*chart.Chart, 0, len(c.Dependencies()))
 	for _, d := range c.Dependencies() {
 		deps = append(deps, copyChart(d))
 	}
 	n.SetDependencies(deps...)
 	return &n
-}
-
-func copyValues(m map[string]interface{}) map[string]interface{} {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]interface{}, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v interface{}) interface{} {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		return copyValues(t)
-	case []interface{}:
-		s := make([]interface{}, len(t))
-		for i, x := range t {
-			s[i] = copyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
 }
 
 // chartCache is a small LRU of parsed charts keyed by content hash: Helm 3's *chart.Chart, or helm 4's.

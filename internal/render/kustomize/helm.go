@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -254,7 +255,7 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 		if err := yaml.Unmarshal(b, &cur); err != nil {
 			return nil, fmt.Errorf("failed to parse %s: %w", names[i], err)
 		}
-		vals = mergeMaps(vals, cur)
+		vals = helmvalues.Merge(vals, cur)
 	}
 
 	rel, err := h.ldr.fs.resolve(chartDir)
@@ -302,26 +303,6 @@ func isTestHook(h *release.Hook) bool {
 		}
 	}
 	return false
-}
-
-// mergeMaps is helm's values.mergeMaps (pkg/cli/values/options.go).
-func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if v, ok := v.(map[string]interface{}); ok {
-			if bv, ok := out[k]; ok {
-				if bv, ok := bv.(map[string]interface{}); ok {
-					out[k] = mergeMaps(bv, v)
-					continue
-				}
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // template4 is the end of template when the helm binary is helm 4 (Argo CD 3.5 and later): the same chart files

@@ -19,6 +19,8 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 )
 
 // CLI is what a released helm 4 binary has baked in and the SDK does not: its version and commit (Makefile
@@ -111,39 +113,13 @@ func Copy(c *chart.Chart) *chart.Chart {
 		}
 		n.Metadata = &md
 	}
-	n.Values = copyValues(c.Values)
+	n.Values = helmvalues.Copy(c.Values)
 	deps := make([]*chart.Chart, 0, len(c.Dependencies()))
 	for _, d := range c.Dependencies() {
 		deps = append(deps, Copy(d))
 	}
 	n.SetDependencies(deps...)
 	return &n
-}
-
-func copyValues(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return copyValues(t)
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
 }
 
 // Template renders ch (which it modifies: render a Copy of a chart kept for reuse) with vals as `helm template` prints it:
