@@ -126,6 +126,7 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if f.base == "" {
 		return usageErr(fmt.Errorf("%s: --base is required", name))
 	}
+	limitBatchMemory(deps)
 	in := preview.Input{RepoDir: f.repo, Base: f.base, Head: f.head, RepoURLs: f.repoURLs, Plan: withPlan, Concurrency: f.concurrency}
 	if f.settingsFile != "" {
 		s, err := render.LoadSettings(f.settingsFile)

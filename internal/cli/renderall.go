@@ -86,6 +86,7 @@ func runRenderAll(cmd *cobra.Command, deps *Deps, f *renderFlags, a *renderAllFl
 	case a.output != "json" && a.output != "yaml":
 		return usageErr(fmt.Errorf("render: --output %q: must be json or yaml", a.output))
 	}
+	limitBatchMemory(deps)
 	rev := f.revision
 	f.revision = "" // the commit --revision resolves to is what the apps see
 	s, err := renderSettings(cmd, f)

@@ -332,6 +332,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(policyErr))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
+	p.dropRenders = in.Live == nil // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
 	fetcher, _ := p.r.(interface {
@@ -400,6 +401,8 @@ type pipeline struct {
 	head    *side
 	baseOut *outcomes
 	headOut *outcomes
+	// dropRenders lets pair release each app's manifests once diffed (release.go).
+	dropRenders bool
 
 	budget      time.Duration // all renders' time (Input.RenderBudget); ≤ 0: none
 	budgetOnce  sync.Once
@@ -614,6 +617,7 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			p.fillBoth(&ra, h, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
 		}
 		apps = append(apps, ra)
+		p.drop(k)
 	}
 	return apps
 }
