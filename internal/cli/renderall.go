@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,13 +67,15 @@ type summaryLine struct {
 }
 
 type renderSummary struct {
-	Commit    string   `json:"commit"`
-	Apps      int      `json:"apps"`
-	Rendered  int      `json:"rendered"`
-	Failed    int      `json:"failed"`
-	Skipped   int      `json:"skipped"`
-	Problems  []string `json:"problems"`
-	ElapsedMS int64    `json:"elapsedMs"`
+	Commit   string   `json:"commit"`
+	Apps     int      `json:"apps"`
+	Rendered int      `json:"rendered"`
+	Failed   int      `json:"failed"`
+	Skipped  int      `json:"skipped"`
+	Problems []string `json:"problems"`
+	// Unevaluated are the ApplicationSets only Argo CD can generate.
+	Unevaluated []string `json:"unevaluated,omitempty"`
+	ElapsedMS   int64    `json:"elapsedMs"`
 }
 
 // runRenderAll renders every app of a revision (internal/renderall): each app's result is encoded and written
@@ -130,12 +133,12 @@ func runRenderAll(cmd *cobra.Command, deps *Deps, f *renderFlags, a *renderAllFl
 		}
 		return usageErr(fmt.Errorf("render: %w", err))
 	}
-	for _, p := range sum.Problems {
+	for _, p := range slices.Concat(sum.Problems, sum.Unevaluated) {
 		fmt.Fprintf(deps.Stderr, "fleetwave: render: %s\n", p)
 	}
 	if a.output == "json" {
 		line := summaryLine{renderSummary{Commit: sum.Commit, Apps: sum.Apps, Rendered: sum.Rendered, Failed: sum.Failed,
-			Skipped: sum.Skipped, Problems: nonNilStrings(sum.Problems), ElapsedMS: sum.Elapsed.Milliseconds()}}
+			Skipped: sum.Skipped, Problems: nonNilStrings(sum.Problems), Unevaluated: sum.Unevaluated, ElapsedMS: sum.Elapsed.Milliseconds()}}
 		if err := json.NewEncoder(deps.Stdout).Encode(line); err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("render: writing output: %w", err)}
 		}

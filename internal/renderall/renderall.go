@@ -85,7 +85,10 @@ type Summary struct {
 	Apps, Rendered, Failed, Skipped int
 	// Problems are the repository's problems (a broken Application file, a generator that fails), one line each.
 	Problems []string
-	Elapsed  time.Duration
+	// Unevaluated are the ApplicationSets whose generators need a live service (SCM provider, pull request,
+	// plugin, cluster decision resource), one line each: their apps are only Argo CD's to know, as skipped apps.
+	Unevaluated []string
+	Elapsed     time.Duration
 }
 
 // OK reports whether every app rendered (or was skipped as only Argo CD can render it) and the repository has
@@ -228,9 +231,10 @@ func Run(ctx context.Context, r Renderer, in Input, sink func(Result) error) (*S
 		sum.Problems = append(sum.Problems, fmt.Sprintf("%q: not checked out: git refuses to write such a path (an app that reads it finds it missing)", name))
 	}
 	for _, u := range inv.Unevaluated {
-		sum.Problems = append(sum.Problems, fmt.Sprintf("applicationset %s (%s): not evaluated: %s", u.AppSet, u.File, u.Reason))
+		sum.Unevaluated = append(sum.Unevaluated, fmt.Sprintf("applicationset %s (%s): not evaluated: %s", u.AppSet, u.File, u.Reason))
 	}
 	sort.Strings(sum.Problems)
+	sort.Strings(sum.Unevaluated)
 	sum.Elapsed = time.Since(start)
 	return sum, nil
 }
