@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"sort"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/ignore"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
@@ -139,8 +139,8 @@ func hashFiles(files []*loader.BufferedFile) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// load parses the files into a chart (loader.LoadFiles), or returns the cached parse of identical files. The
-// returned chart is shared and must not be modified: render a copyChart of it.
+// load parses the files into a chart (loader.LoadFiles, subcharts in a fixed order), or returns the cached parse
+// of identical files. The returned chart is shared and must not be modified: render a copyChart of it.
 func (e *Engine) load(cf *chartFiles) (*chart.Chart, error) {
 	if ch, ok := e.cache.get(cf.hash); ok {
 		return ch, nil
@@ -154,25 +154,9 @@ func (e *Engine) load(cf *chartFiles) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortDependencies(ch)
+	helmtemplate.SortDependencies(ch, func(c *chart.Chart) string { return c.Metadata.Version })
 	e.cache.put(cf.hash, ch)
 	return ch, nil
-}
-
-// sortDependencies orders subcharts by name and version. Helm's LoadFiles adds them while ranging over a map,
-// so its order (which shows in the order of subchart CRDs) is random; a fixed one keeps output stable.
-func sortDependencies(ch *chart.Chart) {
-	deps := append([]*chart.Chart(nil), ch.Dependencies()...)
-	sort.SliceStable(deps, func(i, j int) bool {
-		if deps[i].Name() != deps[j].Name() {
-			return deps[i].Name() < deps[j].Name()
-		}
-		return deps[i].Metadata.Version < deps[j].Metadata.Version
-	})
-	for _, d := range deps {
-		sortDependencies(d)
-	}
-	ch.SetDependencies(deps...)
 }
 
 // copyChart copies what rendering mutates (chartutil.ProcessDependencies rewrites dependency lists, the

@@ -14,11 +14,11 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 )
 
@@ -264,42 +264,24 @@ func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (st
 	if err != nil {
 		return "", err
 	}
-	for k := range files {
-		if strings.HasSuffix(k, "NOTES.txt") {
-			delete(files, k)
-		}
-	}
+	helmtemplate.DropNotes(files)
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	var out helmtemplate.Output
 	if o.includeCrds {
 		for _, crd := range ch.CRDObjects() {
-			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+			out.Resource(crd.Filename, string(crd.File.Data))
 		}
 	}
 	for _, m := range manifests {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		out.Resource(m.Name, m.Content)
 	}
-
-	// cmd/helm/template.go.
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(b.String()))
 	for _, h := range hooks {
-		if o.skipTests && isTestHook(h) {
-			continue
+		if !o.skipTests || !helmtemplate.IsTestHook(h.Events) {
+			out.Hook(h.Path, h.Manifest)
 		}
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
 	return out.String(), nil
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
 }

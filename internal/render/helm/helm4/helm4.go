@@ -7,8 +7,6 @@ package helm4
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -17,9 +15,9 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 )
 
@@ -74,22 +72,8 @@ func Load(files []File) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortDependencies(ch)
+	helmtemplate.SortDependencies(ch, func(c *chart.Chart) string { return c.Metadata.Version })
 	return ch, nil
-}
-
-func sortDependencies(ch *chart.Chart) {
-	deps := append([]*chart.Chart(nil), ch.Dependencies()...)
-	sort.SliceStable(deps, func(i, j int) bool {
-		if deps[i].Name() != deps[j].Name() {
-			return deps[i].Name() < deps[j].Name()
-		}
-		return deps[i].Metadata.Version < deps[j].Metadata.Version
-	})
-	for _, d := range deps {
-		sortDependencies(d)
-	}
-	ch.SetDependencies(deps...)
 }
 
 // Copy copies what rendering modifies (ProcessDependencies rewrites the dependency lists, the Enabled and
@@ -165,34 +149,23 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 	if err != nil {
 		return "", err
 	}
-	for k := range files {
-		if strings.HasSuffix(k, "NOTES.txt") {
-			delete(files, k)
-		}
-	}
+	helmtemplate.DropNotes(files)
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	var out helmtemplate.Output
 	if o.IncludeCRDs {
 		for _, crd := range ch.CRDObjects() {
-			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+			out.Resource(crd.Filename, string(crd.File.Data))
 		}
 	}
 	for _, m := range manifests {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		out.Resource(m.Name, m.Content)
 	}
-
-	// pkg/cmd/template.go.
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(b.String()))
-	if !o.DisableHooks {
-		for _, h := range hooks {
-			if o.SkipTests && isTestHook(h) {
-				continue
-			}
-			fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	for _, h := range hooks {
+		if !o.DisableHooks && (!o.SkipTests || !helmtemplate.IsTestHook(h.Events)) {
+			out.Hook(h.Path, h.Manifest)
 		}
 	}
 	return out.String(), nil
@@ -211,13 +184,4 @@ func capabilities(cli CLI, kv *common.KubeVersion, apiVersions []string) *common
 	apis = append(apis, cli.DefaultAPIVersions...)
 	caps.APIVersions = append(apis, apiVersions...)
 	return caps
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
 }
