@@ -20,8 +20,9 @@ fi
 
 # What a pull request costs on generated fleets (internal/fleetgen): `fleetwave diff` as a fresh process against the
 # CLI floor (one helm template / kustomize build per affected app and revision), 3 alternating runs of 500/50,
-# 5,000/50 and 5,000/500 (about 3 min). The warm figures (serve's discovery cache) are BenchmarkScale's *-warm
-# lines above. It fails when 500/50 falls under the gate (FLEETWAVE_BENCH_MIN_RATIO, default 2: see the README).
+# 5,000/50 and 5,000/500 (about 3 min), then `fleetwave render --all` of the 5,000-app fleet, 3 runs (about 3 min
+# more). The warm figures (serve's discovery cache) are BenchmarkScale's *-warm lines above. It fails when 500/50
+# falls under the gate (FLEETWAVE_BENCH_MIN_RATIO, default 2: see the README).
 echo
 echo "== a pull request on generated fleets: fleetwave diff vs the CLI floor (hack/benchfleet)"
 go run ./hack/benchfleet -fleetwave "$PWD/bin/fleetwave" -helm "${FLEETWAVE_HELM_BIN:?}" -kustomize "${FLEETWAVE_KUSTOMIZE_BIN:?}" \
