@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -310,14 +311,14 @@ func wavesRepo(t *testing.T) (dir, head string) {
 		files["manifests/"+a.name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
 	}
 	for rel, c := range files {
-		writeFile(t, dir, rel, c)
+		filetest.Write(t, dir, rel, c)
 	}
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "change")
 	for _, a := range apps {
-		writeFile(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+		filetest.Write(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
 	}
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "change")

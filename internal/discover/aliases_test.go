@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/memceiling"
 )
 
@@ -66,7 +67,7 @@ spec:
 				for k, v := range tt.files {
 					files[k] = v
 				}
-				inv := Discover(Options{Root: writeTree(t, files), IsThisRepo: thisRepo})
+				inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo})
 				p := problems(inv)
 				if !strings.Contains(p, tt.problem) || !strings.Contains(p, "excessive aliasing") {
 					t.Errorf("problems do not report %q:\n%s", tt.problem, p)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
@@ -68,7 +69,7 @@ func TestRenderAliasBombs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			memceiling.Run(t, 1<<30, func(t *testing.T) {
-				root := tree(t, files)
+				root := filetest.Tree(t, files)
 				req := mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: evil, namespace: argocd}\nspec:\n  destination: {namespace: d}\n  source: "+tc.source+"\n")
 				req.Repos = func(string) (string, bool) { return root, true }
 				req.Settings.KustomizeBuildOptions = tc.buildOptions

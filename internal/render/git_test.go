@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
 	"github.com/fleetwave/fleetwave/internal/golden"
@@ -192,7 +193,7 @@ spec:
 		{"https://" + hostPath + "/platform.git//kustomize/base?ref=v1.0.0&timeout=10", "web:1.0"},
 	} {
 		t.Run(tc.base, func(t *testing.T) {
-			root := tree(t, map[string]string{
+			root := filetest.Tree(t, map[string]string{
 				"envs/prod/kustomization.yaml": "namePrefix: prod-\nresources:\n- " + tc.base + "\n- cm.yaml\n",
 				"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
 			})
@@ -215,7 +216,7 @@ spec:
 		})
 	}
 
-	root := tree(t, map[string]string{"envs/prod/kustomization.yaml": "resources:\n- " + srv.URL + "/other.git//base?ref=v1\n"})
+	root := filetest.Tree(t, map[string]string{"envs/prod/kustomization.yaml": "resources:\n- " + srv.URL + "/other.git//base?ref=v1\n"})
 	req := app
 	req.Repos = func(string) (string, bool) { return root, true }
 	_, _, err := renderYAML(t, r, req)

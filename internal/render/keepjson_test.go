@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
 // TestKeepJSON: with Options.KeepJSON, Result.JSON is each object's JSON encoding (what a render worker sends),
 // tracking included; without it, nil.
 func TestKeepJSON(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: '1', html: '<b>'}\n",
 		"app/crd.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: bs.example.com}\n",
 	})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/filetest"
 )
 
 // TestJsonnetLongTracesAreShortened: a stack overflow's trace of repeated frames becomes one short line that keeps
@@ -18,7 +20,7 @@ func TestJsonnetLongTracesAreShortened(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := writeTree(t, map[string]string{"app/m.jsonnet": tt.code})
+			root := filetest.Tree(t, map[string]string{"app/m.jsonnet": tt.code})
 			_, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app"})
 			if err == nil {
 				t.Fatal("rendered")

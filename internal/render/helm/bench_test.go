@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/filetest"
 )
 
 func guestbookInput(b testing.TB) Input {
@@ -50,7 +52,7 @@ func BenchmarkTemplateGuestbookCold(b *testing.B) {
 // FuzzTemplateValues feeds arbitrary values, parameters and value-file names to the engine: it may refuse, it
 // must not panic or escape the checkout.
 func FuzzTemplateValues(f *testing.F) {
-	dir := writeTree(f, echoChart(map[string]string{"app/values-a.yaml": "a: 1\n", "outside.yaml": "o: 1\n"}))
+	dir := filetest.Tree(f, echoChart(map[string]string{"app/values-a.yaml": "a: 1\n", "outside.yaml": "o: 1\n"}))
 	fsys := mustFS(f, filepath.Join(dir, "app"))
 	f.Add("a: 1\nb: [1, 2]\n", "x.y[0]", "v,w", false, "values-a.yaml")
 	f.Add("{}", "list", "{a,b}", true, "../outside.yaml")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
@@ -248,7 +249,7 @@ func TestHostileRepository(t *testing.T) {
 // with one line, and the next render gets a fresh worker.
 func TestWorkerKilledMidRender(t *testing.T) {
 	baseline := runtime.NumGoroutine()
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"slow/Chart.yaml":       chart,
 		"slow/templates/c.yaml": "{{ range $i := until 1000000 }}{{ range $j := until 1000000 }}{{ end }}{{ end }}",
 		"ok/cm.yaml":            cm,
@@ -377,7 +378,7 @@ func waitGoroutines(t *testing.T, baseline int) {
 // rendered such overlays and is then killed must say it was killed, not quote the warning as the crash's cause
 // (the parent keeps only the head of a worker's stderr, which the warnings would fill).
 func TestLibraryOutputIsNoCrashCause(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"old/kustomization.yaml":  "bases: [../base]\ncommonLabels: {a: b}\n",
 		"base/kustomization.yaml": "resources: [cm.yaml]\n",
 		"base/cm.yaml":            cm,

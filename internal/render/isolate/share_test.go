@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
 
@@ -12,7 +13,7 @@ import (
 // budget of their own; past it an app is refused in one line naming it, its source and the rule, while a new
 // view (the next preview) and Pool.Render count from nothing.
 func TestChangeOutputBudget(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"big/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {x: " + strings.Repeat("x", 4000) + "}\n",
 	})
 	pool, err := isolate.New(isolate.Options{Workers: 1, ChangeOutput: 10000})

@@ -3,13 +3,12 @@ package kustomize
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
@@ -24,21 +23,6 @@ func aliasBomb(indent string, levels int) string {
 		fmt.Fprintf(&b, "%sl%d: &l%d [%s,%s,%s,%s,%s,%s,%s,%s,%s]\n", indent, i, i, p, p, p, p, p, p, p, p, p)
 	}
 	return b.String()
-}
-
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
 }
 
 // TestAliasBombs: a YAML alias bomb in any file kustomize reads is refused, naming the file and the rule, before
@@ -106,7 +90,7 @@ func TestAliasBombs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			memceiling.Run(t, 1<<30, func(t *testing.T) {
-				_, err := New().Build(context.Background(), Input{FS: newRepo(t, writeFiles(t, tt.files)), AppPath: "app",
+				_, err := New().Build(context.Background(), Input{FS: newRepo(t, filetest.Tree(t, tt.files)), AppPath: "app",
 					Kustomize: tt.opts, KubeVersion: "v1.30.0"})
 				if err == nil {
 					t.Fatal("build succeeded, want a refusal")
@@ -127,7 +111,7 @@ func TestAliasBombs(t *testing.T) {
 
 // TestAliasesAllowed: ordinary anchors and aliases (shared labels, merge keys) still build.
 func TestAliasesAllowed(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app/kustomization.yaml": "resources: [cm.yaml]\n",
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: &l {a: b}\n  annotations: *l\n" +
 			"data:\n" + aliasBomb("  ", 3) + "  m:\n    <<: *l\n",
