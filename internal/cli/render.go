@@ -57,7 +57,7 @@ status 2 when an app failed to render or the repository has problems (the other 
 	fl.StringVar(&f.apiVersions, "api-versions", "", "comma-separated API versions of the cluster (group/version and group/version/Kind)")
 	fl.StringVar(&f.trackingMethod, "tracking-method", "", "annotation (default), label or annotation+label")
 	fl.StringVar(&f.appLabelKey, "app-label-key", "", "instance label key (default "+render.DefaultAppLabelKey+")")
-	fl.StringVar(&f.revision, "revision", "", "commit SHA being rendered ($ARGOCD_APP_REVISION)")
+	fl.StringVar(&f.revision, "revision", "", "commit SHA being rendered ($ARGOCD_APP_REVISION); with --all, the revision of --repo to render (branch, tag or sha; default HEAD), whose commit the apps see")
 	fl.StringVar(&f.controlPlaneNS, "control-plane-namespace", "", "namespace Argo CD runs in (default "+render.DefaultControlPlaneNamespace+")")
 	fl.StringVar(&f.installationID, "installation-id", "", "argocd-cm installationID")
 	fl.StringVar(&f.kustomizeBuildOptions, "kustomize-build-options", "", "argocd-cm kustomize.buildOptions, e.g. --enable-helm")
