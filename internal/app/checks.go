@@ -3,12 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
@@ -25,8 +25,20 @@ func (a *App) headFiles(ctx context.Context, out *outcome, ch Change) *headFiles
 	return &headFiles{ctx: ctx, clones: a.clones, dir: out.dir, commit: ch.Head, cache: map[string][]byte{}}
 }
 
-// read returns the file's content, nil when it cannot be read.
+// open returns the file's content, and an error wrapping fs.ErrNotExist when it cannot be read (plan.Load's
+// reader: an unreadable policy file is no policy file here, the preview having read it already).
+func (h *headFiles) open(path string) ([]byte, error) {
+	if data := h.read(path); data != nil {
+		return data, nil
+	}
+	return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+}
+
+// read returns the file's content, nil when it cannot be read ("" is no file).
 func (h *headFiles) read(path string) []byte {
+	if path == "" {
+		return nil
+	}
 	if data, ok := h.cache[path]; ok {
 		return data
 	}
@@ -165,13 +177,10 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		return run
 	}
 	run.ExternalID = externalID(ch.Number, pl.Digest())
-	policyFile, policyData := "", []byte(nil)
-	for _, name := range preview.PolicyFiles {
-		if data := files.read(name); data != nil {
-			policyFile, policyData = name, data
-			break
-		}
-	}
+	// The policy file at head, for its wave lines, and its warnings when it parses (files.open never fails but
+	// for absence, so an error is the policy's own: policy is then nil and policyFile still names the file).
+	policy, policyFile, _ := plan.Load(files.open)
+	policyData := files.read(policyFile)
 	var md strings.Builder
 	if err := pl.WriteMarkdown(&md); err != nil {
 		md.WriteString("(the plan could not be written: " + oneLine(err) + ")")
@@ -207,11 +216,9 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	if out.rep.Summary.Failed > 0 {
 		fmt.Fprintf(&sb, "\n%d app(s) failed to render and are not in the plan: see %s.\n", out.rep.Summary.Failed, CheckDiff)
 	}
-	if policyData != nil {
-		if p, err := plan.ParsePolicy(policyFile, policyData); err == nil {
-			for _, w := range p.Warnings {
-				anns = append(anns, diagnosticAnnotation(policyFile, w))
-			}
+	if policy != nil && policyFile != "" {
+		for _, w := range policy.Warnings {
+			anns = append(anns, diagnosticAnnotation(policyFile, w))
 		}
 	}
 	run.Output.Summary = sb.String()

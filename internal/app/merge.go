@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 
@@ -154,24 +153,15 @@ func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL strin
 	return a.readPolicy(ctx, dir, commit)
 }
 
-// readPolicy parses the release policy at commit of the local repository dir.
+// readPolicy reads the release policy at commit of the local repository dir (plan.Load).
 func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
 	if !source.IsFullSHA(commit) {
 		return plan.DefaultPolicy(), nil
 	}
-	for _, name := range preview.PolicyFiles {
-		data, err := a.clones.ReadFile(ctx, dir, commit, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		p, err := plan.ParsePolicy(name, data)
-		if err != nil {
-			return nil, fmt.Errorf("the release policy at %s is invalid: %w", short(commit), err)
-		}
-		return p, nil
+	p, _, err := plan.Load(func(name string) ([]byte, error) { return a.clones.ReadFile(ctx, dir, commit, name) })
+	var pe *plan.PolicyError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("the release policy at %s is invalid: %w", short(commit), err)
 	}
-	return plan.DefaultPolicy(), nil
+	return p, err
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -857,7 +858,7 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 	// The plan does not carry the policy's automatedSync mode; a plan of a policy file that passed its check with
 	// apps whose automated sync is on was made under disable-during-rollout: the executor switches it off for the
 	// rollout and back on after, as it would have.
-	if slices.Contains(preview.PolicyFiles, pl.Policy) && pl.OK() {
+	if plan.IsPolicyFile(pl.Policy) && pl.OK() {
 		for _, w := range pl.Waves {
 			for _, b := range w.Batches {
 				for _, a := range b.Apps {
@@ -996,12 +997,13 @@ func repoFullName(remote, dir string) string {
 // policyAt reads the release policy at a tree-ish of the repository (the default without one): its execution
 // settings (automated sync, conflicts, prune) go with the rollout.
 func policyAt(ctx context.Context, dir, treeish string) (*plan.Policy, error) {
-	for _, name := range preview.PolicyFiles {
+	p, _, err := plan.Load(func(name string) ([]byte, error) {
 		out, err := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "blob", treeish+":"+name).Output()
 		if err != nil {
-			continue // absent (git cat-file fails the same way for other reasons; the preview read the tree already)
+			// Absent (git cat-file fails the same way for other reasons; the preview read the tree already).
+			return nil, fmt.Errorf("%s at %s: %w", name, treeish, fs.ErrNotExist)
 		}
-		return plan.ParsePolicy(name, out)
-	}
-	return plan.DefaultPolicy(), nil
+		return out, nil
+	})
+	return p, err
 }

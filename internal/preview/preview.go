@@ -105,9 +105,6 @@ type LiveComparer interface {
 	CompareLive(ctx context.Context, apps []LiveApp) ([]*report.Live, error)
 }
 
-// PolicyFiles are the names the release policy may have at the repository root, in order of preference.
-var PolicyFiles = []string{".fleetwave.yaml", ".fleetwave.yml"}
-
 // InputError is a problem with the request itself (not a repository, unknown revision, broken policy): the
 // CLI exits 2 on it.
 type InputError struct{ Err error }
@@ -951,23 +948,20 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 	return pl
 }
 
-// readPolicy reads the release policy at the head checkout's root: the default policy and "" when there is none.
+// readPolicy reads the release policy at the head checkout's root (plan.Load): the default policy and "" when
+// there is none. Every error is an *InputError: an unreadable file (a symbolic link) says which.
 func readPolicy(head *source.Checkout) (*plan.Policy, string, error) {
-	for _, name := range PolicyFiles {
+	policy, file, err := plan.Load(func(name string) ([]byte, error) {
 		data, err := head.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("reading %s: %w", name, err)
 		}
-		if err != nil {
-			return nil, "", inputErr(fmt.Errorf("reading %s: %w", name, err))
-		}
-		policy, err := plan.ParsePolicy(name, data)
-		if err != nil {
-			return nil, "", inputErr(err)
-		}
-		return policy, name, nil
+		return data, err
+	})
+	if err != nil {
+		return nil, "", inputErr(err)
 	}
-	return plan.DefaultPolicy(), "", nil
+	return policy, file, nil
 }
 
 // place records, on each app of the report, its kind (what the grouped comment names it by) and, with a plan,
