@@ -72,8 +72,9 @@ type Result struct {
 	// Again marks a second render of an app: a parent rendered the Application with another spec than its file,
 	// and the parent's is what Argo CD applies. The later result replaces the earlier one.
 	Again bool
-	// Done, Failed and Known count, when this result is handed over, the results handed over (this one
-	// included), those that failed, and the apps known so far (app-of-apps adds apps as parents render).
+	// Done, FailedSoFar and Known count, when this result is handed over, the apps handed over (this one
+	// included; Again counts no new app), those whose last result failed, and the apps known so far (app-of-apps
+	// adds apps as parents render).
 	Done, FailedSoFar, Known int
 }
 
@@ -180,7 +181,9 @@ func Run(ctx context.Context, r Renderer, in Input, sink func(Result) error) (*S
 		mu.Lock()
 		prev, had := last[a.Key]
 		last[a.Key] = out.Status
-		done++
+		if !had {
+			done++
+		}
 		if out.Status == Failed {
 			failed++
 		}

@@ -21,7 +21,8 @@ import (
 const repoURL = "https://github.com/example/fleet.git"
 
 // Beside fleetgen's apps: an app-of-apps whose chart renders one child Application (found only by rendering the
-// parent: discovery skips chart directories), and an app whose path does not exist.
+// parent: discovery skips chart directories) and a second one, dup, that also has a file of its own with another
+// path (the parent's is what Argo CD applies); and an app whose path does not exist.
 var extra = map[string]string{
 	"charts/root/Chart.yaml": "apiVersion: v2\nname: root\nversion: 1.0.0\n",
 	"charts/root/templates/child.yaml": `apiVersion: argoproj.io/v1alpha1
@@ -31,6 +32,22 @@ spec:
   project: default
   source: {repoURL: ` + repoURL + `, targetRevision: main, path: kustomize/base/gateway}
   destination: {server: https://kubernetes.default.svc, namespace: child}
+`,
+	"charts/root/templates/dup.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: dup, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: ` + repoURL + `, targetRevision: main, path: kustomize/base/auth}
+  destination: {server: https://kubernetes.default.svc, namespace: dup}
+`,
+	"apps/dup.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: dup, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: ` + repoURL + `, targetRevision: main, path: kustomize/base/search}
+  destination: {server: https://kubernetes.default.svc, namespace: dup}
 `,
 	"apps/root.yaml": `apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -73,8 +90,9 @@ func fleet(t *testing.T, clusters int) string {
 	return dir
 }
 
-// Every app is handed over once with its own render, the child of the app-of-apps too; the app that fails is one
-// result among the others, which all render; the counts follow the stream.
+// Every app is handed over once with its own render, the child of the app-of-apps too, but dup: its file's render,
+// then the parent's, marked Again; the app that fails is one result among the others, which all render; the
+// counts follow the stream.
 func TestEveryAppStreamed(t *testing.T) {
 	const clusters = 3
 	dir := fleet(t, clusters)
@@ -84,11 +102,13 @@ func TestEveryAppStreamed(t *testing.T) {
 	sum, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Revision: "main", Concurrency: 2}, func(r Result) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if _, dup := got[r.App.Key]; dup {
-			t.Errorf("%s handed over twice", r.App.Key)
+		if prev, twice := got[r.App.Key]; twice != r.Again {
+			t.Errorf("%s: handed over before: %v, again: %v", r.App.Key, twice, r.Again)
+		} else if twice && (r.App.Key != "argocd/dup" || prev.App.Parent != "" || r.App.Parent != "argocd/root") {
+			t.Errorf("%s handed over twice (parents %q, %q)", r.App.Key, prev.App.Parent, r.App.Parent)
 		}
 		got[r.App.Key] = r
-		if r.Done <= maxDone || r.Known < r.Done {
+		if r.Done < maxDone || r.Done == maxDone && !r.Again || r.Known < r.Done {
 			t.Errorf("%s: done %d after %d, known %d", r.App.Key, r.Done, maxDone, r.Known)
 		}
 		maxDone = r.Done
@@ -97,7 +117,7 @@ func TestEveryAppStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := clusters*fleetgen.AppsPerCluster + 3 // root, child, broken
+	want := clusters*fleetgen.AppsPerCluster + 4 // root, child, dup, broken
 	if len(got) != want || sum.Apps != want || sum.Rendered != want-1 || sum.Failed != 1 || sum.Skipped != 0 || sum.OK() {
 		t.Fatalf("%d results; summary %+v; want %d apps, 1 failed", len(got), sum, want)
 	}
@@ -114,6 +134,11 @@ func TestEveryAppStreamed(t *testing.T) {
 		case "argocd/child":
 			if r.App.Parent != "argocd/root" {
 				t.Errorf("child: parent %q", r.App.Parent)
+			}
+		case "argocd/dup":
+			// The last result is the parent's Application: kustomize/base/auth, not the file's search.
+			if !r.Again || len(r.Objects) == 0 || !strings.HasPrefix(r.Objects[0].GetName(), "auth") {
+				t.Errorf("dup: again %v, first object %v", r.Again, r.Objects)
 			}
 		}
 		if r.Status != Rendered || r.Err != nil || len(r.Objects) == 0 {
