@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -495,14 +496,20 @@ func TestPlanCommandRecomputes(t *testing.T) {
 }
 
 // TestMergeHandsThePlanOver: a merged pull request is handed to the executor with the plan at the merge commit
-// and the digest of the plan shown on the pull request.
+// and the digest of the plan shown on the pull request. With Argo CD configured, the pull request's preview
+// compares the apps with their live state; the merge only plans, and asks Argo CD for no live state.
 func TestMergeHandsThePlanOver(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
 	// The merge commit, on master.
 	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
 	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
-	h := newHarness(t, nil)
+	live := &countingLive{}
+	h := newHarness(t, nil, app.WithLive(live))
 	h.open(f)
+	previewed := live.apps.Load()
+	if previewed == 0 {
+		t.Fatal("the pull request's preview compared no app with its live state: the test proves nothing")
+	}
 	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
 		"repository.clone_url":          f.cloneURL(),
 		"pull_request.head.sha":         f.head(),
@@ -524,6 +531,17 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 	if m.PRPlanDigest == "" || m.PRPlanDigest != m.Plan.Digest() {
 		t.Errorf("PR plan digest %q, want the merge plan's %q (same change)", m.PRPlanDigest, m.Plan.Digest())
 	}
+	if n := live.apps.Load() - previewed; n != 0 {
+		t.Errorf("the merge compared %d app(s) with their live state, want none: it needs only the plan", n)
+	}
+}
+
+// countingLive is a LiveComparer that counts the apps it is asked to compare, and finds each in sync.
+type countingLive struct{ apps atomic.Int64 }
+
+func (c *countingLive) CompareLive(_ context.Context, apps []preview.LiveApp) ([]*report.Live, error) {
+	c.apps.Add(int64(len(apps)))
+	return make([]*report.Live, len(apps)), nil
 }
 
 // lineAt is the 1-based line of the first line containing substr in path at the fixture's head.

@@ -89,15 +89,19 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, Plan: true,
+	// Only the plan: no live comparison with Argo CD, no comment (preview.Input.PlanOnly). Argo CD still renders
+	// the plugin apps, generates the live ApplicationSets and gives the sync windows, as for the pull request,
+	// so that the plan is the one the pull request showed; none of these fails the run, so there is no retry
+	// without it (runPreview's).
+	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, PlanOnly: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
-		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered}
+		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, Live: a.live}
 	if a.clusters != nil {
 		if in.Clusters, err = a.clusters(ctx); err != nil {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
 		}
 	}
-	rep, err := a.runPreview(ctx, m.installationID, renderGroup(fullName, m.number), in)
+	rep, err := preview.Run(ctx, a.rendererOf(m.installationID, renderGroup(fullName, m.number)), in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -107,7 +111,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	}
 	merge := Merge{
 		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: rep.Base,
-		Plan: pl, Report: rep, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
+		Plan: pl, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
 	}
 	if m.number != 0 && m.prHead != "" {
 		merge.PRPlanDigest = a.shownPlanDigest(ctx, m.installationID, fullName, m.prHead)

@@ -44,6 +44,12 @@ type Input struct {
 	Settings render.Settings
 	// Plan asks for the wave plan of the repository's release policy (.fleetwave.yaml at head).
 	Plan bool
+	// PlanOnly makes the report what a merge's rollout needs, the plan (Plan is implied), and no more. The apps
+	// are still rendered and diffed — which apps changed, were added, removed or failed decides the plan — but
+	// their live state is not compared (Live serves only what the plan needs: rendering through Argo CD,
+	// generating ApplicationSets, sync windows), and what only the comment shows (each app's kind, wave and
+	// batch, the footer) is left out. The plan is the one a full preview of the same change makes.
+	PlanOnly bool
 	// Concurrency bounds concurrent renders (default: the number of CPUs, at least 2).
 	Concurrency int
 	// RenderBudget bounds the time of all the change's renders, base and head, from the first (default
@@ -222,6 +228,9 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		return nil, inputErr(err)
 	}
 	rep := &report.Report{Base: baseSHA, Head: headSHA}
+	if in.PlanOnly {
+		in.Plan = true
+	}
 	headTree, merged, conflicted, err := repo.MergedHeadTree(ctx, baseSHA, headSHA, headOwnTree)
 	if err != nil {
 		return nil, err
@@ -329,7 +338,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(policyErr))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
-	p.dropRenders = in.Live == nil // the live comparison reads the renders after pair
+	p.dropRenders = in.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
 	fetcher, _ := p.r.(interface {
@@ -342,7 +351,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
 		rep.Notes = append(rep.Notes, noSourceNote(names, named))
 	}
-	if in.Live != nil {
+	if in.Live != nil && !in.PlanOnly {
 		if err := p.live(ctx, in.Live, rep); err != nil {
 			return nil, err
 		}
@@ -357,13 +366,17 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	sort.Strings(rep.Problems)
 	rep.Summarize()
 
+	place := p.place
+	if in.PlanOnly {
+		place = func(*report.Report, *plan.Policy, string, *plan.Plan) {} // the comment's presentation
+	}
 	if !in.Plan {
-		p.place(rep, plan.DefaultPolicy(), "", nil)
+		place(rep, plan.DefaultPolicy(), "", nil)
 	}
 	if in.Plan {
 		var pe *plan.PolicyError
 		if err := policyErr; errors.As(err, &pe) {
-			p.place(rep, plan.DefaultPolicy(), "", nil)
+			place(rep, plan.DefaultPolicy(), "", nil)
 			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
 			for _, d := range pe.Diagnostics {
 				rep.PolicyErrors = append(rep.PolicyErrors, d.String())
@@ -382,7 +395,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		}
 		rep.Plan = pl
 		rep.Summary.Waves = len(pl.Waves)
-		p.place(rep, policy, policyFile, pl)
+		place(rep, policy, policyFile, pl)
 	}
 	return rep, nil
 }
