@@ -18,6 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // previewFlags are the flags `diff` and `plan` share.
@@ -196,13 +197,6 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	return previewExit(deps.Stderr, name, rep, f.exitCode)
 }
 
-func countOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
 func writePreview(w io.Writer, rep *report.Report, output string) error {
 	switch output {
 	case "json":
@@ -258,7 +252,7 @@ func policyFailed(deps *Deps, name string, f *previewFlags, rep *report.Report, 
 	for _, e := range rep.PolicyErrors {
 		fmt.Fprintf(deps.Stderr, "fleetwave: %s: %s\n", name, e)
 	}
-	return usageErr(fmt.Errorf("%s: invalid release policy %s (%s): no plan was made; the diff above is complete", name, pe.File, countOf(len(pe.Diagnostics), "error")))
+	return usageErr(fmt.Errorf("%s: invalid release policy %s (%s): no plan was made; the diff above is complete", name, pe.File, text.Plural(len(pe.Diagnostics), "error")))
 }
 
 // previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render
@@ -291,9 +285,9 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 	}
 	if rep.HasErrors() {
 		msg := fmt.Sprintf("%s: %d of %d apps failed to render, %s", name, rep.Summary.Failed, rep.Summary.Apps,
-			countOf(len(rep.Problems), "repository problem"))
+			text.Plural(len(rep.Problems), "repository problem"))
 		if n := rep.UnevaluatedChanged(); n > 0 {
-			msg += ", " + countOf(n, "changed ApplicationSet") + " not evaluated"
+			msg += ", " + text.Plural(n, "changed ApplicationSet") + " not evaluated"
 		}
 		return &ExitError{Code: 2, Err: errors.New(msg)}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/renderall"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // renderAllFlags are the flags `render --all` adds to render's.
@@ -144,7 +145,7 @@ func runRenderAll(cmd *cobra.Command, deps *Deps, f *renderFlags, a *renderAllFl
 		}
 	}
 	msg := fmt.Sprintf("render: %s at %s in %.1fs: %d rendered, %d failed, %d skipped (only Argo CD can render them), %s",
-		countOf(sum.Apps, "app"), shortRev(sum.Commit), sum.Elapsed.Seconds(), sum.Rendered, sum.Failed, sum.Skipped, countOf(len(sum.Problems), "repository problem"))
+		text.Plural(sum.Apps, "app"), text.ShortRev(sum.Commit), sum.Elapsed.Seconds(), sum.Rendered, sum.Failed, sum.Skipped, text.Plural(len(sum.Problems), "repository problem"))
 	if !sum.OK() {
 		return &ExitError{Code: 2, Err: errors.New(msg)}
 	}

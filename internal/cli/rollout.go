@@ -36,6 +36,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Exit codes of `fleetwave rollout` besides 0 (succeeded), 1 (failed, aborted, rolled back, superseded, or a
@@ -385,7 +386,7 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	}
 	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "rollout-submitted", Rollout: r.ID,
-		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, shortRev(req.MergeSHA), countOf(req.Plan.AppCount(), "app"), countOf(len(req.Plan.Waves), "wave"))})
+		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, text.ShortRev(req.MergeSHA), text.Plural(req.Plan.AppCount(), "app"), text.Plural(len(req.Plan.Waves), "wave"))})
 	w := newWatcher(st, r.ID, sink, o.command)
 	if r.State != store.RolloutPending {
 		// A rerun: what happened before is summed up once; the events from here on are new.
@@ -658,7 +659,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		if err != nil {
 			return err
 		}
-		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, shortRev(s.r.MergeSHA))})
+		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, text.ShortRev(s.r.MergeSHA))})
 		return nil
 	}
 	if errors.Is(err, rollout.ErrRefused) {

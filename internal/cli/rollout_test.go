@@ -28,6 +28,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const (
@@ -723,7 +724,7 @@ func TestArgocdSimFromPlan(t *testing.T) {
 	var out outBuffer
 	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
 		"rollout", "--argocd", url, "--plan", plan, "--store", filepath.Join(t.TempDir(), "r.db"), "--concurrency", "10")
-	if code != 0 || !strings.Contains(out.String(), "succeeded: 7 synced") || !strings.Contains(out.String(), shortRev(head)) {
+	if code != 0 || !strings.Contains(out.String(), "succeeded: 7 synced") || !strings.Contains(out.String(), text.ShortRev(head)) {
 		t.Fatalf("rollout of the plan against its simulator: exit %d\n%s\n%s", code, out.String(), stderr)
 	}
 	cancel()
@@ -897,7 +898,7 @@ func TestRolloutCommands(t *testing.T) {
 	}
 	var out outBuffer
 	code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "rollback", "--argocd", url, "--store", db)
-	if code != 1 || !strings.Contains(out.String(), "rollout #1: rolled-back") || !strings.Contains(out.String(), "api (in-cluster): rolled-back "+shortRev(rolloutOld)) {
+	if code != 1 || !strings.Contains(out.String(), "rollout #1: rolled-back") || !strings.Contains(out.String(), "api (in-cluster): rolled-back "+text.ShortRev(rolloutOld)) {
 		t.Fatalf("rollback: exit %d %s\n%s", code, stderr, out.String())
 	}
 	if c := sim.Counts("api"); c.SyncsAccepted != 2 {
