@@ -10,6 +10,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // headFiles reads files of the head commit from the local repository, once each, for annotations.
@@ -159,7 +160,7 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	files := a.headFiles(ctx, out, ch)
 	if pe := out.policyErr; pe != nil {
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "The release policy `%s` at `%s` is invalid, so no plan was made:\n\n", pe.File, short(ch.Head))
+		fmt.Fprintf(&sb, "The release policy `%s` at `%s` is invalid, so no plan was made:\n\n", pe.File, text.Short(ch.Head, 7))
 		var anns []github.Annotation
 		for _, d := range pe.Diagnostics {
 			fmt.Fprintf(&sb, "- %s\n", d.String())
@@ -183,7 +184,7 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	policyData := files.read(policyFile)
 	var md strings.Builder
 	if err := pl.WriteMarkdown(&md); err != nil {
-		md.WriteString("(the plan could not be written: " + oneLine(err) + ")")
+		md.WriteString("(the plan could not be written: " + postable(err) + ")")
 	}
 	var sb strings.Builder
 	var anns []github.Annotation
@@ -233,7 +234,7 @@ func (a *App) errorChecks(ch Change, err error) (github.CheckRun, github.CheckRu
 	out := func() *github.CheckOutput {
 		return &github.CheckOutput{
 			Title:   "fleetwave could not preview this change",
-			Summary: fmt.Sprintf("Previewing `%s..%s` failed: %s\n\nRe-run this check, or comment `/plan`, to try again.", short(ch.Base), short(ch.Head), oneLine(err)),
+			Summary: fmt.Sprintf("Previewing `%s..%s` failed: %s\n\nRe-run this check, or comment `/plan`, to try again.", text.Short(ch.Base, 7), text.Short(ch.Head, 7), postable(err)),
 		}
 	}
 	return github.CheckRun{Name: CheckDiff, Conclusion: github.ConclusionFailure, ExternalID: externalID(ch.Number, ""), Output: out()},

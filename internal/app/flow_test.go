@@ -26,15 +26,9 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
-
-// TestSignatureMatchesGitHubVector checks the tests' signing against GitHub's documented example.
-func TestSignatureMatchesGitHubVector(t *testing.T) {
-	got := sign("It's a Secret to Everybody", []byte("Hello, World!"))
-	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
-		t.Fatalf("sign = %s, want %s", got, want)
-	}
-}
 
 // TestPullRequestFlow sends a "pull_request opened" delivery, pointed at a repository made of
 // examples/fleet and examples/fleet-change, through the webhooks server: one sticky comment and two completed
@@ -80,7 +74,7 @@ func TestPullRequestFlow(t *testing.T) {
 		t.Errorf("redelivery answered %d, want 200", code)
 	}
 	// A delivery with a bad signature is refused and not handled.
-	if code := h.sendSigned("pull_request", "", body, sign("not the secret", body)); code != http.StatusUnauthorized {
+	if code := h.sendSigned("pull_request", "", body, webhooktest.Sign("not the secret", body)); code != http.StatusUnauthorized {
 		t.Errorf("bad signature answered %d, want 401", code)
 	}
 	h.wait()
@@ -229,12 +223,12 @@ func TestNewerPushSupersedesOlder(t *testing.T) {
 		t.Errorf("newer head's check runs = %+v, want diff and plan successful", newerRuns)
 	}
 	comments := h.fake.Comments(repoFullName, prNumber)
-	if len(comments) != 1 || !strings.Contains(comments[0].Body, short(newer)) {
-		t.Fatalf("comments = %+v, want one about %s", comments, short(newer))
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, text.Short(newer, 7)) {
+		t.Fatalf("comments = %+v, want one about %s", comments, text.Short(newer, 7))
 	}
 	// Nothing computed for the older head was ever sent: no body carries its preview.
 	for _, r := range h.fake.Requests() {
-		if strings.Contains(string(r.Body), "fleetwave preview `"+short(f.base)+".."+short(older)) {
+		if strings.Contains(string(r.Body), "fleetwave preview `"+text.Short(f.base, 7)+".."+text.Short(older, 7)) {
 			t.Errorf("%s %s carries the older head's results: %.200s", r.Method, r.Path, r.Body)
 		}
 	}
@@ -556,8 +550,6 @@ func lineAt(t *testing.T, f *fixture, path, substr string) int {
 	t.Fatalf("%s at head has no line with %q", path, substr)
 	return 0
 }
-
-func short(sha string) string { return sha[:7] }
 
 // describeRun renders a check run for a golden file.
 func describeRun(cr fakegithub.CheckRun) string {

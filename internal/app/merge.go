@@ -12,6 +12,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -68,7 +69,7 @@ func (a *App) handOver(ctx context.Context, m mergeTarget) error {
 	fullName := m.repo.GetFullName()
 	key := fullName + "@" + m.mergeSHA
 	if !a.merged.add(key) {
-		logFrom(ctx).Info("merge already handed over", slog.String("merge", short(m.mergeSHA)))
+		logFrom(ctx).Info("merge already handed over", slog.String("merge", text.Short(m.mergeSHA, 7)))
 		return nil
 	}
 	err := a.handOverOnce(ctx, m)
@@ -80,7 +81,7 @@ func (a *App) handOver(ctx context.Context, m mergeTarget) error {
 
 func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	fullName := m.repo.GetFullName()
-	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, short(m.mergeSHA))
+	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, text.Short(m.mergeSHA, 7))
 	dir, err := a.clones.Fetch(ctx, m.installationID, m.repo.GetCloneURL(), m.refs, m.commits)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -165,7 +166,7 @@ func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy,
 	p, _, err := plan.Load(func(name string) ([]byte, error) { return a.clones.ReadFile(ctx, dir, commit, name) })
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
-		return nil, fmt.Errorf("the release policy at %s is invalid: %w", short(commit), err)
+		return nil, fmt.Errorf("the release policy at %s is invalid: %w", text.Short(commit, 7), err)
 	}
 	return p, err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Renderer renders one Application (internal/render.Renderer implements it).
@@ -237,10 +238,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	if merged {
 		rep.HeadTree = headTree
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is not based on %s: the head side is the merge of both, as GitHub tests it", short(headSHA), short(baseSHA)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is not based on %s: the head side is the merge of both, as GitHub tests it", text.Short(headSHA, 7), text.Short(baseSHA, 7)))
 	}
 	if conflicted {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s conflicts with %s: the head side is %s as it is", short(headSHA), short(baseSHA), short(headSHA)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s conflicts with %s: the head side is %s as it is", text.Short(headSHA, 7), text.Short(baseSHA, 7), text.Short(headSHA, 7)))
 	}
 	changes, err := repo.ChangedFiles(ctx, baseSHA, headTree)
 	if err != nil {
@@ -332,10 +333,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		diffSettings = policy.Diff
 		var err error
 		if p.ignore, err = newIgnorer(policy.Diff.Ignore); err != nil {
-			rep.Notes = append(rep.Notes, oneLine(err)+": not applied")
+			rep.Notes = append(rep.Notes, text.FirstLine(err.Error())+": not applied")
 		}
 	} else if !in.Plan {
-		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(policyErr))
+		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+text.FirstLine(policyErr.Error()))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
 	p.dropRenders = in.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
@@ -711,7 +712,7 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		ra.Status, ra.Error = report.StatusSkipped, externalMessage(side.err)
 		return
 	case side.failed():
-		ra.Status, ra.Error = report.StatusError, oneLine(side.err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(side.err.Error())
 		return
 	}
 	var res *diff.Result
@@ -722,7 +723,7 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		res, err = diff.Compare(objs, nil, diff.Options{Namespace: ns})
 	}
 	if err != nil {
-		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(err.Error())
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
@@ -760,7 +761,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 		ra.Status, ra.Error = report.StatusSkipped, externalMessage(ho.err)
 		return
 	case ho.failed():
-		ra.Status, ra.Error = report.StatusError, oneLine(ho.err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(ho.err.Error())
 		return
 	case ho.reused:
 		ra.Status = report.StatusUnchanged
@@ -769,7 +770,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 	baseObjs := bo.objs
 	if bo.err != nil {
 		baseObjs = nil
-		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+oneLine(bo.err)+"): every resource is shown as added")
+		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+text.FirstLine(bo.err.Error())+"): every resource is shown as added")
 	}
 	baseObjs, ignoredBase, err := p.ignore.apply(baseObjs)
 	var headObjs []*unstructured.Unstructured
@@ -782,7 +783,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 		res, err = diff.Compare(baseObjs, headObjs, diff.Options{Namespace: headNS, BaseNamespace: baseNS})
 	}
 	if err != nil {
-		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(err.Error())
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
@@ -895,7 +896,7 @@ func noSourceNote(known, named []string) string {
 }
 
 func externalMessage(err error) string {
-	return "not rendered locally: " + oneLine(err) + " (render it through Argo CD)"
+	return "not rendered locally: " + text.FirstLine(err.Error()) + " (render it through Argo CD)"
 }
 
 func joinNonEmpty(a, b string) string {
@@ -913,21 +914,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 // plan builds the wave plan of the changed and added apps with the release policy at head (or the default); the
@@ -1013,9 +999,9 @@ func (p *pipeline) place(rep *report.Report, policy *plan.Policy, policyFile str
 		for _, c := range []string{"approve", "pause", "resume", "abort", "rollback"} {
 			f.Commands = append(f.Commands, report.CommandHelp{Command: c, Who: policy.Who(c)})
 		}
-		f.Reproduce = fmt.Sprintf("fleetwave plan --base %s --head %s", short(rep.Base), short(rep.Head))
+		f.Reproduce = fmt.Sprintf("fleetwave plan --base %s --head %s", text.Short(rep.Base, 7), text.Short(rep.Head, 7))
 	} else {
-		f.Reproduce = fmt.Sprintf("fleetwave diff --base %s --head %s", short(rep.Base), short(rep.Head))
+		f.Reproduce = fmt.Sprintf("fleetwave diff --base %s --head %s", text.Short(rep.Base, 7), text.Short(rep.Head, 7))
 	}
 	rep.Footer = f
 }
