@@ -257,6 +257,20 @@ func policyFailed(deps *Deps, name string, f *previewFlags, rep *report.Report, 
 
 // previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render
 // or the repository has problems, 1 when the plan breaks policy or (with --exit-code) something changed.
+// noSourceInRepo is the one clear line of a run that rendered nothing because no app takes a source from the
+// repository (a fork or a mirror under another URL): no all-clear, and how to fix it. urls are what the apps name.
+func noSourceInRepo(urls []string) string {
+	msg := "no app takes a source from this repository, so nothing was rendered"
+	if len(urls) > 0 {
+		msg += fmt.Sprintf(" (the apps name %s, not its origin remote)", strings.Join(urls, ", "))
+	}
+	hint := "<url>"
+	if len(urls) == 1 {
+		hint = urls[0]
+	}
+	return msg + ": if this checkout is a fork or mirror, give the URL the Applications use: --repo-url " + hint
+}
+
 func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange bool) error {
 	for _, a := range rep.Apps {
 		if a.Status == report.StatusError {
@@ -272,16 +286,7 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 		}
 	}
 	if rep.NoSourceInRepo {
-		// One clear line: nothing was rendered, which is no all-clear, and how to fix it.
-		msg := fmt.Sprintf("%s: no app takes a source from this repository, so nothing was rendered", name)
-		if len(rep.AppRepoURLs) > 0 {
-			msg += fmt.Sprintf(" (the apps name %s, not its origin remote)", strings.Join(rep.AppRepoURLs, ", "))
-		}
-		hint := "<url>"
-		if len(rep.AppRepoURLs) == 1 {
-			hint = rep.AppRepoURLs[0]
-		}
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: if this checkout is a fork or mirror, give the URL the Applications use: --repo-url %s", msg, hint)}
+		return &ExitError{Code: 2, Err: errors.New(name + ": " + noSourceInRepo(rep.AppRepoURLs))}
 	}
 	if rep.HasErrors() {
 		msg := fmt.Sprintf("%s: %d of %d apps failed to render, %s", name, rep.Summary.Failed, rep.Summary.Apps,

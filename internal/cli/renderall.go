@@ -76,7 +76,11 @@ type renderSummary struct {
 	Problems []string `json:"problems"`
 	// Unevaluated are the ApplicationSets only Argo CD can generate.
 	Unevaluated []string `json:"unevaluated,omitempty"`
-	ElapsedMS   int64    `json:"elapsedMs"`
+	// NoSourceInRepo: no app takes a source from this repository (nothing rendered; a fork or mirror), and the
+	// repoURLs the apps name instead.
+	NoSourceInRepo bool     `json:"noSourceInRepo,omitempty"`
+	AppRepoURLs    []string `json:"appRepoURLs,omitempty"`
+	ElapsedMS      int64    `json:"elapsedMs"`
 }
 
 // runRenderAll renders every app of a revision (internal/renderall): each app's result is encoded and written
@@ -139,13 +143,17 @@ func runRenderAll(cmd *cobra.Command, deps *Deps, f *renderFlags, a *renderAllFl
 	}
 	if a.output == "json" {
 		line := summaryLine{renderSummary{Commit: sum.Commit, Apps: sum.Apps, Rendered: sum.Rendered, Failed: sum.Failed,
-			Skipped: sum.Skipped, Problems: nonNilStrings(sum.Problems), Unevaluated: sum.Unevaluated, ElapsedMS: sum.Elapsed.Milliseconds()}}
+			Skipped: sum.Skipped, Problems: nonNilStrings(sum.Problems), Unevaluated: sum.Unevaluated, NoSourceInRepo: sum.NoSourceInRepo, AppRepoURLs: sum.AppRepoURLs,
+			ElapsedMS: sum.Elapsed.Milliseconds()}}
 		if err := json.NewEncoder(deps.Stdout).Encode(line); err != nil {
 			return &ExitError{Code: 2, Err: fmt.Errorf("render: writing output: %w", err)}
 		}
 	}
 	msg := fmt.Sprintf("render: %s at %s in %.1fs: %d rendered, %d failed, %d skipped (only Argo CD can render them), %s",
 		text.Plural(sum.Apps, "app"), text.ShortRev(sum.Commit), sum.Elapsed.Seconds(), sum.Rendered, sum.Failed, sum.Skipped, text.Plural(len(sum.Problems), "repository problem"))
+	if sum.NoSourceInRepo {
+		msg += "; " + noSourceInRepo(sum.AppRepoURLs)
+	}
 	if !sum.OK() {
 		return &ExitError{Code: 2, Err: errors.New(msg)}
 	}

@@ -141,3 +141,25 @@ func TestRenderAllUsage(t *testing.T) {
 		}
 	}
 }
+
+// A fork whose origin is not the URL the Applications use renders nothing: not an all-clear but exit 2 with the
+// URL to pass, as diff says it; with --repo-url the same checkout renders.
+func TestRenderAllForeignFleet(t *testing.T) {
+	dir := renderAllFleet(t)
+	gittest.Run(t, dir, "remote", "set-url", "origin", "https://github.com/someone/fork.git")
+	code, out, errOut := run(t, "render", "--all", "--repo", dir, "--progress-every", "0")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (nothing rendered)\n%s", code, errOut)
+	}
+	if want := "no app takes a source from this repository, so nothing was rendered (the apps name " + fleetURL +
+		", not its origin remote): if this checkout is a fork or mirror, give the URL the Applications use: --repo-url " + fleetURL; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	if !strings.Contains(out, `"noSourceInRepo":true`) || !strings.Contains(out, `"appRepoURLs":["`+fleetURL+`"]`) {
+		t.Errorf("the summary line does not say it:\n%s", out[max(0, len(out)-400):])
+	}
+	code, _, errOut = run(t, "render", "--all", "--repo", dir, "--repo-url", fleetURL, "--progress-every", "0")
+	if code != 2 || strings.Contains(errOut, "no app takes a source") || !strings.Contains(errOut, "20 rendered, 1 failed") {
+		t.Errorf("with --repo-url: exit %d (want 2: the broken app), stderr:\n%s", code, errOut)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
@@ -89,12 +90,17 @@ type Summary struct {
 	// Unevaluated are the ApplicationSets whose generators need a live service (SCM provider, pull request,
 	// plugin, cluster decision resource), one line each: their apps are only Argo CD's to know, as skipped apps.
 	Unevaluated []string
-	Elapsed     time.Duration
+	// NoSourceInRepo says that the revision has apps and not one takes a source from this repository (a fork or
+	// a mirror whose names are not the ones the Applications use): nothing was rendered, which is no all-clear.
+	// AppRepoURLs are the repoURLs the apps name instead, most named first (at most three).
+	NoSourceInRepo bool
+	AppRepoURLs    []string
+	Elapsed        time.Duration
 }
 
 // OK reports whether every app rendered (or was skipped as only Argo CD can render it) and the repository has
 // no problem.
-func (s *Summary) OK() bool { return s.Failed == 0 && len(s.Problems) == 0 }
+func (s *Summary) OK() bool { return s.Failed == 0 && len(s.Problems) == 0 && !s.NoSourceInRepo }
 
 // The string the checkout is indexed by: discovery reads only the files that contain it.
 const needleArgo = "argoproj.io"
@@ -238,6 +244,14 @@ func Run(ctx context.Context, r Renderer, in Input, sink func(Result) error) (*S
 	}
 	sort.Strings(sum.Problems)
 	sort.Strings(sum.Unevaluated)
+	// As internal/preview: a source in another git repository the renderer fetches (an allowed one) is rendered.
+	fetcher, _ := r.(interface {
+		Fetches(*v1alpha1.ApplicationSource) bool
+	})
+	rendered := func(u string) bool {
+		return matcher.Match(u) || fetcher != nil && fetcher.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
+	}
+	sum.NoSourceInRepo, sum.AppRepoURLs = discover.ForeignFleet(rendered, inv)
 	sum.Elapsed = time.Since(start)
 	return sum, nil
 }
