@@ -266,11 +266,7 @@ func oneLineErr(err error) string {
 	if err == nil {
 		return ""
 	}
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
+	return text.FirstLine(err.Error())
 }
 
 func nonNilStrings(s []string) []string {
