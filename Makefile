@@ -76,6 +76,14 @@ $(CACHE)/bin/helm-$(HELM_VERSION):
 	GOBIN=$(abspath $(CACHE)/tmp-helm) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(CACHE)/tmp-helm/helm $@ && rm -rf $(CACHE)/tmp-helm
 
+# helm 4, any version, cached by version: the repo-server's helm in the end-to-end environment (hack/e2e/versions.sh),
+# stamped with its version as helm's release Makefile does (else `.Capabilities.HelmVersion` says v4.3, not v4.3.1).
+$(CACHE)/bin/helm-v4.%:
+	mkdir -p $(CACHE)/bin
+	GOBIN=$(abspath $(CACHE)/tmp-$(@F)) $(GO) install -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v4.$* \
+		-X helm.sh/helm/v4/internal/version.gitTreeState=clean" helm.sh/helm/v4/cmd/helm@v4.$*
+	mv $(CACHE)/tmp-$(@F)/helm $@ && rm -rf $(CACHE)/tmp-$(@F)
+
 $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
 	mkdir -p $(CACHE)/bin
 	GOBIN=$(abspath $(CACHE)/tmp-kustomize) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
