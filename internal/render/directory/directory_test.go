@@ -12,17 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
-
-func repoAt(t *testing.T, root string) *repofs.FS {
-	t.Helper()
-	fs, err := repofs.New(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs.WithRecorder(&repofs.Recorder{})
-}
 
 func cm(name string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n"
@@ -72,7 +63,7 @@ func TestWalk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", Directory: tt.dir})
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", Directory: tt.dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +99,7 @@ func TestFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := filetest.Tree(t, tt.files)
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app",
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app",
 				Directory: v1alpha1.ApplicationSourceDirectory{Recurse: true}})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -141,14 +132,14 @@ func utf16le(s string) []byte {
 func TestSizeCap(t *testing.T) {
 	root := filetest.Tree(t, map[string]string{"app/a.yaml": cm("a"), "app/b.yaml": cm("b"), "app/c.jsonnet": strings.Repeat(" ", 500) + "[]"})
 	size := int64(len(cm("a")) + len(cm("b")))
-	if _, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: size}); err != nil {
+	if _, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: size}); err != nil {
 		t.Fatalf("at the cap: %v", err)
 	}
-	_, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: size - 1})
+	_, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: size - 1})
 	if !errors.Is(err, ErrExceededMaxCombinedManifestFileSize) {
 		t.Fatalf("got %v, want the size cap error", err)
 	}
-	if _, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: -1}); err != nil {
+	if _, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: -1}); err != nil {
 		t.Fatalf("no cap: %v", err)
 	}
 }
@@ -169,7 +160,7 @@ function(name, replicas) [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name:
 		ExtVars: []v1alpha1.JsonnetVar{{Name: "e", Value: "x-${ARGOCD_APP_NAME}"}, {Name: "c", Value: "[1]", Code: true}},
 		Libs:    []string{"/libs"},
 	}}
-	repo := repoAt(t, root)
+	repo := repofstest.Open(t, root)
 	objs, err := Render(context.Background(), Input{FS: repo, AppPath: "app", Directory: dir, Env: env})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +195,7 @@ func TestJsonnetSubstitutesTwice(t *testing.T) {
 	root := filetest.Tree(t, map[string]string{"app/a.jsonnet": f, "app/b.jsonnet": f})
 	dir := v1alpha1.ApplicationSourceDirectory{Jsonnet: v1alpha1.ApplicationSourceJsonnet{
 		TLAs: []v1alpha1.JsonnetVar{{Name: "n", Value: "x-$$ARGOCD_APP_NAME"}}}}
-	objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", Directory: dir, Env: env})
+	objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", Directory: dir, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +228,7 @@ func TestJsonnetConfinement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := filetest.Tree(t, tt.files)
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app",
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app",
 				Directory: v1alpha1.ApplicationSourceDirectory{Jsonnet: v1alpha1.ApplicationSourceJsonnet{Libs: tt.libs}}})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got %v, %v; want %q", names(objs), err, tt.wantErr)
@@ -254,7 +245,7 @@ func TestContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	root := filetest.Tree(t, tree)
-	if _, err := Render(ctx, Input{FS: repoAt(t, root), AppPath: "app"}); !errors.Is(err, context.Canceled) {
+	if _, err := Render(ctx, Input{FS: repofstest.Open(t, root), AppPath: "app"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 // TestJsonnetLongTracesAreShortened: a stack overflow's trace of repeated frames becomes one short line that keeps
@@ -21,7 +22,7 @@ func TestJsonnetLongTracesAreShortened(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := filetest.Tree(t, map[string]string{"app/m.jsonnet": tt.code})
-			_, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app"})
+			_, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app"})
 			if err == nil {
 				t.Fatal("rendered")
 			}

@@ -8,11 +8,12 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 func guestbookInput(b testing.TB) Input {
 	return Input{
-		FS: mustFS(b, filepath.Join("testdata", "bench")), AppPath: "guestbook", AppName: "guestbook", Namespace: "default",
+		FS: repofstest.Open(b, filepath.Join("testdata", "bench")), AppPath: "guestbook", AppName: "guestbook", Namespace: "default",
 		KubeVersion: "v1.30.0", APIVersions: []string{"v1", "apps/v1", "networking.k8s.io/v1"},
 		Helm: &v1alpha1.ApplicationSourceHelm{
 			Values:     "replicaCount: 2\ningress:\n  enabled: true\n",
@@ -53,7 +54,7 @@ func BenchmarkTemplateGuestbookCold(b *testing.B) {
 // must not panic or escape the checkout.
 func FuzzTemplateValues(f *testing.F) {
 	dir := filetest.Tree(f, echoChart(map[string]string{"app/values-a.yaml": "a: 1\n", "outside.yaml": "o: 1\n"}))
-	fsys := mustFS(f, filepath.Join(dir, "app"))
+	fsys := repofstest.Open(f, filepath.Join(dir, "app"))
 	f.Add("a: 1\nb: [1, 2]\n", "x.y[0]", "v,w", false, "values-a.yaml")
 	f.Add("{}", "list", "{a,b}", true, "../outside.yaml")
 	f.Add("- not a map", "a", `\,`, false, "*.yaml")

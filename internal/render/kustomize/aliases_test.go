@@ -11,6 +11,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 // aliasBomb returns a "billion laughs" of the given depth under key (9 levels: 9^9 nodes from ~500 bytes),
@@ -90,7 +91,7 @@ func TestAliasBombs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			memceiling.Run(t, 1<<30, func(t *testing.T) {
-				_, err := New().Build(context.Background(), Input{FS: newRepo(t, filetest.Tree(t, tt.files)), AppPath: "app",
+				_, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, filetest.Tree(t, tt.files)), AppPath: "app",
 					Kustomize: tt.opts, KubeVersion: "v1.30.0"})
 				if err == nil {
 					t.Fatal("build succeeded, want a refusal")
@@ -116,7 +117,7 @@ func TestAliasesAllowed(t *testing.T) {
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: &l {a: b}\n  annotations: *l\n" +
 			"data:\n" + aliasBomb("  ", 3) + "  m:\n    <<: *l\n",
 	})
-	objs, err := New().Build(context.Background(), Input{FS: newRepo(t, root), AppPath: "app", KubeVersion: "v1.30.0"})
+	objs, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", KubeVersion: "v1.30.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

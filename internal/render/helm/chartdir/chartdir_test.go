@@ -6,7 +6,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/helm/chartdir"
-	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 func TestRead(t *testing.T) {
@@ -50,10 +50,7 @@ func TestRead(t *testing.T) {
 		{name: "no such directory", files: map[string]string{"other/x": ""}, wantErr: "c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys, err := repofs.New(filetest.Tree(t, tc.files), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fsys := repofstest.Open(t, filetest.Tree(t, tc.files))
 			lim := tc.lim
 			if lim == (chartdir.Limits{}) {
 				lim = chartdir.DefaultLimits
