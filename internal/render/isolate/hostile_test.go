@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/hostileyaml"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
@@ -28,17 +29,6 @@ const (
 	parentRSSCap = 1536 << 20
 )
 
-// laughs is a "billion laughs" of the given depth under the mapping key it is indented into.
-func laughs(indent string, levels int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%sl0: &l0 [x,x,x,x,x,x,x,x,x]\n", indent)
-	for i := 1; i < levels; i++ {
-		p := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "%sl%d: &l%d [%s]\n", indent, i, i, strings.TrimSuffix(strings.Repeat(p+",", 9), ","))
-	}
-	return b.String()
-}
-
 const (
 	chart = "apiVersion: v2\nname: bomb\nversion: 0.1.0\n"
 	cm    = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
@@ -51,15 +41,15 @@ func hostileFiles() map[string]string {
 		"benign/cm.yaml": cm + "data: {ok: 'yes'}\n",
 
 		"alias-helm/Chart.yaml":             chart,
-		"alias-helm/values.yaml":            "x: 1\n" + laughs("", 9),
+		"alias-helm/values.yaml":            "x: 1\n" + hostileyaml.AliasBomb("", 9),
 		"alias-helm/templates/cm.yaml":      cm,
 		"alias-kust/kustomization.yaml":     "resources: [cm.yaml]\n",
-		"alias-kust/cm.yaml":                cm + "data:\n" + laughs("  ", 9),
-		"alias-kustfile/kustomization.yaml": "resources: [cm.yaml]\n" + laughs("", 9),
+		"alias-kust/cm.yaml":                cm + "data:\n" + hostileyaml.AliasBomb("  ", 9),
+		"alias-kustfile/kustomization.yaml": "resources: [cm.yaml]\n" + hostileyaml.AliasBomb("", 9),
 		"alias-kustfile/cm.yaml":            cm,
-		"alias-plain/cm.yaml":               cm + "data:\n" + laughs("  ", 9),
+		"alias-plain/cm.yaml":               cm + "data:\n" + hostileyaml.AliasBomb("  ", 9),
 		"alias-jsonnet/main.jsonnet":        "std.parseYaml(importstr 'b.yaml')",
-		"alias-jsonnet/b.yaml":              "a: 1\n" + laughs("", 9),
+		"alias-jsonnet/b.yaml":              "a: 1\n" + hostileyaml.AliasBomb("", 9),
 
 		"deep-json/cm.json":            `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": ` + nested + `}`,
 		"deep-yaml/cm.yaml":            cm + "data: " + nested + "\n",
