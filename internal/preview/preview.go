@@ -348,7 +348,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	rendered := func(u string) bool {
 		return p.matcher.Match(u) || fetcher != nil && fetcher.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
 	}
-	if foreign, named := foreignFleet(rendered, p.base.inv, p.head.inv); foreign {
+	if foreign, named := discover.ForeignFleet(rendered, p.base.inv, p.head.inv); foreign {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
 		rep.Notes = append(rep.Notes, noSourceNote(names, named))
 	}
@@ -840,44 +840,6 @@ func (p *pipeline) externalSource(a *discover.App) string {
 // notRenderedMessage is the error of an app left unrendered because a source is outside the checkout.
 func notRenderedMessage(repoURL string) string {
 	return "not rendered locally: source " + repoURL + " is not this repository, so what it renders is not known here"
-}
-
-// foreignFleet reports whether the fleet has apps and not one of them takes a source from this repository
-// (the checkout's names are wrong: a fork, a mirror, another remote), with the repoURLs the apps do name,
-// most named first (at most three).
-func foreignFleet(match func(string) bool, invs ...*discover.Inventory) (bool, []string) {
-	count := map[string]int{}
-	apps := 0
-	for _, inv := range invs {
-		for _, a := range inv.Apps() {
-			apps++
-			for _, src := range a.App.Spec.GetSources() {
-				if match(src.RepoURL) {
-					return false, nil
-				}
-				if src.RepoURL != "" {
-					count[src.RepoURL]++
-				}
-			}
-		}
-	}
-	if apps == 0 {
-		return false, nil
-	}
-	named := make([]string, 0, len(count))
-	for u := range count {
-		named = append(named, u)
-	}
-	sort.Slice(named, func(i, j int) bool {
-		if count[named[i]] != count[named[j]] {
-			return count[named[i]] > count[named[j]]
-		}
-		return named[i] < named[j]
-	})
-	if len(named) > 3 {
-		named = named[:3]
-	}
-	return true, named
 }
 
 // noSourceNote says that no app's source is this repository, naming what the repository is known as and what
