@@ -7,7 +7,7 @@ STATICCHECK_VERSION := v0.8.2
 HELM_VERSION := v3.19.4
 KUSTOMIZE_VERSION := v5.8.1
 # The third-party material beside the repository (fidelity corpus, GitHub's recordings and API description):
-# FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/sharedtest); scripts get it from here.
+# FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/testkit/sharedtest); scripts get it from here.
 SHARED_DIR ?= $(or $(FLEETWAVE_SHARED_DIR),$(abspath ../shared))
 FIDELITY_DIR ?= $(or $(FLEETWAVE_FIDELITY_DIR),$(SHARED_DIR)/fidelity)
 

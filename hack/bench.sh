@@ -18,7 +18,7 @@ else
   echo "fidelity corpus not found at $corpus: CLI comparison skipped"
 fi
 
-# What a pull request costs on generated fleets (internal/fleetgen): `fleetwave diff` as a fresh process against the
+# What a pull request costs on generated fleets (internal/testkit/fleetgen): `fleetwave diff` as a fresh process against the
 # CLI floor (one helm template / kustomize build per affected app and revision), 3 alternating runs of 500/50,
 # 5,000/50 and 5,000/500 (about 3 min), then `fleetwave render --all` of the 5,000-app fleet, 3 runs (about 3 min
 # more). The warm figures (serve's discovery cache) are BenchmarkScale's *-warm lines above. It fails when 500/50

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 

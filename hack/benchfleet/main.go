@@ -1,4 +1,4 @@
-// Command benchfleet measures what a pull request costs on generated GitOps repositories (internal/fleetgen:
+// Command benchfleet measures what a pull request costs on generated GitOps repositories (internal/testkit/fleetgen:
 // per cluster five Helm apps over three shared charts, five Kustomize overlays), against the floor every
 // repo-server based tool pays: one `helm template` / `kustomize build` process per affected app and revision,
 // given the affected set for free, run as many at once as there are cores.
@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
 )
 
 const repoURL = "https://github.com/example/fleet.git"

@@ -87,7 +87,7 @@ func WithSettings(s render.Settings) Option { return func(a *App) { a.settings =
 // cluster Secrets).
 func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c } }
 
-// WithLive compares the affected apps with their live state in Argo CD (internal/livediff); when Argo CD
+// WithLive compares the affected apps with their live state in Argo CD (internal/diff/livediff); when Argo CD
 // cannot be read the preview is made without it, with a note.
 func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
 

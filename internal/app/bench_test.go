@@ -18,11 +18,11 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // bigFleet writes a GitOps repository of 500 Applications on master (internal/preview/previewtest's fleet,

@@ -12,7 +12,7 @@
 //   - Clones: *gitcache.Cache — a local bare mirror per repository, fetched with the installation token.
 //   - preview.Renderer: *render.Renderer — Argo CD's rendering, in process and confined.
 //   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).
-//   - preview.LiveComparer (optional, WithLive): internal/livediff over Argo CD — the affected apps of a pull
+//   - preview.LiveComparer (optional, WithLive): internal/diff/livediff over Argo CD — the affected apps of a pull
 //     request compared with their live state (a merge compares none). When Argo CD cannot be read, the preview is
 //     made without it and says so.
 //   - Merges and Commands (optional): the rollout executor. Until it is wired, LoggingExecutor logs merges
@@ -77,7 +77,7 @@
 //
 // Besides doing the work once per head (8 calls for a preview with a one-part comment, 5 of them
 // content-creating), every content-creating request of an installation goes through its write budget
-// (internal/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
+// (internal/github/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
 // empty and is paused by a rate-limit answer for as long as GitHub asks.
 //
 // # Commands

@@ -21,11 +21,11 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 	"github.com/fleetwave/fleetwave/internal/text"
 	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )

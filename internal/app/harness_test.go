@@ -20,10 +20,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 	"github.com/fleetwave/fleetwave/webhooks"
 	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -31,7 +31,7 @@ type previewFlags struct {
 	repoURLs                   []string
 	exitCode                   bool
 	concurrency                int
-	// Live-state comparison (internal/livediff); off without --argocd.
+	// Live-state comparison (internal/diff/livediff); off without --argocd.
 	argocdURL, argocdToken string
 	argocdInsecure         bool
 	argocdCM               string

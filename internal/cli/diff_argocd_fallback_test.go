@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // diff --argocd renders through Argo CD what fleetwave does not fetch: a chart from a repository that is not in the

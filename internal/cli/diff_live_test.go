@@ -12,8 +12,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // diff --argocd against the simulator: web is live with a hand-edited ConfigMap and another Secret value.

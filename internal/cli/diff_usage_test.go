@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // forkRepo makes a one-app repository whose Application names https://github.com/acme/gitops.git while the

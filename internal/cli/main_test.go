@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // run executes the whole CLI in-process, as `fleetwave args...` would, and returns its exit code and streams.

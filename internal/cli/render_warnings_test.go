@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestRenderLogsKustomizeWarnings: a kustomization with a deprecated field makes Kustomize print a warning

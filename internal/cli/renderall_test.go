@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 const fleetURL = "https://github.com/example/fleet.git"

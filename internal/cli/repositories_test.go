@@ -14,7 +14,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const chartRepoPassword = "cli-chart-repo-password"

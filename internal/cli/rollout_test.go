@@ -24,10 +24,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
 

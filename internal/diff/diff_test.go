@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/golden"
-	"github.com/fleetwave/fleetwave/internal/objtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 const (

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/objtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 func TestImageChanges(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func parseApp(t *testing.T, doc string) *v1alpha1.Application {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/hostileyaml"
-	"github.com/fleetwave/fleetwave/internal/memceiling"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
 
 // TestAliasBombsAreProblemsOfTheirFile: an alias bomb in a file discovery reads is refused as a problem of that

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const repoURL = "https://github.com/example/fleet.git"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // fakeArgoCD generates like Argo CD's generate endpoint would for the test's sets: one app per name in

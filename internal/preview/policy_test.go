@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // TestUnreadablePolicyIsAnInputError: a .fleetwave.yaml that is a symbolic link is refused, saying so, and the

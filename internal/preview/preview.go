@@ -63,7 +63,7 @@ type Input struct {
 	// Discovered, when set, keeps the files discovery parsed for the next previews of the repository (serve
 	// keeps one per process): a preview parses only what changed since the revisions already seen.
 	Discovered *discover.ScanCache
-	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
+	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/diff/livediff
 	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
 	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
 	// through it.
@@ -75,7 +75,7 @@ const DefaultRenderBudget = 10 * render.DefaultTimeout
 
 // RemoteRenderer renders an app through Argo CD's repo-server, at one revision per source (revisions[i] for
 // source i; one for a single-source app): the apps only Argo CD can render — a config-management plugin, a
-// repository or registry fleetwave may not or cannot fetch. internal/livediff's Comparer implements it.
+// repository or registry fleetwave may not or cannot fetch. internal/diff/livediff's Comparer implements it.
 type RemoteRenderer interface {
 	RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*RemoteRender, error)
 }
@@ -89,7 +89,7 @@ type RemoteRender struct {
 }
 
 // AppSetGenerator generates an ApplicationSet's apps through Argo CD (the generators that need a live service:
-// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/livediff's Comparer implements it; when
+// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/diff/livediff's Comparer implements it; when
 // Input.Live does, discovery uses it (discover.Options.Generate says which sets a change may have generated).
 type AppSetGenerator interface {
 	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)

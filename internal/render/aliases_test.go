@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/hostileyaml"
-	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
 
 // TestRenderAliasBombs: a YAML alias bomb in any input of any source type fails that app's render with one line,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // TestFidelity renders every case of the fidelity corpus in-process and compares the result with Argo CD's own

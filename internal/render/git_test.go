@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const gitPassword = "render-git-password-42"

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestKeepJSON: with Options.KeepJSON, Result.JSON is each object's JSON encoding (what a render worker sends),

@@ -14,10 +14,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const registryPassword = "render-registry-password"

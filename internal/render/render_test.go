@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const chartYAML = "apiVersion: v2\nname: demo\nversion: 0.1.0\n"

@@ -13,9 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 const repoURL = "https://github.com/example/fleet.git"

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 // fakePlan is a Plan made of values.

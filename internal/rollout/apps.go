@@ -13,7 +13,7 @@ import (
 	synccommon "github.com/argoproj/gitops-engine/pkg/sync/common"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/text"
 )

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // lazyRepo commits a tree with a chart whose file links to a shared one, an indexed file larger than the

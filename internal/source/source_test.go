@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // newRepo makes a repository with two commits on main: base (a.yaml, dir/b.yaml, old.yaml) and head

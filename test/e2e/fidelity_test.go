@@ -24,10 +24,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // exampleRepoURL is the repoURL the example fleet's Applications use for themselves.

@@ -26,7 +26,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
 

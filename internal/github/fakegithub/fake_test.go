@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 const (

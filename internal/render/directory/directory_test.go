@@ -11,8 +11,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func cm(name string) string {

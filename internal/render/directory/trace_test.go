@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestJsonnetLongTracesAreShortened: a stack overflow's trace of repeated frames becomes one short line that keeps

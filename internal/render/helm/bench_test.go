@@ -7,8 +7,8 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func guestbookInput(b testing.TB) Input {

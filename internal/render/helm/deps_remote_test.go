@@ -11,9 +11,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func redis(version string) helmrepotest.Chart {

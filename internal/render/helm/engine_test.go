@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 	"github.com/fleetwave/fleetwave/internal/render/target"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // chartArchive builds a chart .tgz holding files under name/.

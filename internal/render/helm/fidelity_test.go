@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // TestFidelity renders every Helm case of the shared render-fidelity corpus (sharedtest.Fidelity: skipped with one

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const fixturesDir = "testdata/fixtures"

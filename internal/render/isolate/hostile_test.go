@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/hostileyaml"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
 )
 
 // The hostile suite's caps: small, so that every case is quick, and a regression fails a case (too slow, an

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestMain lets the test binary be its own render worker, so `go test` needs no build first.

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 )
 
 // TestLibraryOutputIsLoggedOnce: Kustomize prints a deprecation warning for each kustomization it loads

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestChangeOutputBudget: the manifests of the renders of one Pool.For view (one change's preview) count in a

@@ -7,11 +7,11 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
-	"github.com/fleetwave/fleetwave/internal/hostileyaml"
-	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
 
 // TestAliasBombs: a YAML alias bomb in any file kustomize reads is refused, naming the file and the rule, before

@@ -29,8 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 func copyTree(t *testing.T, src, dst string) {

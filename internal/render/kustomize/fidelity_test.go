@@ -19,7 +19,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // renderEnv is a case's render-env.yaml: the cluster/argocd-cm half of the manifest request.

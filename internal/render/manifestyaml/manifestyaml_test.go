@@ -12,7 +12,7 @@ import (
 	"github.com/argoproj/gitops-engine/pkg/utils/kube"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"

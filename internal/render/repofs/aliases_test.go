@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
 )
 
 // padded is hostileyaml.AliasBomb("", levels) with enough nodes written to pass the ratio alone.

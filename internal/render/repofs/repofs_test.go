@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func newRepo(t *testing.T) (string, string) {

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
 	"github.com/fleetwave/fleetwave/internal/render/helm/chartdir"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func TestRead(t *testing.T) {

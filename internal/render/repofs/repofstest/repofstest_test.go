@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func TestOpenRecordsReads(t *testing.T) {

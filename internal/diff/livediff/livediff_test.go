@@ -14,10 +14,10 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/livediff"
-	"github.com/fleetwave/fleetwave/internal/objtest"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 const (

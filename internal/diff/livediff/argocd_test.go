@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/livediff"
-	"github.com/fleetwave/fleetwave/internal/objtest"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 // fakeArgo answers as a real Argo CD does for one app "web": its Application (status.resources), its managed
