@@ -373,9 +373,11 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 	if err != nil {
 		return nil, "", err
 	}
-	if err := refConflict(app, src, commit, refRevs); err != nil {
+	tgt := s.Target()
+	if err := refConflict(app, src, commit, refRevs, tgt.RefRevisionsResolved()); err != nil {
 		return nil, "", err
 	}
+	refs = refsAsResolved(app, src, tgt.RefRevisionsResolved(), refs, refRevs)
 	revision := s.Revision
 	if commit != "" {
 		// reposerver/repository/repository.go GenerateManifests: a source's ARGOCD_APP_REVISION is the commit its
@@ -401,7 +403,6 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		return nil, "", err
 	}
 	env := newEnv(app, instance, src, revision)
-	tgt := s.Target()
 	// The cluster version in the format the target's controller passes it ("1.30" before 3.4, "v1.30.5" since).
 	kubeVersion := src.GetKubeVersionOrDefault(tgt.ClusterVersion(s.KubeVersion))
 	apiVersions := src.GetAPIVersionsOrDefault(s.APIVersions)

@@ -69,6 +69,17 @@ func (v Version) less(w Version) bool {
 
 func (v Version) atLeast(major, minor int) bool { return !v.orNewest().less(Version{major, minor}) }
 
+// RefRevisionsResolved reports that a multi-source Helm source sees each "$ref" source's targetRevision replaced
+// by the commit the first ref on that ref's repository resolved to. Since 3.6 the repo-server's manifest cache key
+// does it on the request itself (reposerver/cache/cache.go getRefTargetRevisionMappingForCacheKey, argo-cd v3.6.1:
+// "forcefully update TargetRevision", through the *RefTarget pointers of q.RefSources, with the commits
+// resolveReferencedSources resolved, the first ref per repository in value-file order), before runManifestGenAsync
+// checks and checks out the refs; v3.2.11 builds the key from copies. So two refs on one repository at two revisions
+// no longer fail ("cannot reference multiple revisions") but both read the first one's commit, and a ref's revision
+// in "cannot reference a different revision" is that commit, not the targetRevision written. Seen on the real
+// v3.6.1 (make e2e); 3.3 to 3.5 are not buildable here to check and keep the 3.2 behaviour.
+func (v Version) RefRevisionsResolved() bool { return v.atLeast(3, 6) }
+
 // Helm4 reports that Helm charts render with Helm 4. Argo CD 3.5 replaced its bundled helm 3.19.4 with helm 4
 // (hack/tool-versions.sh: release-3.4 helm3_version=3.19.4, release-3.5 helm4_version=4.2.1) and has no Helm 3
 // any more: util/helm/cmd.go NewCmd accepts helm.version "v3" only as another name of the bundled helm.
