@@ -37,7 +37,7 @@ func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFil
 	}
 	ho := helm4.Options{
 		ReleaseName: o.name, Namespace: o.namespace, KubeVersion: o.kubeVersionFlag, APIVersions: o.apiVersions,
-		IncludeCRDs: o.includeCrds, SkipTests: o.skipTests,
+		IncludeCRDs: o.includeCrds, SkipTests: o.skipTests, Output: o.output,
 	}
 	if !o.skipSchemaValidation {
 		ho.ValidateValues = func(coalesced map[string]any) error {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 )
 
 // What the released helm v3.19.4 binary (the one Argo CD 3.2-3.4's image ships) has baked in by its Makefile's ldflags,
@@ -77,7 +78,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	ro := renderOpts{
 		name: name, namespace: namespace, kubeVersion: kubeVersion, kubeVersionFlag: o.kubeVersion, apiVersions: apiVersions,
 		includeCrds: !o.skipCrds, skipSchemaValidation: o.skipSchemaValidation, skipTests: o.skipTests,
-		helmCLI: in.Target.HelmCLI(),
+		helmCLI: in.Target.HelmCLI(), output: in.Output,
 	}
 	key, cacheable := outputKey(cf.hash, vals, ro)
 	if cacheable {
@@ -204,6 +205,7 @@ type renderOpts struct {
 	includeCrds          bool
 	skipSchemaValidation bool
 	skipTests            bool
+	output               outputcap.Limits // checked on the engine's output (Input.Output)
 }
 
 // capabilities are pkg/action/install.go RunWithContext's client-only ones: DefaultCapabilities, the
@@ -265,6 +267,12 @@ func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (st
 		return "", err
 	}
 	helmtemplate.DropNotes(files)
+	// The output caps, on the templates as the engine returns them (helm.sh/helm/v3@v3.19.4 pkg/engine/engine.go
+	// render: a strings.Builder per template, no hook while it writes): refused here, an output bomb is not
+	// sorted, assembled into stdout and split into objects, each a copy or more.
+	if err := o.output.Texts(files); err != nil {
+		return "", err
+	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 )
 
 // CLI is what a released helm 4 binary has baked in and the SDK does not: its version and commit (Makefile
@@ -59,6 +60,8 @@ type Options struct {
 	// place of Helm's validation (which reads file: and http(s): references); nil skips validation
 	// (--skip-schema-validation).
 	ValidateValues func(values map[string]any) error
+	// Output caps the rendered templates, checked as the engine returns them (zero: no cap).
+	Output outputcap.Limits
 }
 
 // Load parses chart files (loader.LoadFiles) and orders subcharts by name and version: Helm's loader adds them
@@ -150,6 +153,12 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 		return "", err
 	}
 	helmtemplate.DropNotes(files)
+	// The output caps, on the templates as the engine returns them (helm.sh/helm/v4@v4.3.1 pkg/engine/engine.go
+	// render: a strings.Builder per template, no hook while it writes), before SortManifests and the assembly
+	// of stdout copy them.
+	if err := o.Output.Texts(files); err != nil {
+		return "", err
+	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err
