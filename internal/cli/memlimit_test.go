@@ -49,6 +49,43 @@ func TestBatchCommandsLimitMemory(t *testing.T) {
 	}
 }
 
+// render --app raises GOGC and sets its soft memory limit, each unless the environment sets it; without
+// setters (tests) nothing; render --all keeps the batch limit alone.
+func TestLoosenRenderGC(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		setters   bool
+		wantGC    int
+		wantLimit int64
+	}{
+		{"default", nil, true, renderGCPercent, renderMemory},
+		{"GOGC wins", map[string]string{"GOGC": "100"}, true, -2, renderMemory},
+		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, true, renderGCPercent, -1},
+		{"no setters", nil, false, -2, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gc, limit := -2, int64(-1)
+			deps := &Deps{Stdout: &discard{}, Stderr: &discard{}, Getenv: func(k string) string { return tc.env[k] }}
+			if tc.setters {
+				deps.SetGCPercent = func(n int) int { gc = n; return 100 }
+				deps.SetMemoryLimit = func(n int64) int64 { limit = n; return 0 }
+			}
+			Main(t.Context(), []string{"render", "--app", t.TempDir() + "/missing.yaml"}, deps) // fails after setting them
+			if gc != tc.wantGC || limit != tc.wantLimit {
+				t.Fatalf("GOGC %d, limit %d; want %d, %d", gc, limit, tc.wantGC, tc.wantLimit)
+			}
+		})
+	}
+	gc := -2
+	deps := &Deps{Stdout: &discard{}, Stderr: &discard{}, Getenv: func(string) string { return "" },
+		SetGCPercent: func(n int) int { gc = n; return 100 }, SetMemoryLimit: func(int64) int64 { return 0 }}
+	Main(t.Context(), []string{"render", "--all", "--repo", t.TempDir()}, deps)
+	if gc != -2 {
+		t.Errorf("render --all set GOGC %d", gc)
+	}
+}
+
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -76,6 +76,7 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 	if f.all.all {
 		return runRenderAll(cmd, deps, f, &f.all)
 	}
+	loosenRenderGC(deps)
 	for _, name := range []string{"repo", "output", "out-dir", "clusters", "repo-url", "concurrency", "progress-every"} {
 		if cmd.Flags().Changed(name) {
 			return usageErr(fmt.Errorf("render: --%s needs --all", name))
