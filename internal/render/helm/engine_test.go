@@ -113,8 +113,8 @@ func TestKubeVersionAndCapabilities(t *testing.T) {
 		{target.Version{Major: 3, Minor: 2}, "v3.19.4", "v1.34.0"},
 		{target.Version{Major: 3, Minor: 4}, "v3.19.4", "v1.34.0"},
 		{target.Version{Major: 3, Minor: 5}, "v4.2.1", "v1.36.0"},
-		{target.Version{Major: 3, Minor: 6}, "v4.2.4", "v1.36.0"},
-		{target.Version{}, "v4.2.4", "v1.36.0"}, // the newest
+		{target.Version{Major: 3, Minor: 6}, "v4.3.1", "v1.37.0"},
+		{target.Version{}, "v4.3.1", "v1.37.0"}, // the newest
 	} {
 		for _, c := range []struct{ kube, want string }{
 			{"", tc.defaultKube},

@@ -213,9 +213,6 @@ func caseDirs(tb testing.TB, prefix string) []string {
 // output for that toolchain.
 func TestFidelity(t *testing.T) {
 	for _, ft := range sharedtest.FidelityTargets {
-		if ft.ArgoCDVersion == "3.5" {
-			continue // the 3.6 run with another helm version string; internal/render's TestFidelity renders it
-		}
 		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, ft.ArgoCDVersion, ft.Expected) })
 	}
 }

@@ -85,13 +85,13 @@ func (v Version) RefRevisionsResolved() bool { return v.atLeast(3, 6) }
 // any more: util/helm/cmd.go NewCmd accepts helm.version "v3" only as another name of the bundled helm.
 func (v Version) Helm4() bool { return v.atLeast(3, 5) }
 
-// HelmCLI is the helm release Argo CD's repo-server image ships (hack/tool-versions.sh of the release branch;
-// the 3.6 line's is the main branch's at its branch point, HELM_VERSION=4.2.4). The 3.2 line ships helm 3.18.4
+// HelmCLI is the helm release Argo CD's repo-server image ships (hack/tool-versions.sh: 4.2.1 in release-3.5,
+// 4.3.1 in v3.6.1, the newest 3.6 release and the one `make e2e` runs). The 3.2 line ships helm 3.18.4
 // (and kustomize 5.7.0); it is rendered with the 3.19.4 of 3.3 and 3.4, the one Helm 3 SDK linked here.
 func (v Version) HelmCLI() string {
 	switch {
 	case v.atLeast(3, 6):
-		return "v4.2.4"
+		return "v4.3.1"
 	case v.atLeast(3, 5):
 		return "v4.2.1"
 	}

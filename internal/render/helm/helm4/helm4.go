@@ -35,10 +35,13 @@ type CLI struct {
 }
 
 // CLIs are the helm 4 releases Argo CD's repo-server images ship (hack/tool-versions.sh): v4.2.1 in 3.5,
-// v4.2.4 in 3.6. Commits are the release tags' (github.com/helm/helm).
+// v4.3.1 in 3.6.1 (v4.2.4 was the main branch's at 3.6's branch point). Commits are the release tags' (github.com/helm/helm); v4.3.1's is not
+// known here (the module proxy does not record it and no clone of helm here has the tag), so
+// .Capabilities.HelmVersion.GitCommit is empty for it, as in the helm `make e2e` builds from the module proxy.
 var CLIs = map[string]CLI{
 	"v4.2.1": {Version: "v4.2.1", GitCommit: "d591a19b953bd9cfdf7d9ddd83c2f4ffdaeafb29", DefaultKubeVersion: "v1.36.0", KubeClientVersion: "v1.36", DefaultAPIVersions: defaultAPIVersions0361},
 	"v4.2.4": {Version: "v4.2.4", GitCommit: "3900f434fd3ef2b84065dc04508df48f288dba00", DefaultKubeVersion: "v1.36.0", KubeClientVersion: "v1.36", DefaultAPIVersions: defaultAPIVersions0361},
+	"v4.3.1": {Version: "v4.3.1", DefaultKubeVersion: "v1.37.0", KubeClientVersion: "v1.37", DefaultAPIVersions: defaultAPIVersions0370},
 }
 
 // File is one file of a chart directory, path relative to the chart root ("templates/x.yaml",
