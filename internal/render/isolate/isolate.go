@@ -593,7 +593,8 @@ func (w *worker) cause(o Options) error {
 		switch {
 		case ws.Exited() && ws.ExitStatus() == exitMemory:
 			return memory
-		case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && w.stderr.contains("CPU time limit")):
+		case ws.Exited() && ws.ExitStatus() == exitCPU,
+			ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && w.stderr.contains("CPU time limit")):
 			return fmt.Errorf("refused (cpu-limit): render exceeded %s of CPU time", seconds(o.CPU))
 		}
 	}
