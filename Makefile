@@ -14,7 +14,7 @@ HELM_VERSION := v3.19.4
 HELM4_VERSION := v4.3.1
 KUSTOMIZE_VERSION := v5.8.1
 # The third-party material beside the repository (fidelity corpus, GitHub's recordings and API description):
-# FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/sharedtest); scripts get it from here.
+# FLEETWAVE_SHARED_DIR, else ../shared. Tests find it themselves (internal/testkit/sharedtest); scripts get it from here.
 SHARED_DIR ?= $(or $(FLEETWAVE_SHARED_DIR),$(abspath ../shared))
 FIDELITY_DIR ?= $(or $(FLEETWAVE_FIDELITY_DIR),$(SHARED_DIR)/fidelity)
 
@@ -86,10 +86,13 @@ $(CACHE)/bin/helm-$(HELM_VERSION):
 	GOBIN=$(abspath $(CACHE)/tmp-helm) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(CACHE)/tmp-helm/helm $@ && rm -rf $(CACHE)/tmp-helm
 
-$(CACHE)/bin/helm-$(HELM4_VERSION):
+# helm 4, any version, cached by version: the repo-server's helm in the end-to-end environment (hack/e2e/versions.sh),
+# stamped with its version as helm's release Makefile does (else `.Capabilities.HelmVersion` says v4.3, not v4.3.1).
+$(CACHE)/bin/helm-v4.%:
 	mkdir -p $(CACHE)/bin
-	GOBIN=$(abspath $(CACHE)/tmp-helm4) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM4_VERSION)
-	mv $(CACHE)/tmp-helm4/helm $@ && rm -rf $(CACHE)/tmp-helm4
+	GOBIN=$(abspath $(CACHE)/tmp-$(@F)) $(GO) install -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v4.$* \
+		-X helm.sh/helm/v4/internal/version.gitTreeState=clean" helm.sh/helm/v4/cmd/helm@v4.$*
+	mv $(CACHE)/tmp-$(@F)/helm $@ && rm -rf $(CACHE)/tmp-$(@F)
 
 $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION):
 	mkdir -p $(CACHE)/bin

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the fidelity corpus's own comparison tool on bin/fleetwave render, once per reference toolchain, each
-# rendered as the Argo CD release it belongs to: expected.yaml (Argo CD 3.5 + helm 4) as 3.6, the default, and
+# rendered as the Argo CD release it belongs to: expected.yaml (Argo CD 3.5 + helm 4) as 3.5, and
 # expected-helm3.yaml (the Argo CD 3.4 toolchain, helm 3.19.4) as 3.4.
 # Usage: hack/fidelity.sh [expected.yaml | expected-helm3.yaml]   (default: both)
 set -euo pipefail
@@ -20,7 +20,7 @@ refs=("${1:-expected.yaml}")
 [ $# -eq 0 ] && refs=(expected.yaml expected-helm3.yaml)
 for expected in "${refs[@]}"; do
   case "$expected" in
-    expected.yaml) version=3.6 ;;
+    expected.yaml) version=3.5 ;;
     expected-helm3.yaml) version=3.4 ;;
     *) echo "fidelity: unknown reference $expected (expected.yaml or expected-helm3.yaml)" >&2; exit 2 ;;
   esac

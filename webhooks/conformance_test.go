@@ -13,7 +13,8 @@ import (
 
 	"github.com/google/go-github/v60/github"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 
 // The tests in this file need GitHub's recorded webhook deliveries (octokit/webhooks, MIT), kept beside the
@@ -148,7 +149,7 @@ func TestRecordedDeliveries(t *testing.T) {
 			checkMergeGroup(t, name, body, mg)
 		}
 		id := fmt.Sprintf("delivery-%03d", i)
-		resp := serve(s, delivery(event, id, body, sign(testSecret, body)))
+		resp := serve(s, delivery(event, id, body, webhooktest.Sign(testSecret, body)))
 		if resp.Code != w.code {
 			t.Errorf("%s: status %d (%s), want %d", name, resp.Code, strings.TrimSpace(resp.Body.String()), w.code)
 		}

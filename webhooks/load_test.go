@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 
 // TestLoad sends 10,000 deliveries (2,000 under the race detector) over loopback from 8 concurrent senders:
@@ -47,7 +49,7 @@ func TestLoad(t *testing.T) {
 	defer srv.Close()
 
 	body := readPayload(t, "pull_request/synchronize.json")
-	good := sign(testSecret, body)
+	good := webhooktest.Sign(testSecret, body)
 	type shot struct {
 		id   string
 		sig  string
@@ -62,7 +64,7 @@ func TestLoad(t *testing.T) {
 		shots = append(shots, shot{fmt.Sprintf("u-%05d", rng.IntN(unique)), good, 0})
 	}
 	for i := range bad {
-		shots = append(shots, shot{fmt.Sprintf("bad-%05d", i), sign("not-the-secret", body), http.StatusUnauthorized})
+		shots = append(shots, shot{fmt.Sprintf("bad-%05d", i), webhooktest.Sign("not-the-secret", body), http.StatusUnauthorized})
 	}
 	rng.Shuffle(len(shots), func(i, j int) { shots[i], shots[j] = shots[j], shots[i] })
 

@@ -3,9 +3,6 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +19,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 
 const testSecret = "s3cr3t-webhook-key"
@@ -74,13 +73,6 @@ func newTestServer(t *testing.T, h Handler, store DeliveryStore, opts ...Option)
 		_ = s.Shutdown(ctx)
 	})
 	return s
-}
-
-// sign computes X-Hub-Signature-256 exactly as GitHub does: HMAC-SHA256 of the raw body, hex, "sha256=" prefix.
-func sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
 func delivery(event, id string, body []byte, signature string) *http.Request {
@@ -141,7 +133,7 @@ func TestSignatureTestVector(t *testing.T) {
 	if err := github.ValidateSignature(header, []byte(payload), []byte(secret)); err != nil {
 		t.Fatalf("go-github rejects GitHub's own test vector: %v", err)
 	}
-	if got := sign(secret, []byte(payload)); got != header {
+	if got := webhooktest.Sign(secret, []byte(payload)); got != header {
 		t.Fatalf("test signer = %s, GitHub documents %s", got, header)
 	}
 	if err := github.ValidateSignature(header, []byte(payload+" "), []byte(secret)); err == nil {
@@ -211,7 +203,7 @@ func TestFixtures(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 		id := fmt.Sprintf("fixture-%03d", i)
-		resp := serve(s, delivery(event, id, body, sign(testSecret, body)))
+		resp := serve(s, delivery(event, id, body, webhooktest.Sign(testSecret, body)))
 		if resp.Code != w.code {
 			t.Errorf("%s: status %d (%s), want %d", name, resp.Code, strings.TrimSpace(resp.Body.String()), w.code)
 		}
@@ -286,7 +278,7 @@ func fixtureFiles(t testing.TB) []string {
 
 func TestRefusedDeliveries(t *testing.T) {
 	body := readPayload(t, "pull_request/opened.json")
-	good := sign(testSecret, body)
+	good := webhooktest.Sign(testSecret, body)
 	tests := []struct {
 		name   string
 		req    func() *http.Request
@@ -294,7 +286,7 @@ func TestRefusedDeliveries(t *testing.T) {
 		substr string
 	}{
 		{"unsigned", func() *http.Request { return delivery("pull_request", "d1", body, "") }, 401, "X-Hub-Signature-256"},
-		{"wrong secret", func() *http.Request { return delivery("pull_request", "d2", body, sign("other", body)) }, 401, "signature"},
+		{"wrong secret", func() *http.Request { return delivery("pull_request", "d2", body, webhooktest.Sign("other", body)) }, 401, "signature"},
 		{"tampered body", func() *http.Request {
 			b := bytes.Replace(body, []byte(`"opened"`), []byte(`"closed"`), 1)
 			return delivery("pull_request", "d3", b, good)
@@ -320,7 +312,7 @@ func TestRefusedDeliveries(t *testing.T) {
 		}, 400, "Content-Type"},
 		{"not JSON", func() *http.Request {
 			b := []byte("{not json")
-			return delivery("pull_request", "d10", b, sign(testSecret, b))
+			return delivery("pull_request", "d10", b, webhooktest.Sign(testSecret, b))
 		}, 400, "parsing pull_request payload"},
 		{"event go-github does not know", func() *http.Request {
 			return delivery("brand_new_event", "d11", body, good)
@@ -346,7 +338,7 @@ func TestBodyCap(t *testing.T) {
 	rec := &recorder{handles: appHandles}
 	s := newTestServer(t, rec, nil, WithMaxBodyBytes(1024))
 	body := readPayload(t, "pull_request/opened.json") // 8 kB
-	w := serve(s, delivery("pull_request", "big", body, sign(testSecret, body)))
+	w := serve(s, delivery("pull_request", "big", body, webhooktest.Sign(testSecret, body)))
 	if w.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d, want 413", w.Code)
 	}
@@ -362,7 +354,7 @@ func TestFormEncodedDelivery(t *testing.T) {
 	s := newTestServer(t, rec, nil)
 	payload := readPayload(t, "push/to-default-branch.json")
 	form := []byte(url.Values{"payload": {string(payload)}}.Encode())
-	r := delivery("push", "form-1", form, sign(testSecret, form))
+	r := delivery("push", "form-1", form, webhooktest.Sign(testSecret, form))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if w := serve(s, r); w.Code != http.StatusAccepted {
 		t.Fatalf("status %d %s", w.Code, w.Body)
@@ -378,7 +370,7 @@ func TestRedeliveryDispatchedOnce(t *testing.T) {
 	store := NewMemoryDeliveries(0)
 	s := newTestServer(t, rec, store)
 	body := readPayload(t, "pull_request/synchronize.json")
-	sig := sign(testSecret, body)
+	sig := webhooktest.Sign(testSecret, body)
 	var codes []int
 	for range 3 {
 		codes = append(codes, serve(s, delivery("pull_request", "same-guid", body, sig)).Code)
@@ -428,7 +420,7 @@ func TestFullQueueThenRedelivery(t *testing.T) {
 	}}
 	s := newTestServer(t, rec, nil, WithWorkers(1), WithQueueSize(1))
 	body := readPayload(t, "pull_request/opened.json")
-	sig := sign(testSecret, body)
+	sig := webhooktest.Sign(testSecret, body)
 	if w := serve(s, delivery("pull_request", "a", body, sig)); w.Code != 202 {
 		t.Fatalf("a: %d", w.Code)
 	}
@@ -484,7 +476,7 @@ func TestHandlerPanicAndErrorAreContained(t *testing.T) {
 	s := newTestServer(t, rec, nil, WithWorkers(1), WithLogger(logger))
 	body := readPayload(t, "pull_request/opened.json")
 	for _, id := range []string{"panics", "fails", "fine"} {
-		if w := serve(s, delivery("pull_request", id, body, sign(testSecret, body))); w.Code != 202 {
+		if w := serve(s, delivery("pull_request", id, body, webhooktest.Sign(testSecret, body))); w.Code != 202 {
 			t.Fatalf("%s: %d", id, w.Code)
 		}
 	}
@@ -535,7 +527,7 @@ func TestShutdownDrainsThenRefuses(t *testing.T) {
 	s := newTestServer(t, rec, nil, WithWorkers(2), WithQueueSize(16))
 	body := readPayload(t, "push/to-default-branch.json")
 	for i := range 10 {
-		if w := serve(s, delivery("push", fmt.Sprint("p", i), body, sign(testSecret, body))); w.Code != 202 {
+		if w := serve(s, delivery("push", fmt.Sprint("p", i), body, webhooktest.Sign(testSecret, body))); w.Code != 202 {
 			t.Fatalf("%d: %d", i, w.Code)
 		}
 	}
@@ -543,7 +535,7 @@ func TestShutdownDrainsThenRefuses(t *testing.T) {
 	if done != 10 {
 		t.Fatalf("%d of 10 queued deliveries finished before Shutdown returned", done)
 	}
-	if w := serve(s, delivery("push", "late", body, sign(testSecret, body))); w.Code != http.StatusServiceUnavailable {
+	if w := serve(s, delivery("push", "late", body, webhooktest.Sign(testSecret, body))); w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("delivery after shutdown: %d, want 503", w.Code)
 	}
 }
@@ -565,7 +557,7 @@ func TestShutdownDeadlineForgetsUnstarted(t *testing.T) {
 	}
 	body := readPayload(t, "push/to-default-branch.json")
 	for _, id := range []string{"running", "queued-1", "queued-2"} {
-		if w := serve(s, delivery("push", id, body, sign(testSecret, body))); w.Code != 202 {
+		if w := serve(s, delivery("push", id, body, webhooktest.Sign(testSecret, body))); w.Code != 202 {
 			t.Fatalf("%s: %d", id, w.Code)
 		}
 	}
@@ -583,7 +575,7 @@ func TestShutdownDeadlineForgetsUnstarted(t *testing.T) {
 	rec2 := &recorder{handles: appHandles}
 	s2 := newTestServer(t, rec2, store)
 	for id, code := range map[string]int{"queued-1": 202, "queued-2": 202, "running": 200} {
-		if w := serve(s2, delivery("push", id, body, sign(testSecret, body))); w.Code != code {
+		if w := serve(s2, delivery("push", id, body, webhooktest.Sign(testSecret, body))); w.Code != code {
 			t.Errorf("redelivered %s: %d, want %d", id, w.Code, code)
 		}
 	}

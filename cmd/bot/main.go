@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	// For its init: kubectl's translation catalogue is not loaded at start-up (see the package).
+	_ "github.com/fleetwave/fleetwave/cmd/bot/internal/startup"
 	"github.com/fleetwave/fleetwave/internal/cli"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )

@@ -1,4 +1,4 @@
-// Command benchfleet measures what a pull request costs on generated GitOps repositories (internal/fleetgen:
+// Command benchfleet measures what a pull request costs on generated GitOps repositories (internal/testkit/fleetgen:
 // per cluster five Helm apps over three shared charts, five Kustomize overlays), against the floor every
 // repo-server based tool pays: one `helm template` / `kustomize build` process per affected app and revision,
 // given the affected set for free, run as many at once as there are cores.
@@ -6,7 +6,10 @@
 // For each scenario (apps/changed) it runs, alternately, `fleetwave diff --output json` as a fresh process and
 // the CLI floor, several times, and prints min/median/max of wall time, CPU time (user+sys, children included)
 // and the bot's peak RSS, the ratios of medians, and how 5,000/50 compares with 500/50. With -min-ratio it
-// exits 1 when the first scenario's wall-time ratio falls under it (the regression gate of `make bench`).
+// exits 1 when the first scenario's wall-time ratio falls under it (the regression gate of `make bench`), with
+// -max-rss when a fleetwave run's peak RSS passes it (issue #21's 300 MiB for 5,000/500 and render all). Then
+// it times `fleetwave render --all` (every app of a fleet, -render-all sizes, default 5,000 apps) the same way.
+// -dir keeps the fleets for profiling by hand.
 //
 //	go run ./hack/benchfleet -fleetwave bin/fleetwave -helm <helm> -kustomize <kustomize> [-runs 3]
 package main
@@ -26,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
 )
 
 const repoURL = "https://github.com/example/fleet.git"
@@ -58,6 +61,9 @@ func run() error {
 	list := flag.String("scenarios", "500/50,5000/50,5000/500", "apps/changed pairs (apps a multiple of 10)")
 	floorFor := flag.String("floor", "500/50", "scenarios the CLI floor is measured for (it depends only on the changed apps)")
 	minRatio := flag.Float64("min-ratio", 0, "fail when the first scenario's wall-time ratio to the floor is under this")
+	maxRSS := flag.Int64("max-rss", 0, "fail when a fleetwave run (diff or render --all) peaks over this many MiB of RSS (0: no gate)")
+	renderAll := flag.String("render-all", "5000", "apps counts (multiples of 10) of the fleets `fleetwave render --all` renders, with wall, CPU and peak RSS (\"\": none)")
+	keep := flag.String("dir", "", "build the fleets in this directory and keep them (a fleet already there is reused): for profiling by hand")
 	flag.Parse()
 	if *helmBin == "" || *kustBin == "" {
 		return fmt.Errorf("-helm and -kustomize are required")
@@ -70,16 +76,20 @@ func run() error {
 	for _, f := range strings.Split(*floorFor, ",") {
 		floors[strings.TrimSpace(f)] = true
 	}
-	tmp, err := os.MkdirTemp("", "benchfleet-")
-	if err != nil {
-		return err
+	tmp := *keep
+	if tmp == "" {
+		if tmp, err = os.MkdirTemp("", "benchfleet-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
 
 	fmt.Printf("machine: %d cores, load average %s\n\n", runtime.NumCPU(), loadAvg())
 	fmt.Println("| repo / PR | fleetwave wall | fleetwave CPU | peak RSS | CLI floor wall | CLI floor CPU | ratio wall | ratio CPU |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var medians []time.Duration
+	var worst sample // the fleetwave run of the highest peak RSS
+	var worstWhat string
 	var firstRatio float64
 	for i, s := range scenarios {
 		dir := filepath.Join(tmp, fmt.Sprintf("fleet-%d-%d", s.clusters, s.changed))
@@ -100,6 +110,9 @@ func run() error {
 				return fmt.Errorf("fleetwave: %w", err)
 			}
 			fw = append(fw, x)
+			if x.rssKiB > worst.rssKiB {
+				worst, worstWhat = x, s.String()
+			}
 			if floor != nil {
 				y, err := timed(floor, runtime.NumCPU())
 				if err != nil {
@@ -131,10 +144,64 @@ func run() error {
 		}
 	}
 	fmt.Printf("min / median / max of %d alternating runs; ratios are the CLI floor's median over fleetwave's; load average after: %s\n", *runs, loadAvg())
+	ra, raWhat, err := renderAllRows(*bin, *renderAll, tmp, scenarios, *runs)
+	if err != nil {
+		return err
+	}
+	if ra.rssKiB > worst.rssKiB {
+		worst, worstWhat = ra, raWhat
+	}
+	if *maxRSS > 0 && worst.rssKiB>>10 > *maxRSS {
+		return fmt.Errorf("%s peaked at %d MiB of RSS, over the %d MiB gate", worstWhat, worst.rssKiB>>10, *maxRSS)
+	}
 	if *minRatio > 0 && firstRatio > 0 && firstRatio < *minRatio {
 		return fmt.Errorf("%s is %.1f× the CLI floor, under the %.0f× gate", scenarios[0], firstRatio, *minRatio)
 	}
 	return nil
+}
+
+// renderAllRows times `fleetwave render --all` (every app of the fleet at main, streamed as JSON lines to
+// /dev/null) on the fleets of the given sizes, reusing a scenario's fleet of that size. There is no CLI floor: it
+// would be one helm template or kustomize build per app, thousands of processes. It returns the run of the
+// highest peak RSS, and which.
+func renderAllRows(bin, sizes, tmp string, scenarios []scenario, runs int) (worst sample, what string, err error) {
+	if strings.TrimSpace(sizes) == "" {
+		return worst, "", nil
+	}
+	fmt.Println()
+	fmt.Println("| render all (`fleetwave render --all`) | wall | CPU | peak RSS |")
+	fmt.Println("|---|---|---|---|")
+	for _, v := range strings.Split(sizes, ",") {
+		apps, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || apps <= 0 || apps%fleetgen.AppsPerCluster != 0 {
+			return worst, "", fmt.Errorf("-render-all %q: want apps counts, multiples of %d", v, fleetgen.AppsPerCluster)
+		}
+		s := scenario{clusters: apps / fleetgen.AppsPerCluster, changed: fleetgen.AppsPerCluster}
+		for _, x := range scenarios {
+			if x.clusters == s.clusters {
+				s = x
+				break
+			}
+		}
+		dir := filepath.Join(tmp, fmt.Sprintf("fleet-%d-%d", s.clusters, s.changed))
+		if err := build(dir, s); err != nil {
+			return worst, "", err
+		}
+		var xs []sample
+		for r := 0; r < runs; r++ {
+			x, err := timed([]command{{argv: []string{bin, "render", "--all", "--repo", dir, "--revision", "main", "--progress-every", "0"}}}, 1)
+			if err != nil {
+				return worst, "", fmt.Errorf("render --all: %w", err)
+			}
+			xs = append(xs, x)
+			if x.rssKiB > worst.rssKiB {
+				worst, what = x, fmt.Sprintf("render --all of %d apps", apps)
+			}
+		}
+		w, c, m := stats(xs)
+		fmt.Printf("| %d apps | %s | %s | %s MiB |\n", apps, w, c, m)
+	}
+	return worst, what, nil
 }
 
 func parse(list string) ([]scenario, error) {
@@ -154,6 +221,9 @@ func parse(list string) ([]scenario, error) {
 // build commits the fleet on main and the change on branch change, packed as in a clone, and checks both
 // revisions out under dir/.floor/{main,change} for the CLI floor.
 func build(dir string, s scenario) error {
+	if _, err := os.Stat(filepath.Join(dir, ".floor", "change")); err == nil {
+		return nil // kept from an earlier run (-dir)
+	}
 	if err := fleetgen.Write(dir, repoURL, s.clusters); err != nil {
 		return err
 	}

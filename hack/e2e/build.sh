@@ -71,7 +71,7 @@ build kubernetes "$BIN/kubernetes-$K8S_VERSION" "$MODS/kubernetes" -ldflags "$kl
 
 # --- Argo CD: one binary, the components are symlinks (it dispatches on its name) -------------------
 ap=github.com/argoproj/argo-cd/v3/common
-build argocd "$BIN/argocd-$ARGOCD_VERSION" "$MODS/argocd" \
+GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN build argocd "$BIN/argocd-$ARGOCD_VERSION" "$MODS/argocd" \
 	-ldflags "-s -w -X $ap.version=${ARGOCD_VERSION#v} -X $ap.buildDate=$now -X $ap.gitTreeState=clean -X $ap.gitTag=$ARGOCD_VERSION" \
 	github.com/argoproj/argo-cd/v3/cmd
 ad=$BIN/argocd-$ARGOCD_VERSION
@@ -100,11 +100,25 @@ else
 	say "kwok: built in $(($(date +%s) - s))s"
 fi
 
-# --- helm and kustomize for the repo-server's PATH (the Makefile's tools-cli builds them) -------------
-make -s -C "$ROOT" tools-cli
+# --- helm and kustomize for the repo-server's PATH: the versions argo-cd pins (hack/tool-versions.sh) ----
+# helm: the Makefile's rule (go install, cached in .cache/bin). kustomize v5.8.3 cannot be go-installed (a
+# dependency the module proxy refuses, modules/kustomize/go.mod), so it builds from its wrapper module; the binary
+# still says v5.8.3 (`kustomize version` reads it from the build info), which Argo CD checks before passing
+# --helm-kube-version/--helm-api-versions (util/kustomize/kustomize.go Build, >= v5.3.0).
+make -s -C "$ROOT" ".cache/bin/helm-$HELM_VERSION"
+GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN build kustomize "$BIN/kustomize-$KUSTOMIZE_VERSION" "$MODS/kustomize" -ldflags "-s -w" \
+	sigs.k8s.io/kustomize/kustomize/v5
+kud=$BIN/kustomize-$KUSTOMIZE_VERSION
+[[ -f $kud/kustomize ]] || mv "$kud/v5" "$kud/kustomize"
 td=$BIN/repo-server-path
 mkdir -p "$td"
 ln -sfn "$ROOT/.cache/bin/helm-$HELM_VERSION" "$td/helm"
-ln -sfn "$ROOT/.cache/bin/kustomize-$KUSTOMIZE_VERSION" "$td/kustomize"
+ln -sfn "$kud/kustomize" "$td/kustomize"
+# Argo CD's image puts its git and gpg wrappers on PATH (Dockerfile: COPY hack/gpg-wrapper.sh
+# hack/git-verify-wrapper.sh /usr/local/bin/). Since v3.6 the repo-server runs git-verify-wrapper.sh for every git
+# source, GPG enabled or not (reposerver/repository/repository.go runRepoOperation, util/git/client.go
+# VerifyCommitSignature), and answers "permission denied" when it cannot. Copied (the module cache is read-only, 0444).
+ad_src=$(cd "$MODS/argocd" && GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN "$GO" list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)
+install -m 0755 "$ad_src/hack/git-verify-wrapper.sh" "$ad_src/hack/gpg-wrapper.sh" "$td/"
 
 say "done: $(du -sh "$BIN" | cut -f1) of binaries in ${BIN#"$ROOT"/}"

@@ -115,7 +115,7 @@ start argocd-repo-server env "${ARGO_ENV[@]}" "$ABIN/argocd-repo-server" \
 	--address 127.0.0.1 --port 8081 --metrics-address 127.0.0.1 --metrics-port 8084 --redis 127.0.0.1:6379 --loglevel info
 
 # --- cluster objects: Argo CD's CRDs and settings, fake nodes ----------------------------------------------------
-CRDS=$(cd hack/e2e/modules/argocd && go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/manifests/crds
+CRDS=$(cd hack/e2e/modules/argocd && GOTOOLCHAIN=$ARGOCD_GOTOOLCHAIN go list -m -f '{{.Dir}}' github.com/argoproj/argo-cd/v3)/manifests/crds
 k apply --server-side -f "$CRDS/application-crd.yaml" -f "$CRDS/appproject-crd.yaml" -f "$CRDS/applicationset-crd.yaml" >/dev/null
 k create namespace argocd >/dev/null
 

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -86,7 +87,7 @@ func WithSettings(s render.Settings) Option { return func(a *App) { a.settings =
 // cluster Secrets).
 func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c } }
 
-// WithLive compares the affected apps with their live state in Argo CD (internal/livediff); when Argo CD
+// WithLive compares the affected apps with their live state in Argo CD (internal/diff/livediff); when Argo CD
 // cannot be read the preview is made without it, with a note.
 func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
 
@@ -299,18 +300,5 @@ func (r *recent) remove(s string) {
 	delete(r.set, s)
 }
 
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
-}
-
-// oneLine is an error as the App posts it (comments, check-runs): its first line, credentials masked.
-func oneLine(err error) string {
-	s := config.Redact(err.Error())
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
+// postable is an error as the App posts it (comments, check-runs): its first line, credentials masked.
+func postable(err error) string { return text.FirstLine(config.Redact(err.Error())) }

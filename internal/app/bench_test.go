@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,11 +18,11 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // bigFleet writes a GitOps repository of 500 Applications on master (internal/preview/previewtest's fleet,
@@ -77,6 +78,75 @@ func (everyTime) SaveCheckRunID(context.Context, string, string, string, int64) 
 // process: clusters and their labels come from it, and the 50 affected apps are compared with their live state.
 func BenchmarkWebhookToCommentArgoCD(b *testing.B) {
 	f := bigFleet(b)
+	_, opts := simArgoCD(b, f)
+	h := newHarness(b, nil, append([]app.Option{app.WithPreviews(everyTime{})}, opts...)...)
+	benchWebhook(b, f, h)
+	if !strings.Contains(h.runsOn(f.heads[0])[app.CheckDiff][0].Text, "compared with the live state in Argo CD") {
+		b.Error("the preview does not mention the live state")
+	}
+}
+
+// BenchmarkMergeHandOffArgoCD measures a merged pull request of the 500-app repository (50 apps touched), with
+// Argo CD configured as in BenchmarkWebhookToCommentArgoCD, from the closed delivery's POST to the plan handed
+// to the Merges port, warm. Each iteration is another merge commit (the App hands a merge SHA over once),
+// alternating the two changes. It reports p50 and p90, the requests to Argo CD and the CPU time per merge.
+func BenchmarkMergeHandOffArgoCD(b *testing.B) {
+	f := bigFleet(b)
+	sim, opts := simArgoCD(b, f)
+	h := newHarness(b, nil, opts...)
+	merges := 0
+	merge := func(i int) time.Duration {
+		head := f.heads[i%2]
+		merges++ // the message makes each merge commit another
+		sha := gittest.Run(b, f.dir, "commit-tree", head+"^{tree}", "-p", f.base, "-p", head, "-m", fmt.Sprintf("Merge pull request #%d (%d)", prNumber, merges))
+		gittest.Run(b, f.dir, "update-ref", "refs/heads/master", sha)
+		body := payload(b, "pull_request/closed-merged.json", map[string]any{
+			"repository.clone_url": f.cloneURL(), "pull_request.head.sha": head, "pull_request.base.sha": f.base,
+			"pull_request.merged": true, "pull_request.merge_commit_sha": sha,
+		})
+		before := len(h.merges.merges)
+		t0 := time.Now()
+		if code := h.send("pull_request", "", body); code != http.StatusAccepted {
+			b.Fatalf("delivery answered %d", code)
+		}
+		h.wait()
+		d := time.Since(t0)
+		if len(h.merges.merges) != before+1 {
+			b.Fatalf("iteration %d: the merge was not handed over", i)
+		}
+		if m := h.merges.merges[before]; m.Plan == nil || m.Plan.AppCount() != 50 {
+			b.Fatalf("iteration %d: handed over %+v, want a plan of 50 apps", i, m.Plan)
+		}
+		return d
+	}
+	merge(1) // warm-up: clone, chart cache
+	var took []time.Duration
+	requests, cpu := sim.Totals().Requests, cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		took = append(took, merge(i))
+	}
+	b.StopTimer()
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	b.ReportMetric(took[len(took)/2].Seconds(), "p50-s")
+	b.ReportMetric(took[len(took)*9/10].Seconds(), "p90-s")
+	b.ReportMetric(float64(sim.Totals().Requests-requests)/float64(b.N), "argocd-req/op")
+	b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// cpuTime is the CPU time, user and system, of this process and of the children it waited for (git): on a
+// loaded machine, a steadier measure of the work than the wall clock.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return 0
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+}
+
+// simArgoCD is Argo CD for the 500-app repository: the simulator, in process, with 30 labelled clusters and
+// every app live at the fixture's base; the options wire it as the clusters and the live comparer.
+func simArgoCD(b *testing.B, f *fixture) (*argocdsim.Server, []app.Option) {
 	sim := argocdsim.New(argocdsim.Config{})
 	b.Cleanup(sim.Close)
 	sim.SetRef("main", f.base)
@@ -116,11 +186,7 @@ func BenchmarkWebhookToCommentArgoCD(b *testing.B) {
 		}
 		return out, nil
 	}
-	h := newHarness(b, nil, app.WithPreviews(everyTime{}), app.WithClusters(clusters), app.WithLive(livediff.New(client, livediff.Options{Server: "sim"})))
-	benchWebhook(b, f, h)
-	if !strings.Contains(h.runsOn(f.heads[0])[app.CheckDiff][0].Text, "compared with the live state in Argo CD") {
-		b.Error("the preview does not mention the live state")
-	}
+	return sim, []app.Option{app.WithClusters(clusters), app.WithLive(livediff.New(client, livediff.Options{Server: "sim"}))}
 }
 
 func benchWebhook(b *testing.B, f *fixture, h *harness) {

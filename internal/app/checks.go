@@ -3,13 +3,14 @@ package app
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // headFiles reads files of the head commit from the local repository, once each, for annotations.
@@ -25,8 +26,20 @@ func (a *App) headFiles(ctx context.Context, out *outcome, ch Change) *headFiles
 	return &headFiles{ctx: ctx, clones: a.clones, dir: out.dir, commit: ch.Head, cache: map[string][]byte{}}
 }
 
-// read returns the file's content, nil when it cannot be read.
+// open returns the file's content, and an error wrapping fs.ErrNotExist when it cannot be read (plan.Load's
+// reader: an unreadable policy file is no policy file here, the preview having read it already).
+func (h *headFiles) open(path string) ([]byte, error) {
+	if data := h.read(path); data != nil {
+		return data, nil
+	}
+	return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+}
+
+// read returns the file's content, nil when it cannot be read ("" is no file).
 func (h *headFiles) read(path string) []byte {
+	if path == "" {
+		return nil
+	}
 	if data, ok := h.cache[path]; ok {
 		return data
 	}
@@ -147,7 +160,7 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	files := a.headFiles(ctx, out, ch)
 	if pe := out.policyErr; pe != nil {
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "The release policy `%s` at `%s` is invalid, so no plan was made:\n\n", pe.File, short(ch.Head))
+		fmt.Fprintf(&sb, "The release policy `%s` at `%s` is invalid, so no plan was made:\n\n", pe.File, text.Short(ch.Head, 7))
 		var anns []github.Annotation
 		for _, d := range pe.Diagnostics {
 			fmt.Fprintf(&sb, "- %s\n", d.String())
@@ -165,16 +178,13 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		return run
 	}
 	run.ExternalID = externalID(ch.Number, pl.Digest())
-	policyFile, policyData := "", []byte(nil)
-	for _, name := range preview.PolicyFiles {
-		if data := files.read(name); data != nil {
-			policyFile, policyData = name, data
-			break
-		}
-	}
+	// The policy file at head, for its wave lines, and its warnings when it parses (files.open never fails but
+	// for absence, so an error is the policy's own: policy is then nil and policyFile still names the file).
+	policy, policyFile, _ := plan.Load(files.open)
+	policyData := files.read(policyFile)
 	var md strings.Builder
 	if err := pl.WriteMarkdown(&md); err != nil {
-		md.WriteString("(the plan could not be written: " + oneLine(err) + ")")
+		md.WriteString("(the plan could not be written: " + postable(err) + ")")
 	}
 	var sb strings.Builder
 	var anns []github.Annotation
@@ -207,11 +217,9 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	if out.rep.Summary.Failed > 0 {
 		fmt.Fprintf(&sb, "\n%d app(s) failed to render and are not in the plan: see %s.\n", out.rep.Summary.Failed, CheckDiff)
 	}
-	if policyData != nil {
-		if p, err := plan.ParsePolicy(policyFile, policyData); err == nil {
-			for _, w := range p.Warnings {
-				anns = append(anns, diagnosticAnnotation(policyFile, w))
-			}
+	if policy != nil && policyFile != "" {
+		for _, w := range policy.Warnings {
+			anns = append(anns, diagnosticAnnotation(policyFile, w))
 		}
 	}
 	run.Output.Summary = sb.String()
@@ -226,7 +234,7 @@ func (a *App) errorChecks(ch Change, err error) (github.CheckRun, github.CheckRu
 	out := func() *github.CheckOutput {
 		return &github.CheckOutput{
 			Title:   "fleetwave could not preview this change",
-			Summary: fmt.Sprintf("Previewing `%s..%s` failed: %s\n\nRe-run this check, or comment `/plan`, to try again.", short(ch.Base), short(ch.Head), oneLine(err)),
+			Summary: fmt.Sprintf("Previewing `%s..%s` failed: %s\n\nRe-run this check, or comment `/plan`, to try again.", text.Short(ch.Base, 7), text.Short(ch.Head, 7), postable(err)),
 		}
 	}
 	return github.CheckRun{Name: CheckDiff, Conclusion: github.ConclusionFailure, ExternalID: externalID(ch.Number, ""), Output: out()},

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // onCheckRunRerequested recomputes the preview when someone presses "Re-run" on fleetwave/diff or
@@ -56,7 +57,7 @@ func (a *App) rerun(ctx context.Context, installationID int64, repo *gh.Reposito
 		return fmt.Errorf("re-running the preview of %s#%d: %w", repo.GetFullName(), number, err)
 	}
 	if head != "" && pr.HeadSHA != head {
-		logFrom(ctx).Info("re-run of a stale head: ignored", slog.String("head", short(head)), slog.String("current", short(pr.HeadSHA)))
+		logFrom(ctx).Info("re-run of a stale head: ignored", slog.String("head", text.Short(head, 7)), slog.String("current", text.Short(pr.HeadSHA, 7)))
 		return nil
 	}
 	if pr.State == "closed" {
@@ -117,7 +118,7 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 	}
 	policy, err := a.policyAt(ctx, e.GetInstallation().GetID(), repo.GetCloneURL(), []string{"refs/heads/" + pr.BaseRef}, trusted)
 	if err != nil {
-		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave cannot tell who may run it — %s", login, res.Command, oneLine(err))))
+		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave cannot tell who may run it — %s", login, res.Command, postable(err))))
 	}
 	wave := ""
 	if res.Command == command.Approve {
@@ -136,7 +137,7 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 		if pr.State == "closed" {
 			return reply(fmt.Sprintf("@%s: this pull request is closed; there is nothing to preview.", login))
 		}
-		if err := reply(fmt.Sprintf("@%s: recomputing the preview of `%s`; the comment and the checks are updated when it is done.", login, short(pr.HeadSHA))); err != nil {
+		if err := reply(fmt.Sprintf("@%s: recomputing the preview of `%s`; the comment and the checks are updated when it is done.", login, text.Short(pr.HeadSHA, 7))); err != nil {
 			log.Warn("replying to /plan", slog.Any("error", err))
 		}
 		return a.OnPullRequest(ctx, changeOfAPI(e.GetInstallation().GetID(), repo, pr, "/plan"))
@@ -190,7 +191,7 @@ func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
 	}
 	policy, err := a.policyAt(ctx, e.GetInstallation().GetID(), repo.GetCloneURL(), refs, cr.GetHeadSHA())
 	if err != nil {
-		return errors.Join(err, reply(fmt.Sprintf("@%s: the %q button was not acted on: fleetwave cannot tell who may use it — %s", login, res.Command, oneLine(err))))
+		return errors.Join(err, reply(fmt.Sprintf("@%s: the %q button was not acted on: fleetwave cannot tell who may use it — %s", login, res.Command, postable(err))))
 	}
 	actor, err := a.actor(ctx, client, fullName, login, policy, res.Command)
 	if err != nil {

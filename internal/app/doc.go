@@ -12,8 +12,9 @@
 //   - Clones: *gitcache.Cache — a local bare mirror per repository, fetched with the installation token.
 //   - preview.Renderer: *render.Renderer — Argo CD's rendering, in process and confined.
 //   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).
-//   - preview.LiveComparer (optional, WithLive): internal/livediff over Argo CD — the affected apps compared
-//     with their live state. When Argo CD cannot be read, the preview is made without it and says so.
+//   - preview.LiveComparer (optional, WithLive): internal/diff/livediff over Argo CD — the affected apps of a pull
+//     request compared with their live state (a merge compares none). When Argo CD cannot be read, the preview is
+//     made without it and says so.
 //   - Merges and Commands (optional): the rollout executor. Until it is wired, LoggingExecutor logs merges
 //     and answers rollout commands with a note that nothing was done.
 //
@@ -76,7 +77,7 @@
 //
 // Besides doing the work once per head (8 calls for a preview with a one-part comment, 5 of them
 // content-creating), every content-creating request of an installation goes through its write budget
-// (internal/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
+// (internal/github/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
 // empty and is paused by a rate-limit answer for as long as GitHub asks.
 //
 // # Commands
@@ -115,7 +116,14 @@
 // # Merges
 //
 // pull_request closed with merged: the plan is recomputed at the merge commit against its first parent and
-// handed to the Merges port with the policy at the merge commit and the digest of the plan last shown on the
-// pull request. A push to the default branch is handed over alike (against the previous tip); a merge SHA
-// already handed over is skipped in this process, and the executor is idempotent per merge SHA.
+// handed to the Merges port with the policy at the merge commit (plan.Load, through the clone cache) and the
+// digest of the plan last shown on the pull request. A push to the default branch is handed over alike (against
+// the previous tip); a merge SHA already handed over is skipped in this process, and the executor is idempotent
+// per merge SHA.
+//
+// The merge computes only what the rollout takes, the plan (preview.Input.PlanOnly): the apps are rendered and
+// diffed, since which apps changed decides the plan, but nothing is compared with the live state in Argo CD and
+// no comment is composed. Argo CD, when configured, still renders plugin apps, generates live ApplicationSets
+// and gives the sync windows, so that the plan is the one the pull request showed (the executor compares the
+// digests).
 package app

@@ -13,9 +13,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/writebudget"
 )
 
 // Bounds of one head's GitHub calls (token requests aside), a preview with a one-part comment: the pull

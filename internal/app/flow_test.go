@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,20 +21,14 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
+	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
-
-// TestSignatureMatchesGitHubVector checks the tests' signing against GitHub's documented example.
-func TestSignatureMatchesGitHubVector(t *testing.T) {
-	got := sign("It's a Secret to Everybody", []byte("Hello, World!"))
-	if want := "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
-		t.Fatalf("sign = %s, want %s", got, want)
-	}
-}
 
 // TestPullRequestFlow sends a "pull_request opened" delivery, pointed at a repository made of
 // examples/fleet and examples/fleet-change, through the webhooks server: one sticky comment and two completed
@@ -79,7 +74,7 @@ func TestPullRequestFlow(t *testing.T) {
 		t.Errorf("redelivery answered %d, want 200", code)
 	}
 	// A delivery with a bad signature is refused and not handled.
-	if code := h.sendSigned("pull_request", "", body, sign("not the secret", body)); code != http.StatusUnauthorized {
+	if code := h.sendSigned("pull_request", "", body, webhooktest.Sign("not the secret", body)); code != http.StatusUnauthorized {
 		t.Errorf("bad signature answered %d, want 401", code)
 	}
 	h.wait()
@@ -228,12 +223,12 @@ func TestNewerPushSupersedesOlder(t *testing.T) {
 		t.Errorf("newer head's check runs = %+v, want diff and plan successful", newerRuns)
 	}
 	comments := h.fake.Comments(repoFullName, prNumber)
-	if len(comments) != 1 || !strings.Contains(comments[0].Body, short(newer)) {
-		t.Fatalf("comments = %+v, want one about %s", comments, short(newer))
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, text.Short(newer, 7)) {
+		t.Fatalf("comments = %+v, want one about %s", comments, text.Short(newer, 7))
 	}
 	// Nothing computed for the older head was ever sent: no body carries its preview.
 	for _, r := range h.fake.Requests() {
-		if strings.Contains(string(r.Body), "fleetwave preview `"+short(f.base)+".."+short(older)) {
+		if strings.Contains(string(r.Body), "fleetwave preview `"+text.Short(f.base, 7)+".."+text.Short(older, 7)) {
 			t.Errorf("%s %s carries the older head's results: %.200s", r.Method, r.Path, r.Body)
 		}
 	}
@@ -495,14 +490,20 @@ func TestPlanCommandRecomputes(t *testing.T) {
 }
 
 // TestMergeHandsThePlanOver: a merged pull request is handed to the executor with the plan at the merge commit
-// and the digest of the plan shown on the pull request.
+// and the digest of the plan shown on the pull request. With Argo CD configured, the pull request's preview
+// compares the apps with their live state; the merge only plans, and asks Argo CD for no live state.
 func TestMergeHandsThePlanOver(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
 	// The merge commit, on master.
 	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
 	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
-	h := newHarness(t, nil)
+	live := &countingLive{}
+	h := newHarness(t, nil, app.WithLive(live))
 	h.open(f)
+	previewed := live.apps.Load()
+	if previewed == 0 {
+		t.Fatal("the pull request's preview compared no app with its live state: the test proves nothing")
+	}
 	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
 		"repository.clone_url":          f.cloneURL(),
 		"pull_request.head.sha":         f.head(),
@@ -524,6 +525,17 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 	if m.PRPlanDigest == "" || m.PRPlanDigest != m.Plan.Digest() {
 		t.Errorf("PR plan digest %q, want the merge plan's %q (same change)", m.PRPlanDigest, m.Plan.Digest())
 	}
+	if n := live.apps.Load() - previewed; n != 0 {
+		t.Errorf("the merge compared %d app(s) with their live state, want none: it needs only the plan", n)
+	}
+}
+
+// countingLive is a LiveComparer that counts the apps it is asked to compare, and finds each in sync.
+type countingLive struct{ apps atomic.Int64 }
+
+func (c *countingLive) CompareLive(_ context.Context, apps []preview.LiveApp) ([]*report.Live, error) {
+	c.apps.Add(int64(len(apps)))
+	return make([]*report.Live, len(apps)), nil
 }
 
 // lineAt is the 1-based line of the first line containing substr in path at the fixture's head.
@@ -538,8 +550,6 @@ func lineAt(t *testing.T, f *fixture, path, substr string) int {
 	t.Fatalf("%s at head has no line with %q", path, substr)
 	return 0
 }
-
-func short(sha string) string { return sha[:7] }
 
 // describeRun renders a check run for a golden file.
 func describeRun(cr fakegithub.CheckRun) string {

@@ -3,9 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -23,11 +20,12 @@ import (
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 	"github.com/fleetwave/fleetwave/webhooks"
+	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 
 const (
@@ -55,13 +53,6 @@ var sharedRenderer = sync.OnceValue(func() *render.Renderer {
 	}
 	return render.New(render.Options{Charts: charts})
 })
-
-// sign is X-Hub-Signature-256 as GitHub computes it: HMAC-SHA256 of the raw body with the webhook secret.
-func sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
 
 // harness is the App behind the real webhooks server, talking to a fake GitHub.
 type harness struct {
@@ -184,7 +175,7 @@ var deliveries atomic.Int64
 // send posts a signed delivery (with the given delivery id, or a fresh one) and returns the status.
 func (h *harness) send(event, delivery string, body []byte) int {
 	h.t.Helper()
-	return h.sendSigned(event, delivery, body, sign(webhookSecret, body))
+	return h.sendSigned(event, delivery, body, webhooktest.Sign(webhookSecret, body))
 }
 
 func (h *harness) sendSigned(event, delivery string, body []byte, signature string) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"
@@ -69,7 +69,7 @@ func (a *App) handOver(ctx context.Context, m mergeTarget) error {
 	fullName := m.repo.GetFullName()
 	key := fullName + "@" + m.mergeSHA
 	if !a.merged.add(key) {
-		logFrom(ctx).Info("merge already handed over", slog.String("merge", short(m.mergeSHA)))
+		logFrom(ctx).Info("merge already handed over", slog.String("merge", text.Short(m.mergeSHA, 7)))
 		return nil
 	}
 	err := a.handOverOnce(ctx, m)
@@ -81,7 +81,7 @@ func (a *App) handOver(ctx context.Context, m mergeTarget) error {
 
 func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	fullName := m.repo.GetFullName()
-	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, short(m.mergeSHA))
+	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, text.Short(m.mergeSHA, 7))
 	dir, err := a.clones.Fetch(ctx, m.installationID, m.repo.GetCloneURL(), m.refs, m.commits)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -90,15 +90,19 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, Plan: true,
+	// Only the plan: no live comparison with Argo CD, no comment (preview.Input.PlanOnly). Argo CD still renders
+	// the plugin apps, generates the live ApplicationSets and gives the sync windows, as for the pull request,
+	// so that the plan is the one the pull request showed; none of these fails the run, so there is no retry
+	// without it (runPreview's).
+	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, PlanOnly: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
-		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered}
+		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, Live: a.live}
 	if a.clusters != nil {
 		if in.Clusters, err = a.clusters(ctx); err != nil {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
 		}
 	}
-	rep, err := a.runPreview(ctx, m.installationID, renderGroup(fullName, m.number), in)
+	rep, err := preview.Run(ctx, a.rendererOf(m.installationID, renderGroup(fullName, m.number)), in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -108,7 +112,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	}
 	merge := Merge{
 		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: rep.Base,
-		Plan: pl, Report: rep, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
+		Plan: pl, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
 	}
 	if m.number != 0 && m.prHead != "" {
 		merge.PRPlanDigest = a.shownPlanDigest(ctx, m.installationID, fullName, m.prHead)
@@ -154,24 +158,15 @@ func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL strin
 	return a.readPolicy(ctx, dir, commit)
 }
 
-// readPolicy parses the release policy at commit of the local repository dir.
+// readPolicy reads the release policy at commit of the local repository dir (plan.Load).
 func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
 	if !source.IsFullSHA(commit) {
 		return plan.DefaultPolicy(), nil
 	}
-	for _, name := range preview.PolicyFiles {
-		data, err := a.clones.ReadFile(ctx, dir, commit, name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		p, err := plan.ParsePolicy(name, data)
-		if err != nil {
-			return nil, fmt.Errorf("the release policy at %s is invalid: %w", short(commit), err)
-		}
-		return p, nil
+	p, _, err := plan.Load(func(name string) ([]byte, error) { return a.clones.ReadFile(ctx, dir, commit, name) })
+	var pe *plan.PolicyError
+	if errors.As(err, &pe) {
+		return nil, fmt.Errorf("the release policy at %s is invalid: %w", text.Short(commit, 7), err)
 	}
-	return plan.DefaultPolicy(), nil
+	return p, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // MergeGroup is a group of GitHub's merge queue whose required checks are requested: the head of the queue's
@@ -71,7 +72,7 @@ func groupKey(repo, headRef string) prKey { return prKey{repo: repo + "@" + head
 // which would leave out every pull request of the group but the last. If no base can be found, both checks fail:
 // the change is unverified.
 func (a *App) OnMergeGroup(ctx context.Context, g MergeGroup) error {
-	log := logFrom(ctx).With(slog.String("group", g.HeadRef), slog.String("head", short(g.HeadSHA)))
+	log := logFrom(ctx).With(slog.String("group", g.HeadRef), slog.String("head", text.Short(g.HeadSHA, 7)))
 	ctx = withLog(ctx, log)
 	if g.Repo == "" || !source.IsFullSHA(g.HeadSHA) || g.HeadRef == "" || g.BaseRef == "" || g.CloneURL == "" ||
 		(g.BaseSHA != "" && !source.IsFullSHA(g.BaseSHA)) {
@@ -157,7 +158,7 @@ func (a *App) startGroupChecks(ctx context.Context, client CheckRuns, g MergeGro
 	return a.startCheckRuns(ctx, client, g.Repo, g.HeadSHA, groupExternalID(g.HeadRef, ""), at, &github.CheckOutput{
 		Title: "Rendering the merge group…",
 		Summary: fmt.Sprintf("fleetwave is rendering the change of merge group `%s` (`%s`) as Argo CD would.",
-			groupName(g.HeadRef), short(g.HeadSHA))})
+			groupName(g.HeadRef), text.Short(g.HeadSHA, 7))})
 }
 
 // computeGroup fetches the group and previews its change; ch.Base is set to the base used.
@@ -183,7 +184,7 @@ func (a *App) computeGroup(ctx context.Context, g MergeGroup, ch *Change) *outco
 			out.err = err
 			return out
 		}
-		logFrom(ctx).Info("the delivery has no base_sha: the base is the merge base with the base branch", slog.String("base", short(ch.Base)))
+		logFrom(ctx).Info("the delivery has no base_sha: the base is the merge base with the base branch", slog.String("base", text.Short(ch.Base, 7)))
 	}
 	a.previewInto(ctx, out, *ch)
 	return out
@@ -207,7 +208,7 @@ func groupBase(ctx context.Context, dir string, g MergeGroup) (string, error) {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if base == "" {
-		return "", fmt.Errorf("%s: %s shares no history with %s", what, short(g.HeadSHA), g.BaseRef)
+		return "", fmt.Errorf("%s: %s shares no history with %s", what, text.Short(g.HeadSHA, 7), g.BaseRef)
 	}
 	return base, nil
 }
@@ -256,9 +257,9 @@ func (a *App) publishGroup(ctx context.Context, client CheckRuns, key prKey, g M
 	var errs []error
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
 	if out.err != nil {
-		errs = append(errs, fmt.Errorf("checking merge group %s of %s at %s: %w", groupName(g.HeadRef), g.Repo, short(g.HeadSHA), out.err))
+		errs = append(errs, fmt.Errorf("checking merge group %s of %s at %s: %w", groupName(g.HeadRef), g.Repo, text.Short(g.HeadSHA, 7), out.err))
 	} else {
-		log.Info("merge group checked", slog.String("base", short(ch.Base)), slog.String("summary", out.rep.SummaryLine()),
+		log.Info("merge group checked", slog.String("base", text.Short(ch.Base, 7)), slog.String("summary", out.rep.SummaryLine()),
 			slog.Duration("took", out.elapsed), slog.String("diff", diffRun.Conclusion), slog.String("plan", planRun.Conclusion))
 	}
 	return errors.Join(errs...)
@@ -269,7 +270,7 @@ func (a *App) publishGroup(ctx context.Context, client CheckRuns, key prKey, g M
 func (a *App) cancelGroupChecks(ctx context.Context, client CheckRuns, g MergeGroup, ids checkRuns, cause error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	summary := fmt.Sprintf("The check of merge group `%s` (`%s`) was cancelled: %s.", groupName(g.HeadRef), short(g.HeadSHA), cause)
+	summary := fmt.Sprintf("The check of merge group `%s` (`%s`) was cancelled: %s.", groupName(g.HeadRef), text.Short(g.HeadSHA, 7), cause)
 	a.completeCancelled(pctx, client, g.Repo, groupExternalID(g.HeadRef, ""), ids, summary)
 }
 
@@ -277,14 +278,14 @@ func (a *App) cancelGroupChecks(ctx context.Context, client CheckRuns, g MergeGr
 // is unverified, so a required check must not pass).
 func groupErrorChecks(g MergeGroup, ch Change, err error) (github.CheckRun, github.CheckRun) {
 	out := func() *github.CheckOutput {
-		base := short(ch.Base)
+		base := text.Short(ch.Base, 7)
 		if base == "" {
 			base = "?"
 		}
 		return &github.CheckOutput{
 			Title: "fleetwave could not preview this merge group",
 			Summary: fmt.Sprintf("Previewing merge group `%s` (`%s..%s`) failed: %s\n\nThe merge queue asks again when the pull request is queued again.",
-				groupName(g.HeadRef), base, short(g.HeadSHA), oneLine(err)),
+				groupName(g.HeadRef), base, text.Short(g.HeadSHA, 7), postable(err)),
 		}
 	}
 	return github.CheckRun{Name: CheckDiff, Conclusion: github.ConclusionFailure, ExternalID: groupExternalID(g.HeadRef, ""), Output: out()},
@@ -296,7 +297,7 @@ var queuedPR = regexp.MustCompile(`/pr-([0-9]+)-[0-9a-f]+$`)
 // groupHeader opens a merge group's check-run summary: which group, which change.
 func groupHeader(g MergeGroup, ch Change) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "Merge queue group `%s`: the combined change of its pull requests, `%s..%s`", groupName(g.HeadRef), short(ch.Base), short(ch.Head))
+	fmt.Fprintf(&sb, "Merge queue group `%s`: the combined change of its pull requests, `%s..%s`", groupName(g.HeadRef), text.Short(ch.Base, 7), text.Short(ch.Head, 7))
 	if m := queuedPR.FindStringSubmatch(g.HeadRef); m != nil {
 		fmt.Fprintf(&sb, " (#%s and the pull requests queued with it)", m[1])
 	}

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // queueGroup builds the merge queue's temporary branch of a group on the fixture, as GitHub's queue does: the
@@ -98,7 +99,7 @@ func TestMergeGroupChecksTheCombinedChange(t *testing.T) {
 		if !strings.HasPrefix(cr.externalID, "fleetwave-queue:gh-readonly-queue/master/pr-2-") {
 			t.Errorf("%s external id %q, want the group's", cr.name, cr.externalID)
 		}
-		if want := fmt.Sprintf("`%s..%s`", short(f.base), short(head)); !strings.Contains(cr.summary, want) || !strings.Contains(cr.summary, "#2") {
+		if want := fmt.Sprintf("`%s..%s`", text.Short(f.base, 7), text.Short(head, 7)); !strings.Contains(cr.summary, want) || !strings.Contains(cr.summary, "#2") {
 			t.Errorf("%s summary does not name the group's change %s and #2:\n%s", cr.name, want, cr.summary)
 		}
 	}
@@ -129,8 +130,8 @@ func TestMergeGroupChecksTheCombinedChange(t *testing.T) {
 			latest = cr
 		}
 	}
-	if !strings.Contains(latest.Summary, "merge base with `master`") || !strings.Contains(latest.Summary, short(f.base)+".."+short(head)) {
-		t.Errorf("plan summary without base_sha does not say the base is the merge base with master (%s):\n%s", short(f.base), latest.Summary)
+	if !strings.Contains(latest.Summary, "merge base with `master`") || !strings.Contains(latest.Summary, text.Short(f.base, 7)+".."+text.Short(head, 7)) {
+		t.Errorf("plan summary without base_sha does not say the base is the merge base with master (%s):\n%s", text.Short(f.base, 7), latest.Summary)
 	}
 
 	// The group lands or leaves the queue: nothing more on GitHub. A push to the queue's branch starts nothing.

@@ -8,7 +8,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/report"
 )
 
 // The use cases' roles of GitHub, for one App installation. *github.Client plays them all; the value types
@@ -71,10 +70,8 @@ type Merge struct {
 	PRNumber       int    // 0 for a direct push
 	MergeSHA       string // the commit every app is to be synced to
 	BaseSHA        string // the default branch before the merge (first parent)
-	// Plan is the wave plan recomputed at the merge commit — the one to execute — and Report the preview it
-	// came from.
-	Plan   *plan.Plan
-	Report *report.Report
+	// Plan is the wave plan recomputed at the merge commit: the one to execute.
+	Plan *plan.Plan
 	// Policy is the release policy at the merge commit (plan.DefaultPolicy when the repository has none).
 	Policy *plan.Policy
 	// PRPlanDigest is the digest of the plan last shown on the pull request ("" when unknown).

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Change is a pull request's change to preview: its head against its base.
@@ -122,7 +123,7 @@ type checkRuns struct{ diff, plan int64 }
 // sticky comment and the check runs — unless a newer head arrived meanwhile, in which case this preview is
 // cancelled and its check runs are marked cancelled. It returns an error only for what no check run can say.
 func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
-	log := logFrom(ctx).With(slog.String("head", short(ch.Head)), slog.String("reason", ch.Reason), slog.Bool("fork", ch.Fork))
+	log := logFrom(ctx).With(slog.String("head", text.Short(ch.Head, 7)), slog.String("reason", ch.Reason), slog.Bool("fork", ch.Fork))
 	ctx = withLog(ctx, log)
 	if ch.Repo == "" || ch.Number == 0 || ch.Head == "" || ch.Base == "" || ch.CloneURL == "" {
 		return fmt.Errorf("previewing %s#%d: incomplete pull request (head %q, base %q, clone URL %q)", ch.Repo, ch.Number, ch.Head, ch.Base, ch.CloneURL)
@@ -157,7 +158,7 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 			return nil
 		}
 		if cur.HeadSHA != "" && cur.HeadSHA != ch.Head {
-			log.Info("stale event: the pull request's head is now another commit", slog.String("current", short(cur.HeadSHA)))
+			log.Info("stale event: the pull request's head is now another commit", slog.String("current", text.Short(cur.HeadSHA, 7)))
 			return nil
 		}
 	} else {
@@ -220,7 +221,7 @@ func forced(reason string) bool {
 // results are still worth a comment, and the check runs are created when completing them.
 func (a *App) startChecks(ctx context.Context, client CheckRuns, ch Change, at time.Time) checkRuns {
 	return a.startCheckRuns(ctx, client, ch.Repo, ch.Head, externalID(ch.Number, ""), at, &github.CheckOutput{
-		Title: "Rendering the change…", Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", short(ch.Base), short(ch.Head))})
+		Title: "Rendering the change…", Summary: fmt.Sprintf("fleetwave is rendering `%s..%s` as Argo CD would.", text.Short(ch.Base, 7), text.Short(ch.Head, 7))})
 }
 
 // startCheckRuns creates fleetwave/diff and fleetwave/plan in progress on head, with out as their output, and
@@ -386,7 +387,7 @@ func (a *App) runPreview(ctx context.Context, installation int64, group string, 
 	if err2 != nil {
 		return nil, err // the first error is the one to report
 	}
-	rep.Notes = append(rep.Notes, "live state not compared: "+oneLine(err))
+	rep.Notes = append(rep.Notes, "live state not compared: "+postable(err))
 	logFrom(ctx).Warn("preview without live state", slog.Any("error", err))
 	return rep, nil
 }
@@ -449,7 +450,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
 	posted = len(errs) == 0
 	if out.err != nil {
-		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, short(ch.Head), out.err))
+		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), out.err))
 	} else {
 		log.Info("preview posted", slog.String("summary", out.rep.SummaryLine()), slog.Duration("took", out.elapsed),
 			slog.String("diff", diffRun.Conclusion), slog.String("plan", planRun.Conclusion))
@@ -476,9 +477,9 @@ func (a *App) completeCheck(ctx context.Context, client CheckRuns, ch Change, id
 func (a *App) cancelChecks(ctx context.Context, client CheckRuns, ch Change, ids checkRuns, cause error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	summary := fmt.Sprintf("The preview of `%s` was cancelled: %s.", short(ch.Head), cause)
+	summary := fmt.Sprintf("The preview of `%s` was cancelled: %s.", text.Short(ch.Head, 7), cause)
 	if errors.Is(cause, errSuperseded) {
-		summary = fmt.Sprintf("The preview of `%s` was cancelled: the pull request has a newer commit, whose checks carry the results.", short(ch.Head))
+		summary = fmt.Sprintf("The preview of `%s` was cancelled: the pull request has a newer commit, whose checks carry the results.", text.Short(ch.Head, 7))
 	}
 	a.completeCancelled(pctx, client, ch.Repo, externalID(ch.Number, ""), ids, summary)
 }
@@ -549,5 +550,5 @@ func parseExternalID(s string) (number int, planDigest string, ok bool) {
 // commit.
 func errorComment(ch Change, err error) string {
 	return fmt.Sprintf("%s\n## fleetwave preview `%s..%s`\n\n⚠️ fleetwave could not preview this change: %s\n\nComment `/plan` or re-run the check to try again.\n",
-		report.Marker, short(ch.Base), short(ch.Head), oneLine(err))
+		report.Marker, text.Short(ch.Base, 7), text.Short(ch.Head, 7), postable(err))
 }

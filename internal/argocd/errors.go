@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Sentinel errors, matched with errors.Is against the *APIError a call returns. They follow the gRPC codes Argo CD's
@@ -132,7 +134,11 @@ func parseAPIError(resp *http.Response) *APIError {
 		}
 		return e
 	}
-	e.Message = oneLine(string(body), 200)
+	// A body that is not a gRPC-gateway error (a proxy's HTML page): on one line, cut to 200 characters.
+	e.Message = text.OneLine(string(body))
+	if r := []rune(e.Message); len(r) > 200 {
+		e.Message = string(r[:200]) + "…"
+	}
 	return e
 }
 
@@ -159,15 +165,6 @@ func codeFromHTTP(status int) codes.Code {
 		return codes.DeadlineExceeded
 	}
 	return codes.Unknown
-}
-
-// oneLine collapses whitespace and truncates s to n runes, for error messages built from arbitrary bodies.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // IsMissingApp reports whether a read of an app (GET without a project) says it is not there: NotFound, or the

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Check-run names.
@@ -82,24 +83,6 @@ func mdCell(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return strings.ReplaceAll(s, "|", `\|`)
-}
-
-// short abbreviates a commit SHA.
-func short(rev string) string {
-	if len(rev) > 10 && (len(rev) == 40 || len(rev) == 64) {
-		return rev[:10]
-	}
-	return rev
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "ch") {
-		return fmt.Sprintf("%d %ses", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func hhmmss(t time.Time) string {
@@ -315,7 +298,7 @@ func rolloutCheckRun(s rollout.Snapshot) github.CheckRun {
 	case store.RolloutPending:
 		title = "Queued"
 		if len(s.WaitingFor) > 0 {
-			title = fmt.Sprintf("Queued behind rollout #%d (merge %s)", s.WaitingFor[0].ID, short(s.WaitingFor[0].MergeSHA))
+			title = fmt.Sprintf("Queued behind rollout #%d (merge %s)", s.WaitingFor[0].ID, text.ShortRev(s.WaitingFor[0].MergeSHA))
 		}
 		cr.Actions = actions(actPause, actAbort)
 	case store.RolloutRunning:
@@ -362,8 +345,8 @@ func rolloutCheckRun(s rollout.Snapshot) github.CheckRun {
 	if r.PRNumber > 0 {
 		pr = fmt.Sprintf(" (PR #%d)", r.PRNumber)
 	}
-	fmt.Fprintf(&b, "**Rollout #%d** of merge `%s`%s: %s in %s, policy %s.\n\n", r.ID, short(r.MergeSHA), pr,
-		plural(all.total, "app"), plural(len(s.Waves), "wave"), mdCell(s.Plan.Policy, 80))
+	fmt.Fprintf(&b, "**Rollout #%d** of merge `%s`%s: %s in %s, policy %s.\n\n", r.ID, text.ShortRev(r.MergeSHA), pr,
+		text.Plural(all.total, "app"), text.Plural(len(s.Waves), "wave"), mdCell(s.Plan.Policy, 80))
 	if s.PlanDiffers() {
 		fmt.Fprintf(&b, "> [!WARNING]\n> The plan executed (recomputed at the merge commit, `%s`) differs from the plan shown on the PR (`%s`).\n",
 			shortDigest(s.PlanDigest), shortDigest(s.PRPlanDigest))
@@ -382,10 +365,10 @@ func rolloutCheckRun(s rollout.Snapshot) github.CheckRun {
 			verb = "Superseding"
 		}
 		fmt.Fprintf(&b, "⏳ %s rollout #%d (merge %s, %s): it touches some of the same apps, and rollouts never interleave.\n\n",
-			verb, o.ID, short(o.MergeSHA), o.State)
+			verb, o.ID, text.ShortRev(o.MergeSHA), o.State)
 	}
 	for _, o := range s.WaitedBy {
-		fmt.Fprintf(&b, "⏳ Rollout #%d (merge %s) waits for this one: it touches some of the same apps.\n\n", o.ID, short(o.MergeSHA))
+		fmt.Fprintf(&b, "⏳ Rollout #%d (merge %s) waits for this one: it touches some of the same apps.\n\n", o.ID, text.ShortRev(o.MergeSHA))
 	}
 	if r.SupersededBy != 0 && r.State != store.RolloutSuperseded {
 		fmt.Fprintf(&b, "⏹️ Rollout #%d supersedes this one: the syncs in flight finish, no new one starts.\n\n", r.SupersededBy)
@@ -454,7 +437,7 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 		cr.Actions = actions(actPause, actRollback, actAbort)
 	case store.WaveAwaitingApproval:
 		if w.StartedAt.IsZero() {
-			cr.Status, title = github.StatusInProgress, fmt.Sprintf("Awaiting approval before it starts (%s)", plural(c.total, "app"))
+			cr.Status, title = github.StatusInProgress, fmt.Sprintf("Awaiting approval before it starts (%s)", text.Plural(c.total, "app"))
 			cr.Actions = actions(actApprove, actPause, actAbort)
 		} else {
 			cr.Status, title = github.StatusInProgress, "Awaiting approval before the next wave: "+done
@@ -486,8 +469,8 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Wave %d/%d %s** of rollout #%d (merge `%s`): %s on %s, %s.\n\n", wi+1, len(s.Waves),
-		mdCell(w.Name, 60), r.ID, short(r.MergeSHA), plural(c.total, "app"), plural(clusterCount(waveSteps), "cluster"),
-		plural(batchCount(waveSteps), "batch"))
+		mdCell(w.Name, 60), r.ID, text.ShortRev(r.MergeSHA), text.Plural(c.total, "app"), text.Plural(clusterCount(waveSteps), "cluster"),
+		text.Plural(batchCount(waveSteps), "batch"))
 	fmt.Fprintf(&b, "**Gates:** %s\n\n", gatesText(w))
 	if !w.SoakStartedAt.IsZero() {
 		state := "in progress"
@@ -596,7 +579,7 @@ func rollbackCheckRun(s rollout.Snapshot) (github.CheckRun, bool) {
 	title = clip(title, 200)
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Rollback** of rollout #%d (merge `%s`): every app it synced goes back to the revision it ran before, last wave first.\n\n",
-		r.ID, short(r.MergeSHA))
+		r.ID, text.ShortRev(r.MergeSHA))
 	b.WriteString("| Wave | State | Apps back | Message |\n|---|---|---:|---|\n")
 	for i := len(scope) - 1; i >= 0; i-- {
 		w := scope[i]

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const (

@@ -11,13 +11,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/livediff"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // previewFlags are the flags `diff` and `plan` share.
@@ -30,7 +31,7 @@ type previewFlags struct {
 	repoURLs                   []string
 	exitCode                   bool
 	concurrency                int
-	// Live-state comparison (internal/livediff); off without --argocd.
+	// Live-state comparison (internal/diff/livediff); off without --argocd.
 	argocdURL, argocdToken string
 	argocdInsecure         bool
 	argocdCM               string
@@ -126,6 +127,7 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if f.base == "" {
 		return usageErr(fmt.Errorf("%s: --base is required", name))
 	}
+	limitBatchMemory(deps)
 	in := preview.Input{RepoDir: f.repo, Base: f.base, Head: f.head, RepoURLs: f.repoURLs, Plan: withPlan, Concurrency: f.concurrency}
 	if f.settingsFile != "" {
 		s, err := render.LoadSettings(f.settingsFile)
@@ -195,13 +197,6 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	return previewExit(deps.Stderr, name, rep, f.exitCode)
 }
 
-func countOf(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
 func writePreview(w io.Writer, rep *report.Report, output string) error {
 	switch output {
 	case "json":
@@ -257,11 +252,25 @@ func policyFailed(deps *Deps, name string, f *previewFlags, rep *report.Report, 
 	for _, e := range rep.PolicyErrors {
 		fmt.Fprintf(deps.Stderr, "fleetwave: %s: %s\n", name, e)
 	}
-	return usageErr(fmt.Errorf("%s: invalid release policy %s (%s): no plan was made; the diff above is complete", name, pe.File, countOf(len(pe.Diagnostics), "error")))
+	return usageErr(fmt.Errorf("%s: invalid release policy %s (%s): no plan was made; the diff above is complete", name, pe.File, text.Plural(len(pe.Diagnostics), "error")))
 }
 
 // previewExit prints one line per problem to stderr and chooses the exit status: 2 when an app failed to render
 // or the repository has problems, 1 when the plan breaks policy or (with --exit-code) something changed.
+// noSourceInRepo is the one clear line of a run that rendered nothing because no app takes a source from the
+// repository (a fork or a mirror under another URL): no all-clear, and how to fix it. urls are what the apps name.
+func noSourceInRepo(urls []string) string {
+	msg := "no app takes a source from this repository, so nothing was rendered"
+	if len(urls) > 0 {
+		msg += fmt.Sprintf(" (the apps name %s, not its origin remote)", strings.Join(urls, ", "))
+	}
+	hint := "<url>"
+	if len(urls) == 1 {
+		hint = urls[0]
+	}
+	return msg + ": if this checkout is a fork or mirror, give the URL the Applications use: --repo-url " + hint
+}
+
 func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange bool) error {
 	for _, a := range rep.Apps {
 		if a.Status == report.StatusError {
@@ -277,22 +286,13 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 		}
 	}
 	if rep.NoSourceInRepo {
-		// One clear line: nothing was rendered, which is no all-clear, and how to fix it.
-		msg := fmt.Sprintf("%s: no app takes a source from this repository, so nothing was rendered", name)
-		if len(rep.AppRepoURLs) > 0 {
-			msg += fmt.Sprintf(" (the apps name %s, not its origin remote)", strings.Join(rep.AppRepoURLs, ", "))
-		}
-		hint := "<url>"
-		if len(rep.AppRepoURLs) == 1 {
-			hint = rep.AppRepoURLs[0]
-		}
-		return &ExitError{Code: 2, Err: fmt.Errorf("%s: if this checkout is a fork or mirror, give the URL the Applications use: --repo-url %s", msg, hint)}
+		return &ExitError{Code: 2, Err: errors.New(name + ": " + noSourceInRepo(rep.AppRepoURLs))}
 	}
 	if rep.HasErrors() {
 		msg := fmt.Sprintf("%s: %d of %d apps failed to render, %s", name, rep.Summary.Failed, rep.Summary.Apps,
-			countOf(len(rep.Problems), "repository problem"))
+			text.Plural(len(rep.Problems), "repository problem"))
 		if n := rep.UnevaluatedChanged(); n > 0 {
-			msg += ", " + countOf(n, "changed ApplicationSet") + " not evaluated"
+			msg += ", " + text.Plural(n, "changed ApplicationSet") + " not evaluated"
 		}
 		return &ExitError{Code: 2, Err: errors.New(msg)}
 	}

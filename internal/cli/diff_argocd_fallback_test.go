@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // diff --argocd renders through Argo CD what fleetwave does not fetch: a chart from a repository that is not in the
@@ -49,15 +50,15 @@ func TestDiffArgoCDFallbackRendererAndLiveGenerators(t *testing.T) {
 		"manifests/pr2/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pr}\ndata: {color: green}\n",
 	}
 	for rel, c := range files {
-		writeFile(t, dir, rel, c)
+		filetest.Write(t, dir, rel, c)
 	}
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "change")
-	writeFile(t, dir, "apps/vendor.yaml", vendor("1.1.0"))
-	writeFile(t, dir, "values/web.yaml", "replicas: 3\n")
-	writeFile(t, dir, "sets/prs.yaml", prs("manifests/pr2")) // the template changes, the generator does not
+	filetest.Write(t, dir, "apps/vendor.yaml", vendor("1.1.0"))
+	filetest.Write(t, dir, "values/web.yaml", "replicas: 3\n")
+	filetest.Write(t, dir, "sets/prs.yaml", prs("manifests/pr2")) // the template changes, the generator does not
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "change")
 	base, head := gittest.Run(t, dir, "rev-parse", "main"), gittest.Run(t, dir, "rev-parse", "change")
@@ -168,7 +169,7 @@ func TestDiffArgoCDFallbackRendererAndLiveGenerators(t *testing.T) {
 
 	// A change that adds an ApplicationSet with a live generator: not sent to Argo CD, listed, and the diff fails.
 	gitRun(t, dir, "checkout", "-q", "change")
-	writeFile(t, dir, "sets/scm.yaml", strings.ReplaceAll(strings.ReplaceAll(prs("manifests/pr"), "name: prs", "name: scm"),
+	filetest.Write(t, dir, "sets/scm.yaml", strings.ReplaceAll(strings.ReplaceAll(prs("manifests/pr"), "name: prs", "name: scm"),
 		"pullRequest: {github: {owner: example, repo: small}}", "scmProvider: {github: {organization: example, api: 'https://attacker.example'}}"))
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "add an scm set")

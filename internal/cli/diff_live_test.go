@@ -4,8 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +12,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // diff --argocd against the simulator: web is live with a hand-edited ConfigMap and another Secret value.
@@ -97,8 +96,8 @@ func TestDiffArgoCDRendersPluginApps(t *testing.T) {
 	})
 	// cmp exists at base too: commit it on main and rebase the change on it.
 	gitRun(t, repo, "checkout", "-q", "main")
-	writeFile(t, repo, "apps/cmp.yaml", plugin("cmp"))
-	writeFile(t, repo, "manifests/cmp/input.txt", "base\n")
+	filetest.Write(t, repo, "apps/cmp.yaml", plugin("cmp"))
+	filetest.Write(t, repo, "manifests/cmp/input.txt", "base\n")
 	gitRun(t, repo, "add", "-A")
 	gitRun(t, repo, "commit", "-q", "-m", "cmp app")
 	gitRun(t, repo, "checkout", "-q", "change")
@@ -163,14 +162,3 @@ func TestDiffArgoCDRendersPluginApps(t *testing.T) {
 }
 
 func gitRun(t *testing.T, dir string, args ...string) { t.Helper(); gittest.Run(t, dir, args...) }
-
-func writeFile(t *testing.T, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

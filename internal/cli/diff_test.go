@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const previewRepoURL = "https://github.com/example/small.git"
@@ -23,7 +25,7 @@ func previewRepo(t *testing.T, extra map[string]string) string {
 	run := func(args ...string) { t.Helper(); gitRun(t, dir, args...) }
 	write := func(files map[string]string) {
 		for rel, content := range files {
-			writeFile(t, dir, rel, content)
+			filetest.Write(t, dir, rel, content)
 		}
 	}
 	app := func(name, extra string) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // forkRepo makes a one-app repository whose Application names https://github.com/acme/gitops.git while the
@@ -26,12 +27,12 @@ func forkRepo(t *testing.T, origin string, extra map[string]string) string {
 		files[k] = v
 	}
 	for rel, content := range files {
-		writeFile(t, dir, rel, content)
+		filetest.Write(t, dir, rel, content)
 	}
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
-	writeFile(t, dir, "chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: \"2\"}\n")
+	filetest.Write(t, dir, "chart/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {a: \"2\"}\n")
 	gitRun(t, dir, "commit", "-q", "-am", "change")
 	if origin != "" {
 		gitRun(t, dir, "remote", "add", "origin", origin)

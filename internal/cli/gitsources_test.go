@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // TestDiffSourceInAnotherGitRepository: `fleetwave diff --repositories` renders an app whose source is in another

@@ -3,10 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // run executes the whole CLI in-process, as `fleetwave args...` would, and returns its exit code and streams.
@@ -18,23 +19,8 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
 func TestRenderCommand(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app.yaml": `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: web, namespace: argocd}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/logtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 )
 
 type fakePruneStore struct {

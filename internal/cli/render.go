@@ -23,19 +23,27 @@ type renderFlags struct {
 	maxFileBytes, maxOutputBytes             int64
 	maxDocuments                             int
 	timeout                                  time.Duration
+	all                                      renderAllFlags
 }
 
 func newRenderCmd(deps *Deps) *cobra.Command {
 	var f renderFlags
 	cmd := &cobra.Command{
-		Use:   "render --app <Application.yaml> --repo-root <dir>",
-		Short: "Print an application's manifests exactly as Argo CD's repo-server would render them",
+		Use:   "render --app <Application.yaml> --repo-root <dir> | render --all --repo <dir> [--revision <rev>]",
+		Short: "Print an application's manifests exactly as Argo CD's repo-server would render them, or every app's",
 		Long: `render prints the manifests of one Argo CD Application as a YAML stream, in Argo CD's order, rendered
 in-process the way Argo CD's repo-server renders them (Helm, Kustomize, plain directories and Jsonnet), with the
 tracking metadata Argo CD adds. --repo-root is the checkout that spec.source.path is relative to; every git source
 of the app is read from it. Charts from Helm repositories (repoURL + chart + targetRevision) and chart
 dependencies that are not vendored are fetched from the repositories --repositories allows, and only from them.
-Defaults match a current Argo CD install.`,
+Defaults match a current Argo CD install.
+
+With --all, render finds every Application and ApplicationSet app of the git repository --repo at --revision
+(default HEAD; following app-of-apps, as diff does) and renders each, at most --concurrency at once, writing
+each app's result as soon as it is made: one JSON line per app (its manifests, or with --out-dir the file they
+were written to), or with --output yaml one YAML stream. Progress goes to stderr, with one line per app that
+failed and a summary at the end. Apps whose source only Argo CD can render are skipped, not failed. Exit
+status 2 when an app failed to render or the repository has problems (the other apps are still rendered).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRender(cmd, deps, &f)
@@ -49,7 +57,7 @@ Defaults match a current Argo CD install.`,
 	fl.StringVar(&f.apiVersions, "api-versions", "", "comma-separated API versions of the cluster (group/version and group/version/Kind)")
 	fl.StringVar(&f.trackingMethod, "tracking-method", "", "annotation (default), label or annotation+label")
 	fl.StringVar(&f.appLabelKey, "app-label-key", "", "instance label key (default "+render.DefaultAppLabelKey+")")
-	fl.StringVar(&f.revision, "revision", "", "commit SHA being rendered ($ARGOCD_APP_REVISION)")
+	fl.StringVar(&f.revision, "revision", "", "commit SHA being rendered ($ARGOCD_APP_REVISION); with --all, the revision of --repo to render (branch, tag or sha; default HEAD), whose commit the apps see")
 	fl.StringVar(&f.controlPlaneNS, "control-plane-namespace", "", "namespace Argo CD runs in (default "+render.DefaultControlPlaneNamespace+")")
 	fl.StringVar(&f.installationID, "installation-id", "", "argocd-cm installationID")
 	fl.StringVar(&f.kustomizeBuildOptions, "kustomize-build-options", "", "argocd-cm kustomize.buildOptions, e.g. --enable-helm")
@@ -60,12 +68,22 @@ Defaults match a current Argo CD install.`,
 	fl.Int64Var(&f.maxOutputBytes, "max-output-bytes", 0, "cap on one app's manifests (default 64 MiB)")
 	fl.IntVar(&f.maxDocuments, "max-documents", 0, "cap on one app's object count (default 10000)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "cap on one app's render time (default 60s)")
+	f.all.register(cmd)
 	return cmd
 }
 
 func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
+	if f.all.all {
+		return runRenderAll(cmd, deps, f, &f.all)
+	}
+	loosenRenderGC(deps)
+	for _, name := range []string{"repo", "output", "out-dir", "clusters", "repo-url", "concurrency", "progress-every"} {
+		if cmd.Flags().Changed(name) {
+			return usageErr(fmt.Errorf("render: --%s needs --all", name))
+		}
+	}
 	if f.app == "" {
-		return usageErr(errors.New("render: --app is required"))
+		return usageErr(errors.New("render: --app is required (or --all)"))
 	}
 	s, err := renderSettings(cmd, f)
 	if err != nil {

@@ -4,13 +4,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestRenderLogsKustomizeWarnings: a kustomization with a deprecated field makes Kustomize print a warning
 // (fmt.Fprintf(os.Stderr) in kusttarget.go Load). `render` shows it as one structured log line on stderr,
 // naming the app, never as Kustomize's raw line, and the manifests on stdout are unchanged.
 func TestRenderLogsKustomizeWarnings(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: legacy, namespace: argocd}\n" +
 			"spec:\n  destination: {namespace: d}\n  source: {repoURL: https://example.com/r.git, path: overlay}\n",
 		"overlay/kustomization.yaml": "resources: [cm.yaml]\ncommonLabels: {team: a}\n",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const chartRepoPassword = "cli-chart-repo-password"
@@ -47,13 +48,13 @@ func chartBumpRepo(t *testing.T, chartRepoURL string) string {
 		"manifests/web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n",
 	}
 	for rel, c := range files {
-		writeFile(t, dir, rel, c)
+		filetest.Write(t, dir, rel, c)
 	}
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "change")
-	writeFile(t, dir, "apps/ingress.yaml", ingress("4.11.0"))
+	filetest.Write(t, dir, "apps/ingress.yaml", ingress("4.11.0"))
 	gitRun(t, dir, "commit", "-q", "-am", "bump ingress-nginx")
 	return dir
 }
@@ -191,7 +192,7 @@ func TestDiffChartVersionBump(t *testing.T) {
 
 func TestRenderCommandRemoteChart(t *testing.T) {
 	srv := helmrepotest.New(t, "fleet", chartRepoPassword, vendorIngress("4.11.0"))
-	root := writeFiles(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: ingress, namespace: argocd}\nspec:\n" +
 			"  destination: {server: https://kubernetes.default.svc, namespace: ingress}\n" +
 			"  source: {repoURL: " + srv.URL + ", chart: ingress-nginx, targetRevision: '>=4.0.0 <5.0.0'}\n",

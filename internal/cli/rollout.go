@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,6 +36,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Exit codes of `fleetwave rollout` besides 0 (succeeded), 1 (failed, aborted, rolled back, superseded, or a
@@ -384,7 +386,7 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	}
 	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "rollout-submitted", Rollout: r.ID,
-		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, shortRev(req.MergeSHA), countOf(req.Plan.AppCount(), "app"), countOf(len(req.Plan.Waves), "wave"))})
+		Message: fmt.Sprintf("%s at %s: %s in %s", req.Repo, text.ShortRev(req.MergeSHA), text.Plural(req.Plan.AppCount(), "app"), text.Plural(len(req.Plan.Waves), "wave"))})
 	w := newWatcher(st, r.ID, sink, o.command)
 	if r.State != store.RolloutPending {
 		// A rerun: what happened before is summed up once; the events from here on are new.
@@ -657,7 +659,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		if err != nil {
 			return err
 		}
-		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, shortRev(s.r.MergeSHA))})
+		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, text.ShortRev(s.r.MergeSHA))})
 		return nil
 	}
 	if errors.Is(err, rollout.ErrRefused) {
@@ -857,7 +859,7 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 	// The plan does not carry the policy's automatedSync mode; a plan of a policy file that passed its check with
 	// apps whose automated sync is on was made under disable-during-rollout: the executor switches it off for the
 	// rollout and back on after, as it would have.
-	if slices.Contains(preview.PolicyFiles, pl.Policy) && pl.OK() {
+	if plan.IsPolicyFile(pl.Policy) && pl.OK() {
 		for _, w := range pl.Waves {
 			for _, b := range w.Batches {
 				for _, a := range b.Apps {
@@ -996,12 +998,13 @@ func repoFullName(remote, dir string) string {
 // policyAt reads the release policy at a tree-ish of the repository (the default without one): its execution
 // settings (automated sync, conflicts, prune) go with the rollout.
 func policyAt(ctx context.Context, dir, treeish string) (*plan.Policy, error) {
-	for _, name := range preview.PolicyFiles {
+	p, _, err := plan.Load(func(name string) ([]byte, error) {
 		out, err := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "blob", treeish+":"+name).Output()
 		if err != nil {
-			continue // absent (git cat-file fails the same way for other reasons; the preview read the tree already)
+			// Absent (git cat-file fails the same way for other reasons; the preview read the tree already).
+			return nil, fmt.Errorf("%s at %s: %w", name, treeish, fs.ErrNotExist)
 		}
-		return plan.ParsePolicy(name, out)
-	}
-	return plan.DefaultPolicy(), nil
+		return out, nil
+	})
+	return p, err
 }

@@ -24,9 +24,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const (
@@ -310,14 +312,14 @@ func wavesRepo(t *testing.T) (dir, head string) {
 		files["manifests/"+a.name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
 	}
 	for rel, c := range files {
-		writeFile(t, dir, rel, c)
+		filetest.Write(t, dir, rel, c)
 	}
 	gitRun(t, dir, "init", "-q", "-b", "main")
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "change")
 	for _, a := range apps {
-		writeFile(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+		filetest.Write(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
 	}
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "change")
@@ -722,7 +724,7 @@ func TestArgocdSimFromPlan(t *testing.T) {
 	var out outBuffer
 	code, stderr := runArgo(t, context.Background(), map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}, &out,
 		"rollout", "--argocd", url, "--plan", plan, "--store", filepath.Join(t.TempDir(), "r.db"), "--concurrency", "10")
-	if code != 0 || !strings.Contains(out.String(), "succeeded: 7 synced") || !strings.Contains(out.String(), shortRev(head)) {
+	if code != 0 || !strings.Contains(out.String(), "succeeded: 7 synced") || !strings.Contains(out.String(), text.ShortRev(head)) {
 		t.Fatalf("rollout of the plan against its simulator: exit %d\n%s\n%s", code, out.String(), stderr)
 	}
 	cancel()
@@ -896,7 +898,7 @@ func TestRolloutCommands(t *testing.T) {
 	}
 	var out outBuffer
 	code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "rollback", "--argocd", url, "--store", db)
-	if code != 1 || !strings.Contains(out.String(), "rollout #1: rolled-back") || !strings.Contains(out.String(), "api (in-cluster): rolled-back "+shortRev(rolloutOld)) {
+	if code != 1 || !strings.Contains(out.String(), "rollout #1: rolled-back") || !strings.Contains(out.String(), "api (in-cluster): rolled-back "+text.ShortRev(rolloutOld)) {
 		t.Fatalf("rollback: exit %d %s\n%s", code, stderr, out.String())
 	}
 	if c := sim.Counts("api"); c.SyncsAccepted != 2 {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // TestRolloutLiveViewOnTerminal runs `fleetwave rollout` as its own process on a pseudo-terminal (util-linux

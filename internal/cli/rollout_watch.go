@@ -14,6 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // The terminal reporter of `fleetwave rollout`. The executor reports through check-runs in the App; here the
@@ -198,7 +199,7 @@ func eventText(ev rolloutEvent) string {
 		}
 		b.WriteString(": " + strings.TrimPrefix(ev.Event, "app-"))
 		if ev.Revision != "" {
-			b.WriteString(" " + shortRev(ev.Revision))
+			b.WriteString(" " + text.ShortRev(ev.Revision))
 		}
 		if ev.Health != "" && ev.Event != "app-syncing" {
 			b.WriteString(", " + ev.Health)
@@ -271,13 +272,6 @@ func summaryText(ev rolloutEvent) string {
 	return b.String()
 }
 
-func shortRev(rev string) string {
-	if len(rev) == 40 || len(rev) == 64 {
-		return rev[:10]
-	}
-	return rev
-}
-
 // waveSeen is what was already said about a wave.
 type waveSeen struct {
 	started, gating, approvalBefore, approvalAfter, approved bool
@@ -320,7 +314,7 @@ func (w *watcher) noteWait(ctx context.Context, s snapshot) {
 	var older []string
 	for _, o := range act {
 		if o.ID < s.r.ID {
-			older = append(older, fmt.Sprintf("#%d (%s at %s, %s)", o.ID, o.Repo, shortRev(o.MergeSHA), o.State))
+			older = append(older, fmt.Sprintf("#%d (%s at %s, %s)", o.ID, o.Repo, text.ShortRev(o.MergeSHA), o.State))
 		}
 	}
 	if len(older) > 0 {
@@ -548,8 +542,7 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 		seen.started = true
 		msg := ""
 		if pw != nil {
-			msg = fmt.Sprintf("%s in %s", countOf(pw.AppCount(), "app"), countOf(len(pw.Batches), "batch"))
-			msg = strings.Replace(msg, "batchs", "batches", 1)
+			msg = fmt.Sprintf("%s in %s", text.Plural(pw.AppCount(), "app"), text.Plural(len(pw.Batches), "batch"))
 		}
 		w.emit(rolloutEvent{Event: "wave-started", Wave: wv.Name, Message: msg})
 	}
@@ -609,7 +602,7 @@ func gatesText(pw *plan.Wave) string {
 		parts = append(parts, "soak "+pw.Gates.Soak.String())
 	}
 	if n := len(pw.Gates.Metrics); n > 0 {
-		parts = append(parts, countOf(n, "metric gate"))
+		parts = append(parts, text.Plural(n, "metric gate"))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -34,6 +35,12 @@ type Deps struct {
 	// Signals, when set, stands for the process's SIGINT and SIGTERM in commands that handle interrupts
 	// themselves (rollout: the first interrupt pauses, the second exits); tests send on it. Nil: the real ones.
 	Signals <-chan os.Signal
+	// SetMemoryLimit, when set, is the process's soft memory limit (runtime/debug.SetMemoryLimit): the batch
+	// commands lower it (memlimit.go). Nil in tests, which share their process.
+	SetMemoryLimit func(int64) int64
+	// SetGCPercent, when set, is the collector's GOGC (runtime/debug.SetGCPercent): `render --app` raises it
+	// (memlimit.go). Nil in tests.
+	SetGCPercent func(int) int
 }
 
 // NewRootCmd builds the fleetwave command tree.
@@ -89,5 +96,6 @@ func Main(ctx context.Context, args []string, deps *Deps) int {
 
 // DefaultDeps are the real process streams and environment.
 func DefaultDeps() *Deps {
-	return &Deps{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	return &Deps{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, SetMemoryLimit: debug.SetMemoryLimit,
+		SetGCPercent: debug.SetGCPercent}
 }

@@ -23,18 +23,18 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/writebudget"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -314,7 +314,7 @@ type serveWiring struct {
 //     repositories it allows are fetched at their targetRevision (internal/gitfetch, mirrors under git/);
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
-//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/livediff);
+//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/diff/livediff);
 //   - rollouts: with Argo CD, merges and rollout commands go to the rollout executor (internal/rollout, over the
 //     store and Argo CD) through internal/app/executor; internal/checkrun publishes its check-runs, written with
 //     the token of the installation stored with each rollout (the one its merge came through). It runs from

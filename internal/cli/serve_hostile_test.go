@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 )
 
 // TestServeKeepsWorkingDuringABomb is the issue's proof under `serve` itself: the real command, its webhook edge

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/writebudget"
+	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 )
 
 func TestWriteLimits(t *testing.T) {

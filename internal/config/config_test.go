@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -15,6 +14,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 )
 
 const (
@@ -25,11 +26,8 @@ const (
 
 var (
 	rsaPEM = func() string {
-		k, err := rsa.GenerateKey(rand.Reader, 1024)
-		if err != nil {
-			panic(err)
-		}
-		return string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
+		_, pemKey := fakegithub.AppKey()
+		return string(pemKey)
 	}()
 	ecPEM = func() string {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

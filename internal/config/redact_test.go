@@ -31,3 +31,47 @@ func TestRedact(t *testing.T) {
 		t.Errorf("RedactDSN = %q", got)
 	}
 }
+
+// redactURLsWhole is what Redact did before it looked for candidate lines: the expression over all of s.
+func redactURLsWhole(s string) string { return urlUserinfo.ReplaceAllStringFunc(s, redactUserinfo) }
+
+// TestRedactURLsByLine pins that giving the expression only the lines where a user information may follow a
+// "://" masks exactly what the expression masks over the whole text.
+func TestRedactURLsByLine(t *testing.T) {
+	for _, in := range redactSeeds {
+		if got, want := redactURLs(in), redactURLsWhole(in); got != want {
+			t.Errorf("redactURLs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+var redactSeeds = []string{
+	"",
+	"no url here @ all",
+	"http://a:b@h1\nhttps://c:d@h2\n",
+	"line one\n  description: see https://example.com/docs\n  url: https://user:pw@host/x\nlast https://tok@github.com",
+	"https://example.com/a@b", // "@" after the path: not user information
+	"x://y://z:w@h",
+	"a://b:c:d@e f://g@h\r\ni://j@k",
+	"\"https://u:p@h\"'https://u2:p2@h2'",
+	"https://u:p@h\n",
+	"\nhttps://u:p@h",
+	"http://@h http://:@h",
+	"tab\thttps://a:b@c\tand\fhttps://d@e",
+	"ssh://git@github.com/o/r\nhttps://x-access-token:ghs_1@github.com/o/r",
+	"://@", "a://", "a://b", "HTTPS://TOKEN@HOST",
+	"\u00e9https://u:p@h", // a scheme is ASCII: the match starts at "https"
+	"https://u\u00a0x:p@h",
+}
+
+// FuzzRedactURLs compares redactURLs with the expression over the whole text.
+func FuzzRedactURLs(f *testing.F) {
+	for _, s := range redactSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := redactURLs(s), redactURLsWhole(s); got != want {
+			t.Errorf("redactURLs(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

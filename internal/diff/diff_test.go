@@ -12,24 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
-	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
-
-func objs(t *testing.T, docs ...string) []*unstructured.Unstructured {
-	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, d := range docs {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
-}
 
 const (
 	deployV1 = `{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: prod}, spec: {replicas: 2, template: {spec: {containers: [{name: web, image: "web:1.0"}]}}}}`
@@ -42,8 +27,8 @@ const (
 )
 
 func TestCompareClassifiesAndOrders(t *testing.T) {
-	base := objs(t, svc, deployV1, cm, job)
-	head := objs(t, deployV2, svc, helmTest, jobV2, `{apiVersion: v1, kind: ConfigMap, metadata: {name: new, namespace: prod}, data: {b: "2"}}`)
+	base := objtest.Objs(t, svc, deployV1, cm, job)
+	head := objtest.Objs(t, deployV2, svc, helmTest, jobV2, `{apiVersion: v1, kind: ConfigMap, metadata: {name: new, namespace: prod}, data: {b: "2"}}`)
 	res, err := Compare(base, head, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +62,7 @@ func TestCompareClassifiesAndOrders(t *testing.T) {
 }
 
 func TestCompareUnchangedHooksAreListedButNotCounted(t *testing.T) {
-	res, err := Compare(objs(t, job, svc), objs(t, svc, job), Options{})
+	res, err := Compare(objtest.Objs(t, job, svc), objtest.Objs(t, svc, job), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +76,7 @@ func TestCompareUnchangedHooksAreListedButNotCounted(t *testing.T) {
 
 func TestCompareDuplicateKeysLastWinsWithWarning(t *testing.T) {
 	cm2 := strings.Replace(cm, `a: "1"`, `a: "2"`, 1)
-	res, err := Compare(objs(t, cm), objs(t, cm, cm2), Options{})
+	res, err := Compare(objtest.Objs(t, cm), objtest.Objs(t, cm, cm2), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +92,7 @@ func TestCompareDefaultsNamespaces(t *testing.T) {
 	noNS := `{apiVersion: v1, kind: ConfigMap, metadata: {name: cfg}, data: {a: "1"}}`
 	nsWithNS := `{apiVersion: v1, kind: Namespace, metadata: {name: team, namespace: oops}}`
 	crd := `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w}}`
-	res, err := Compare(nil, objs(t, noNS, nsWithNS, crd), Options{Namespace: "prod"})
+	res, err := Compare(nil, objtest.Objs(t, noNS, nsWithNS, crd), Options{Namespace: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +105,7 @@ func TestCompareDefaultsNamespaces(t *testing.T) {
 		t.Fatalf("keys = %q, want %q", got, want)
 	}
 	// Unchanged objects compare equal whatever the namespace defaulting.
-	res, err = Compare(objs(t, noNS), objs(t, strings.Replace(noNS, "{name: cfg}", "{name: cfg, namespace: prod}", 1)), Options{Namespace: "prod"})
+	res, err = Compare(objtest.Objs(t, noNS), objtest.Objs(t, strings.Replace(noNS, "{name: cfg}", "{name: cfg, namespace: prod}", 1)), Options{Namespace: "prod"})
 	if err != nil || len(res.Resources) != 0 {
 		t.Fatalf("explicit and defaulted namespace differ: %+v %v", res.Resources, err)
 	}
@@ -215,7 +200,7 @@ func TestSecretsAreMasked(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Compare(objs(t, tc.base...), objs(t, tc.head...), Options{})
+			res, err := Compare(objtest.Objs(t, tc.base...), objtest.Objs(t, tc.head...), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,11 +232,11 @@ func TestSecretsAreMasked(t *testing.T) {
 }
 
 func TestNormalizeIsStableAndMasked(t *testing.T) {
-	a, err := Normalize(objs(t, deployV1, secret(map[string]string{"password": "s3cr3t-old-password"}, nil, nil), svc))
+	a, err := Normalize(objtest.Objs(t, deployV1, secret(map[string]string{"password": "s3cr3t-old-password"}, nil, nil), svc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Normalize(objs(t, svc, deployV1, secret(map[string]string{"password": "s3cr3t-old-password"}, nil, nil)))
+	b, err := Normalize(objtest.Objs(t, svc, deployV1, secret(map[string]string{"password": "s3cr3t-old-password"}, nil, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +248,7 @@ func TestNormalizeIsStableAndMasked(t *testing.T) {
 }
 
 func TestUnifiedGolden(t *testing.T) {
-	res, err := Compare(objs(t, deployV1, svc, job), objs(t, deployV2, jobV2), Options{})
+	res, err := Compare(objtest.Objs(t, deployV1, svc, job), objtest.Objs(t, deployV2, jobV2), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

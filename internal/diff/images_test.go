@@ -3,6 +3,8 @@ package diff
 import (
 	"reflect"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 func TestImageChanges(t *testing.T) {
@@ -32,7 +34,7 @@ func TestImageChanges(t *testing.T) {
 			if tc.head != "" {
 				h = []string{tc.head}
 			}
-			res, err := Compare(objs(t, b...), objs(t, h...), Options{})
+			res, err := Compare(objtest.Objs(t, b...), objtest.Objs(t, h...), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

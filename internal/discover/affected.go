@@ -212,12 +212,7 @@ func staticPaths(app *v1alpha1.Application, isThisRepo func(string) bool) []stat
 		return nil
 	}
 	sources := app.Spec.GetSources()
-	refs := map[string]v1alpha1.ApplicationSource{}
-	for _, s := range sources {
-		if s.Ref != "" {
-			refs["$"+s.Ref] = s
-		}
-	}
+	refs := refSourcesOf(app)
 	var out []staticPath
 	for _, s := range sources {
 		local := isThisRepo(s.RepoURL)
@@ -238,14 +233,10 @@ func staticPaths(app *v1alpha1.Application, isThisRepo func(string) bool) []stat
 			files = append(files, fp.Path)
 		}
 		for _, vf := range files {
-			if strings.HasPrefix(vf, "$") {
-				name, rest, _ := strings.Cut(vf, "/")
-				ref, ok := refs[name]
-				if !ok || !isThisRepo(ref.RepoURL) {
-					continue
+			if ref, isRef := refs.lookup(vf); isRef {
+				if ref.known && isThisRepo(ref.src.RepoURL) {
+					out = append(out, staticPath{rule: RuleRefSource, path: ref.rel, glob: hasGlob(ref.rel)})
 				}
-				p := cleanRel(rest)
-				out = append(out, staticPath{rule: RuleRefSource, path: p, glob: hasGlob(p)})
 				continue
 			}
 			if !local || isURL(vf) {

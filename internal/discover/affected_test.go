@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func parseApp(t *testing.T, doc string) *v1alpha1.Application {
@@ -170,7 +171,7 @@ spec:
 }
 
 func TestReach(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"kustomize/base/kustomization.yaml":         "resources: [deploy.yaml]\nconfigMapGenerator: [{name: cfg, files: [app.properties=../../config/app.properties], envs: [../../config/extra.env]}]\n",
 		"kustomize/base/deploy.yaml":                "kind: Deployment\n",
 		"config/app.properties":                     "a=1\n",
@@ -245,7 +246,7 @@ func TestReach(t *testing.T) {
 // Reaches are computed on every core at once (the closures they share are kept once), and a kustomization cycle,
 // which Kustomize refuses, still leaves each side with the other in its reach, whichever is asked first.
 func TestReachConcurrentAndCyclic(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"k/a/kustomization.yaml":      "resources: [../b, a.yaml]\n",
 		"k/a/a.yaml":                  "kind: ConfigMap\n",
 		"k/b/kustomization.yaml":      "resources: [../a, b.yaml, ../shared]\n",

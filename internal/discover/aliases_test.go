@@ -1,31 +1,21 @@
 package discover
 
 import (
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/memceiling"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
-
-// aliasBomb is a "billion laughs" mapping of the given depth (9: 9^9 nodes from ~500 bytes), indented.
-func aliasBomb(indent string, levels int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%sl0: &l0 [x,x,x,x,x,x,x,x,x]\n", indent)
-	for i := 1; i < levels; i++ {
-		p := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "%sl%d: &l%d [%s]\n", indent, i, i, strings.TrimSuffix(strings.Repeat(p+",", 9), ","))
-	}
-	return b.String()
-}
 
 // TestAliasBombsAreProblemsOfTheirFile: an alias bomb in a file discovery reads is refused as a problem of that
 // file; every other Application is still found. Each case runs under a 1 GiB heap ceiling.
 func TestAliasBombsAreProblemsOfTheirFile(t *testing.T) {
 	good := appDoc("good", "argocd", "apps/good")
 	// padded passes the YAML library's per-document rule; 300 of them in one file expand to ~20M nodes.
-	padded := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: x}\nspec:\n  info:\n" + aliasBomb("    ", 5) +
+	padded := "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: x}\nspec:\n  info:\n" + hostileyaml.AliasBomb("    ", 5) +
 		"    pad: [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n"
 	tests := []struct {
 		name    string
@@ -34,10 +24,10 @@ func TestAliasBombsAreProblemsOfTheirFile(t *testing.T) {
 		apps    []string
 	}{
 		{name: "Application", files: map[string]string{
-			"apps/bad.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bad}\nspec:\n  info:\n" + aliasBomb("    ", 9),
+			"apps/bad.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: bad}\nspec:\n  info:\n" + hostileyaml.AliasBomb("    ", 9),
 		}, problem: "apps/bad.yaml: refused (yaml-aliases)", apps: []string{"good"}},
 		{name: "later document", files: map[string]string{
-			"apps/bad.yaml": appDoc("other", "argocd", "apps/other") + "\n---\napiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n" + aliasBomb("  ", 9),
+			"apps/bad.yaml": appDoc("other", "argocd", "apps/other") + "\n---\napiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: s}\nspec:\n" + hostileyaml.AliasBomb("  ", 9),
 		}, problem: "apps/bad.yaml: refused (yaml-aliases)", apps: []string{"good"}},
 		{name: "many documents each within the library's rule", files: map[string]string{
 			"apps/bad.yaml": strings.Repeat(padded+"---\n", 300),
@@ -56,7 +46,7 @@ spec:
     spec: {project: default, source: {repoURL: ` + repoURL + `, path: '{{path}}'}, destination: {name: in-cluster}}
 `,
 			"tenants/a/config.yaml": "tenant: a\n",
-			"tenants/b/config.yaml": "tenant: b\n" + aliasBomb("", 9),
+			"tenants/b/config.yaml": "tenant: b\n" + hostileyaml.AliasBomb("", 9),
 		}, problem: "tenants/b/config.yaml: refused (yaml-aliases)", apps: []string{"good"}},
 	}
 	for _, tt := range tests {
@@ -66,7 +56,7 @@ spec:
 				for k, v := range tt.files {
 					files[k] = v
 				}
-				inv := Discover(Options{Root: writeTree(t, files), IsThisRepo: thisRepo})
+				inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo})
 				p := problems(inv)
 				if !strings.Contains(p, tt.problem) || !strings.Contains(p, "excessive aliasing") {
 					t.Errorf("problems do not report %q:\n%s", tt.problem, p)

@@ -17,27 +17,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 const repoURL = "https://github.com/example/fleet.git"
 
 func thisRepo(u string) bool { return source.NewRepoMatcher(repoURL).Match(u) }
-
-// writeTree writes files (slash paths) under a new temporary directory.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for rel, content := range files {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 var fleetClusters = []Cluster{
 	{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com", Labels: map[string]string{"env": "prd", "region": "eu-1"}},
@@ -52,7 +37,7 @@ func generateFrom(t *testing.T, appset string, extra map[string]string, clusters
 	for k, v := range extra {
 		files[k] = v
 	}
-	inv := Discover(Options{Root: writeTree(t, files), Clusters: clusters, IsThisRepo: thisRepo})
+	inv := Discover(Options{Root: filetest.Tree(t, files), Clusters: clusters, IsThisRepo: thisRepo})
 	return inv, inv.Apps()
 }
 
@@ -539,7 +524,7 @@ func TestPathspecMatch(t *testing.T) {
 }
 
 func TestScanSkipsChartsPatchesAndReportsBrokenFiles(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"apps/a.yaml": `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: a}
@@ -584,7 +569,7 @@ metadata: {name: {{ .Values.name }}}
 }
 
 func TestDiscoverUsesRepositoryClusterSecrets(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"clusters/prd.yaml": `apiVersion: v1
 kind: Secret
 metadata:
@@ -724,7 +709,7 @@ func appDoc(name, ns, path string) string {
 }
 
 func TestExpandFollowsAppOfAppsRecursivelyAndStopsOnCycles(t *testing.T) {
-	root := writeTree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"root.yaml": appDoc("root", "", "apps"),
 		// The child "a" is also kept as a plain file, with a different path: the rendered one wins.
 		"apps/a.yaml": appDoc("a", "", "raw-path"),
@@ -763,7 +748,7 @@ func TestExpandFollowsAppOfAppsRecursivelyAndStopsOnCycles(t *testing.T) {
 }
 
 func TestExpandReportsConflictingDeclarations(t *testing.T) {
-	root := writeTree(t, map[string]string{"p1.yaml": appDoc("p1", "", "p1"), "p2.yaml": appDoc("p2", "", "p2")})
+	root := filetest.Tree(t, map[string]string{"p1.yaml": appDoc("p1", "", "p1"), "p2.yaml": appDoc("p2", "", "p2")})
 	inv := Discover(Options{Root: root, IsThisRepo: thisRepo})
 	f := &fakeRender{calls: map[string]int{}, objs: map[string][]string{
 		"argocd/p1": {appDoc("c", "", "one")},
@@ -777,7 +762,7 @@ func TestExpandReportsConflictingDeclarations(t *testing.T) {
 }
 
 func TestDiscoverReusesTheParseOfUnchangedFiles(t *testing.T) {
-	root := writeTree(t, map[string]string{"a.yaml": appDoc("a", "", "a"), "b.yaml": appDoc("b", "", "b")})
+	root := filetest.Tree(t, map[string]string{"a.yaml": appDoc("a", "", "a"), "b.yaml": appDoc("b", "", "b")})
 	base := Discover(Options{Root: root, IsThisRepo: thisRepo})
 	// The head revision changes b.yaml.
 	if err := os.WriteFile(filepath.Join(root, "b.yaml"), []byte(appDoc("b", "", "b2")), 0o644); err != nil {

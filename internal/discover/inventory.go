@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // App is one Application of the fleet at one revision.
@@ -209,14 +211,14 @@ func (inv *Inventory) generate(set *v1alpha1.ApplicationSet, file, parent string
 	for i, g := range set.Spec.Generators {
 		results, err := inv.gen.transform(g, set.Spec.Template, set, map[string]any{})
 		if err != nil {
-			inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: %s", i+1, oneLine(err))})
+			inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: %s", i+1, text.FirstLine(err.Error()))})
 			continue
 		}
 		for _, r := range results {
 			for _, p := range r.params {
 				app, err := inv.gen.t.renderApplication(r.template, set, p)
 				if err != nil {
-					inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: rendering template: %s", i+1, oneLine(err))})
+					inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: rendering template: %s", i+1, text.FirstLine(err.Error()))})
 					continue
 				}
 				if app.Name == "" {
@@ -307,7 +309,7 @@ func (inv *Inventory) children(parent *App, objs []*unstructured.Unstructured) [
 		case "Application":
 			var app v1alpha1.Application
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &app); err != nil {
-				inv.problem(Problem{App: parent.Key, Err: fmt.Errorf("child Application %s: %s", o.GetName(), oneLine(err))})
+				inv.problem(Problem{App: parent.Key, Err: fmt.Errorf("child Application %s: %s", o.GetName(), text.FirstLine(err.Error()))})
 				continue
 			}
 			if app.Name == "" {
@@ -320,7 +322,7 @@ func (inv *Inventory) children(parent *App, objs []*unstructured.Unstructured) [
 		case "ApplicationSet":
 			var set v1alpha1.ApplicationSet
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &set); err != nil {
-				inv.problem(Problem{App: parent.Key, Err: fmt.Errorf("child ApplicationSet %s: %s", o.GetName(), oneLine(err))})
+				inv.problem(Problem{App: parent.Key, Err: fmt.Errorf("child ApplicationSet %s: %s", o.GetName(), text.FirstLine(err.Error()))})
 				continue
 			}
 			if set.Namespace == "" {

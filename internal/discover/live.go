@@ -8,6 +8,8 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // GenerateFunc evaluates an ApplicationSet through Argo CD (POST /api/v1/applicationsets/generate): the
@@ -127,7 +129,7 @@ func (inv *Inventory) generateLive(set *v1alpha1.ApplicationSet, key, file, pare
 	}
 	apps, err := inv.opts.Generate(set)
 	if err != nil {
-		return unevaluated("Argo CD could not generate it: "+oneLine(err), inv.opts.Reuse != nil)
+		return unevaluated("Argo CD could not generate it: "+text.FirstLine(err.Error()), inv.opts.Reuse != nil)
 	}
 	rec.apps = apps
 	return inv.liveApps(set, key, file, parent, apps)

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // fakeArgoCD generates like Argo CD's generate endpoint would for the test's sets: one app per name in
@@ -89,8 +91,8 @@ func TestLiveGeneratorsAreEvaluatedByArgoCDOnlyAsTheBaseDeclaresThem(t *testing.
 				}
 				return o
 			}
-			baseInv := Discover(opts(writeTree(t, files(tt.base))))
-			ho := opts(writeTree(t, files(tt.head)))
+			baseInv := Discover(opts(filetest.Tree(t, files(tt.base))))
+			ho := opts(filetest.Tree(t, files(tt.head)))
 			ho.Reuse, ho.Changed = baseInv, map[string]bool{"sets/live.yaml": true}
 			head := Discover(ho)
 
@@ -146,7 +148,7 @@ func TestLiveGeneratorKinds(t *testing.T) {
 		{"  - merge: {mergeKeys: [a], generators: [{clusterDecisionResource: {configMapRef: x}}, {plugin: {configMapRef: {name: p}}}]}\n", "clusterDecisionResource,plugin"},
 		{"  - matrix: {generators: [{matrix: {generators: [{list: {elements: []}}, {scmProvider: {gitea: {owner: o}}}]}}, {list: {elements: []}}]}\n", "scmProvider"},
 	} {
-		inv := Discover(Options{Root: writeTree(t, map[string]string{"s.yaml": liveSetDoc("s", tt.gens, "x-{{name}}", "p")}), Clusters: fleetClusters, IsThisRepo: thisRepo})
+		inv := Discover(Options{Root: filetest.Tree(t, map[string]string{"s.yaml": liveSetDoc("s", tt.gens, "x-{{name}}", "p")}), Clusters: fleetClusters, IsThisRepo: thisRepo})
 		got := ""
 		if len(inv.Unevaluated) == 1 {
 			got = strings.Join(inv.Unevaluated[0].Generators, ",")

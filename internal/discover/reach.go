@@ -197,12 +197,7 @@ func (inv *Inventory) Reach(a *App) Reach {
 	rs := newReach()
 	app := a.App
 	sources := app.Spec.GetSources()
-	refs := map[string]v1alpha1.ApplicationSource{}
-	for _, s := range sources {
-		if s.Ref != "" {
-			refs["$"+s.Ref] = s
-		}
-	}
+	refs := refSourcesOf(app)
 	this := inv.opts.IsThisRepo
 	if this == nil {
 		this = func(string) bool { return false }
@@ -256,42 +251,41 @@ func (inv *Inventory) Reach(a *App) Reach {
 }
 
 // refValueFiles adds a Helm source's "$ref/..." value files.
-func (c *reachCalc) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+func (c *reachCalc) refValueFiles(rs *reachSet, s v1alpha1.ApplicationSource, refs refSources, this func(string) bool) {
 	for _, vf := range s.Helm.ValueFiles {
-		if !strings.HasPrefix(vf, "$") {
-			continue
-		}
-		name, rest, _ := strings.Cut(vf, "/")
-		ref, ok := refs[name]
-		if !ok {
-			rs.all = true
+		if c.addRef(rs, vf, refs, this); rs.all {
 			return
-		}
-		if this(ref.RepoURL) {
-			c.addPath(rs, cleanRel(rest))
 		}
 	}
 }
 
+// addRef adds a "$ref/..." path (false for another path): the path in a ref source of this repository; an
+// unresolved $variable reaches everything.
+func (c *reachCalc) addRef(rs *reachSet, p string, refs refSources, this func(string) bool) bool {
+	ref, isRef := refs.lookup(p)
+	switch {
+	case !isRef:
+		return false
+	case !ref.known:
+		rs.all = true
+	case this(ref.src.RepoURL):
+		c.addPath(rs, ref.rel)
+	}
+	return true
+}
+
 // helmReach adds a Helm source's value files, file parameters and file:// dependencies.
-func (c *reachCalc) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alpha1.ApplicationSource, dir string, refs map[string]v1alpha1.ApplicationSource, this func(string) bool) {
+func (c *reachCalc) helmReach(rs *reachSet, app *v1alpha1.Application, s v1alpha1.ApplicationSource, dir string, refs refSources, this func(string) bool) {
 	if s.Helm != nil {
 		files := append([]string(nil), s.Helm.ValueFiles...)
 		for _, fp := range s.Helm.FileParameters {
 			files = append(files, fp.Path)
 		}
 		for _, vf := range files {
-			if strings.HasPrefix(vf, "$") {
-				name, rest, _ := strings.Cut(vf, "/")
-				ref, ok := refs[name]
-				if !ok {
-					rs.all = true // an unresolved $variable
+			if c.addRef(rs, vf, refs, this) {
+				if rs.all {
 					return
 				}
-				if !this(ref.RepoURL) {
-					continue
-				}
-				c.addPath(rs, cleanRel(rest))
 				continue
 			}
 			if isURL(vf) {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // maxManifestBytes caps a YAML file discovery parses.
@@ -220,7 +221,7 @@ func scanFile(tree *dirTree, rel string) *fileScan {
 		}
 		if err != nil {
 			if mentionsArgoKinds(doc) {
-				fs.problems = append(fs.problems, Problem{File: rel, Err: fmt.Errorf("document %d: parsing YAML: %s", i+1, oneLine(err))})
+				fs.problems = append(fs.problems, Problem{File: rel, Err: fmt.Errorf("document %d: parsing YAML: %s", i+1, text.FirstLine(err.Error()))})
 			}
 			continue
 		}
@@ -248,7 +249,7 @@ func decodeObject(obj map[string]any, js []byte) (any, error) {
 		case "Application":
 			var app v1alpha1.Application
 			if err := json.Unmarshal(js, &app); err != nil {
-				return nil, fmt.Errorf("decoding Application: %s", oneLine(err))
+				return nil, fmt.Errorf("decoding Application: %s", text.FirstLine(err.Error()))
 			}
 			if app.Name == "" {
 				return nil, fmt.Errorf("application has no metadata.name")
@@ -257,7 +258,7 @@ func decodeObject(obj map[string]any, js []byte) (any, error) {
 		case "ApplicationSet":
 			var set v1alpha1.ApplicationSet
 			if err := json.Unmarshal(js, &set); err != nil {
-				return nil, fmt.Errorf("decoding ApplicationSet: %s", oneLine(err))
+				return nil, fmt.Errorf("decoding ApplicationSet: %s", text.FirstLine(err.Error()))
 			}
 			if set.Name == "" {
 				return nil, fmt.Errorf("applicationset has no metadata.name")
@@ -289,15 +290,6 @@ func objectKey(obj map[string]any) string {
 func mentionsArgoKinds(b []byte) bool {
 	return bytes.Contains(b, []byte("argoproj.io")) &&
 		(bytes.Contains(b, []byte("Application")) || bytes.Contains(b, []byte("ApplicationSet")))
-}
-
-// oneLine keeps the first line of an error message.
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // patchFiles lists the files kustomizations use as patches (patches[].path, patchesStrategicMerge[],

@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/gitcache"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // origin builds a repository like a GitHub one: main with one commit, a pull request head under

@@ -37,7 +37,7 @@ type AppConfig struct {
 	// ClientOptions apply to every installation's Client (e.g. WithBotLogin).
 	ClientOptions []ClientOption
 	// WriteBudget, when set, paces each installation's content-creating requests (POST, PATCH, PUT, DELETE;
-	// not the token requests) and is paused by GitHub's rate-limit answers (internal/writebudget).
+	// not the token requests) and is paused by GitHub's rate-limit answers (internal/github/writebudget).
 	WriteBudget WriteBudget
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Check-run statuses and conclusions, as GitHub names them.
@@ -115,7 +117,7 @@ func (c *Client) CreateCheckRun(ctx context.Context, repo string, run CheckRun) 
 	}
 	created, resp, err := c.svc.Checks.CreateCheckRun(ctx, owner, name, opts)
 	if err != nil {
-		return 0, apiErr(fmt.Sprintf("creating check run %q on %s@%s", run.Name, repo, short(run.HeadSHA)), resp, err)
+		return 0, apiErr(fmt.Sprintf("creating check run %q on %s@%s", run.Name, repo, text.Short(run.HeadSHA, 12)), resp, err)
 	}
 	id := created.GetID()
 	if err := c.sendAnnotations(ctx, owner, name, id, run, rest); err != nil {
@@ -272,7 +274,7 @@ func (c *Client) ListCheckRuns(ctx context.Context, repo, ref, name string) ([]C
 	for {
 		res, resp, err := c.svc.Checks.ListCheckRunsForRef(ctx, owner, rname, ref, opts)
 		if err != nil {
-			return nil, apiErr(fmt.Sprintf("listing check runs on %s@%s", repo, short(ref)), resp, err)
+			return nil, apiErr(fmt.Sprintf("listing check runs on %s@%s", repo, text.Short(ref, 12)), resp, err)
 		}
 		for _, r := range res.CheckRuns {
 			out = append(out, CheckRunInfo{
@@ -304,11 +306,4 @@ func orNow(t time.Time, now func() time.Time) time.Time {
 		return now()
 	}
 	return t
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

@@ -41,5 +41,5 @@
 // The Client is built on narrow interfaces that go-github's services satisfy (IssuesAPI, ChecksAPI, ...), so
 // unit tests can use value fakes; the adapter's own tests run it against fakegithub, a fake GitHub that
 // validates every request and response against GitHub's OpenAPI description when that description is beside
-// the repository (internal/sharedtest).
+// the repository (internal/testkit/sharedtest).
 package github

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/memceiling"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
 
 // bombNodes defines x-l0 … x-l<levels-1>, each a list of nine aliases of the one before (9^levels nodes).

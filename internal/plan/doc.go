@@ -1,11 +1,13 @@
 // Package plan turns a release policy and the apps a change affects into an ordered, batched wave plan, and
-// checks the plan against the policy. It is pure: it parses the bytes it is given and computes; it does no
-// I/O and knows no adapter.
+// checks the plan against the policy. It is pure: it parses the bytes it is given (Load reads them through the
+// caller's reader) and computes; it does no I/O of its own and knows no adapter.
 //
 // # Model
 //
 // A Policy (ParsePolicy reads .fleetwave.yaml, apiVersion fleetwave/v1; DefaultPolicy applies without one) is
-// an ordered list of waves. Build takes the affected Apps — one per Argo CD Application, carrying its own
+// an ordered list of waves. Load is the one place that finds it: the first of PolicyFiles (.fleetwave.yaml, then
+// .fleetwave.yml) at the root of a revision, through the reader each caller hands it — the preview's checkout,
+// the App's clone cache, `fleetwave rollout`'s git — so every path reads the same file the same way. Build takes the affected Apps — one per Argo CD Application, carrying its own
 // labels and its destination cluster's name and labels — and:
 //
 //  1. sorts them into a canonical order, so that the plan never depends on input or map order;

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 type cluster struct {

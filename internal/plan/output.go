@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Caps for the markdown form, which goes into PR comments and check-runs: the JSON form has everything.
@@ -16,16 +19,6 @@ const (
 	mdMaxClustersPerBatch = 20
 	mdMaxViolations       = 100
 )
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	if strings.HasSuffix(word, "ch") {
-		return strconv.Itoa(n) + " " + word + "es"
-	}
-	return strconv.Itoa(n) + " " + word + "s"
-}
 
 func (p *Plan) clusterCount() int {
 	seen := map[string]struct{}{}
@@ -41,8 +34,8 @@ func (p *Plan) clusterCount() int {
 
 // summary is one line: "12 apps on 7 clusters in 3 waves (policy .fleetwave.yaml)".
 func (p *Plan) summary() string {
-	return fmt.Sprintf("%s on %s in %s (policy %s)", plural(p.AppCount(), "app"), plural(p.clusterCount(), "cluster"),
-		plural(len(p.Waves), "wave"), p.Policy)
+	return fmt.Sprintf("%s on %s in %s (policy %s)", text.Plural(p.AppCount(), "app"), text.Plural(p.clusterCount(), "cluster"),
+		text.Plural(len(p.Waves), "wave"), p.Policy)
 }
 
 // gateParts describes a wave's gates in the order they hold it; detailed adds metric queries.
@@ -61,13 +54,13 @@ func (g *Gates) gateParts(detailed bool) []string {
 			}
 		}
 	} else if n := len(g.Metrics); n > 0 {
-		parts = append(parts, plural(n, "metric gate"))
+		parts = append(parts, text.Plural(n, "metric gate"))
 	}
 	if g.Approval.After() {
 		parts = append(parts, g.Approval.Describe())
 	}
 	if g.ToleratedFailures > 0 {
-		parts = append(parts, fmt.Sprintf("tolerates %s (%s)", plural(g.ToleratedFailures, "failed app"), g.FailureThreshold))
+		parts = append(parts, fmt.Sprintf("tolerates %s (%s)", text.Plural(g.ToleratedFailures, "failed app"), g.FailureThreshold))
 	}
 	parts = append(parts, "on failure "+string(g.OnFailure))
 	return parts
@@ -94,8 +87,8 @@ func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintf(bw, "plan: %s\n", p.summary())
 	for i := range p.Waves {
 		wv := &p.Waves[i]
-		fmt.Fprintf(bw, "\nwave %d/%d %s: %s, %s, %s", i+1, len(p.Waves), wv.Name, plural(wv.AppCount(), "app"),
-			plural(wv.ClusterCount(), "cluster"), plural(len(wv.Batches), "batch"))
+		fmt.Fprintf(bw, "\nwave %d/%d %s: %s, %s, %s", i+1, len(p.Waves), wv.Name, text.Plural(wv.AppCount(), "app"),
+			text.Plural(wv.ClusterCount(), "cluster"), text.Plural(len(wv.Batches), "batch"))
 		if wv.Production {
 			bw.WriteString(" (production)")
 		}
@@ -121,7 +114,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 	}
 	if !p.Complete() {
-		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", plural(len(p.Unplaced), "app"))
+		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", text.Plural(len(p.Unplaced), "app"))
 		for _, u := range p.Unplaced {
 			fmt.Fprintf(bw, "  %s -> %s: %s\n", u.ref(), u.Cluster, u.Reason)
 		}
@@ -134,7 +127,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	case p.OK():
 		bw.WriteString("\nresult: ok, the plan follows the policy\n")
 	default:
-		fmt.Fprintf(bw, "\nresult: %s\n", plural(len(p.Violations), "violation"))
+		fmt.Fprintf(bw, "\nresult: %s\n", text.Plural(len(p.Violations), "violation"))
 		for _, v := range p.Violations {
 			fmt.Fprintf(bw, "  %s: %s\n", v.Rule, v.Message)
 		}
@@ -158,7 +151,7 @@ func (l *Limits) describe() string {
 	case l.MaxClusters == 0:
 		parts = append(parts, fmt.Sprintf("maxParallel %s admits no cluster (shown one at a time)", l.MaxParallel))
 	default:
-		parts = append(parts, fmt.Sprintf("maxParallel %s = %s per batch", l.MaxParallel, plural(l.MaxClusters, "cluster")))
+		parts = append(parts, fmt.Sprintf("maxParallel %s = %s per batch", l.MaxParallel, text.Plural(l.MaxClusters, "cluster")))
 	}
 	keys := make([]string, 0, len(l.MaxPerLabel))
 	for k := range l.MaxPerLabel {
@@ -176,7 +169,7 @@ func (l *Limits) describe() string {
 func (p *Plan) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("### Wave plan\n\n")
-	fmt.Fprintf(bw, "%s.\n\n", mdEscape(capitalize(p.summary())))
+	fmt.Fprintf(bw, "%s.\n\n", markdown.EscapeLine(capitalize(p.summary())))
 	if len(p.Waves) == 0 && len(p.Removed) > 0 {
 		bw.WriteString("No app to sync: the change only removes apps.\n")
 	} else if len(p.Waves) == 0 {
@@ -189,28 +182,28 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 			if wv.Production {
 				name += " (production)"
 			}
-			gates := mdEscape(strings.Join(wv.Gates.gateParts(false), " · "))
+			gates := markdown.EscapeLine(strings.Join(wv.Gates.gateParts(false), " · "))
 			if h := wv.HeldBySyncWindow; h != nil {
-				gates += " · ⏸️ " + mdEscape("Argo CD sync window: "+h.Describe())
+				gates += " · ⏸️ " + markdown.EscapeLine("Argo CD sync window: "+h.Describe())
 			}
-			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s |\n", mdEscape(name), wv.AppCount(), wv.ClusterCount(),
+			fmt.Fprintf(bw, "| %s | %d | %d | %d | %s |\n", markdown.EscapeLine(name), wv.AppCount(), wv.ClusterCount(),
 				len(wv.Batches), gates)
 		}
 		if len(p.SkippedWaves) > 0 {
-			fmt.Fprintf(bw, "\nWaves without apps: %s.\n", mdEscape(strings.Join(p.SkippedWaves, ", ")))
+			fmt.Fprintf(bw, "\nWaves without apps: %s.\n", markdown.EscapeLine(strings.Join(p.SkippedWaves, ", ")))
 		}
 		p.writeMermaid(bw)
 		p.writeBatches(bw)
 	}
 	bw.WriteString("\n")
 	if len(p.Removed) > 0 {
-		fmt.Fprintf(bw, "🗑️ **%s removed** by this change, outside the waves (the rollout has nothing of theirs to sync):\n\n", capitalize(plural(len(p.Removed), "app")))
+		fmt.Fprintf(bw, "🗑️ **%s removed** by this change, outside the waves (the rollout has nothing of theirs to sync):\n\n", capitalize(text.Plural(len(p.Removed), "app")))
 		for i, r := range p.Removed {
 			if i == mdMaxViolations {
 				fmt.Fprintf(bw, "- …and %d more\n", len(p.Removed)-i)
 				break
 			}
-			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), mdEscape(r.Cluster), mdEscape(r.Reason))
+			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
 		}
 		bw.WriteString("\n")
 	}
@@ -220,7 +213,7 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 			refs = append(refs, "`"+strings.ReplaceAll(u.ref(), "`", "")+"`")
 		}
 		fmt.Fprintf(bw, "❌ **The plan is incomplete**: %s of the change could not be rendered, so the plan does not place them: %s.\n\n",
-			plural(len(p.Unplaced), "app"), strings.Join(refs, ", "))
+			text.Plural(len(p.Unplaced), "app"), strings.Join(refs, ", "))
 	}
 	switch {
 	case p.OK() && !p.Complete():
@@ -230,14 +223,14 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	case p.OK():
 		bw.WriteString("✅ The plan follows the release policy.\n")
 	default:
-		fmt.Fprintf(bw, "❌ **%s of the release policy** (the plan check fails):\n\n", capitalize(plural(len(p.Violations), "violation")))
+		fmt.Fprintf(bw, "❌ **%s of the release policy** (the plan check fails):\n\n", capitalize(text.Plural(len(p.Violations), "violation")))
 		bw.WriteString("| App | Cluster | Rule | Message |\n|---|---|---|---|\n")
 		for i, v := range p.Violations {
 			if i == mdMaxViolations {
 				fmt.Fprintf(bw, "\n…and %d more (see the JSON output).\n", len(p.Violations)-mdMaxViolations)
 				break
 			}
-			fmt.Fprintf(bw, "| %s | %s | `%s` | %s |\n", mdEscape(v.App), mdEscape(v.Cluster), v.Rule, mdEscape(v.Message))
+			fmt.Fprintf(bw, "| %s | %s | `%s` | %s |\n", markdown.EscapeLine(v.App), markdown.EscapeLine(v.Cluster), v.Rule, markdown.EscapeLine(v.Message))
 		}
 	}
 	return bw.Flush()
@@ -248,7 +241,7 @@ func (p *Plan) writeMermaid(bw *bufio.Writer) {
 	for i := range p.Waves {
 		wv := &p.Waves[i]
 		fmt.Fprintf(bw, "  w%d[\"%d. %s<br/>%s · %s · %s\"]\n", i+1, i+1, mermaidEscape(wv.Name),
-			plural(wv.AppCount(), "app"), plural(wv.ClusterCount(), "cluster"), plural(len(wv.Batches), "batch"))
+			text.Plural(wv.AppCount(), "app"), text.Plural(wv.ClusterCount(), "cluster"), text.Plural(len(wv.Batches), "batch"))
 	}
 	bw.WriteString("  done([\"done\"])\n")
 	// An approval before a wave is a node in front of it: the arrow into the wave passes through it.
@@ -292,10 +285,10 @@ func (p *Plan) writeBatches(bw *bufio.Writer) {
 	bw.WriteString("\n<details><summary>Batches</summary>\n\n")
 	for i := range p.Waves {
 		wv := &p.Waves[i]
-		fmt.Fprintf(bw, "**%d. %s** — %s\n\n", i+1, mdEscape(wv.Name), mdEscape(wv.Limits.describe()))
+		fmt.Fprintf(bw, "**%d. %s** — %s\n\n", i+1, markdown.EscapeLine(wv.Name), markdown.EscapeLine(wv.Limits.describe()))
 		for j, b := range wv.Batches {
 			if j == mdMaxBatchesPerWave {
-				fmt.Fprintf(bw, "- …and %s more\n", plural(len(wv.Batches)-j, "batch"))
+				fmt.Fprintf(bw, "- …and %s more\n", text.Plural(len(wv.Batches)-j, "batch"))
 				break
 			}
 			names := make([]string, 0, min(len(b.Apps), mdMaxAppsPerBatch))
@@ -310,7 +303,7 @@ func (p *Plan) writeBatches(bw *bufio.Writer) {
 			if len(clusters) > mdMaxClustersPerBatch {
 				clusters = append(slices.Clone(clusters[:mdMaxClustersPerBatch]), fmt.Sprintf("…and %d more", len(b.Clusters)-mdMaxClustersPerBatch))
 			}
-			fmt.Fprintf(bw, "- batch %d: %s: %s\n", j+1, mdEscape(strings.Join(clusters, ", ")), mdEscape(strings.Join(names, ", ")))
+			fmt.Fprintf(bw, "- batch %d: %s: %s\n", j+1, markdown.EscapeLine(strings.Join(clusters, ", ")), markdown.EscapeLine(strings.Join(names, ", ")))
 		}
 		bw.WriteString("\n")
 	}
@@ -322,13 +315,6 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// mdEscape keeps text inert in a markdown table cell or line: no pipes, HTML, emphasis or line breaks.
-func mdEscape(s string) string {
-	r := strings.NewReplacer("\\", "\\\\", "|", "\\|", "<", "&lt;", ">", "&gt;", "*", "\\*", "_", "\\_", "`", "\\`",
-		"[", "\\[", "]", "\\]", "\n", " ", "\r", " ")
-	return r.Replace(s)
 }
 
 // mermaidEscape keeps text inside a quoted Mermaid label.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // App is one affected Argo CD Application as the planner sees it.
@@ -140,7 +142,7 @@ func (h *WindowHold) Describe() string {
 	if len(names) > 5 {
 		names, more = names[:5], ", …"
 	}
-	s := plural(len(h.Apps), "app") + " (" + strings.Join(names, ", ") + more + ") held by " + h.Reason
+	s := text.Plural(len(h.Apps), "app") + " (" + strings.Join(names, ", ") + more + ") held by " + h.Reason
 	if h.Until != nil {
 		s += " until " + h.Until.UTC().Format("2006-01-02 15:04 MST")
 	} else {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // syntheticFleet writes a GitOps repository of 500 Applications and commits it on main, then a change on

@@ -9,10 +9,10 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 const chartsRepoURL = "https://github.com/example/charts-fleet.git"

@@ -23,7 +23,13 @@
 //     of the apps it renders. A render that still misses a file gets the whole revision and runs again.
 //  6. diff each affected app (normalised, Secrets masked, hooks apart) and fill the report; removed apps are
 //     rendered at base to show what goes away.
-//  7. plan (optional): the changed and added apps go through the release policy of the head revision.
+//  7. plan (optional): the changed and added apps go through the release policy of the head revision
+//     (plan.Load: .fleetwave.yaml, else .fleetwave.yml; an unreadable or invalid one is an InputError).
+//
+// A merge needs only the plan (Input.PlanOnly, the App's hand-off to the rollout): steps 1–7 run as for a pull
+// request, since the plan depends on which apps changed, but the live comparison with Argo CD (Input.Live serves
+// only rendering, generators and sync windows) and the comment's presentation (app kinds, waves, footer) are
+// skipped.
 //
 // Renders run concurrently, bounded by Input.Concurrency. An app that fails to render is an app with status
 // "error" in the report, never a failed run; Run fails only for bad input (InputError: not a repository,

@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 // exampleRepo turns examples/fleet into a git repository with two branches, as hack/demo.sh does: main (the

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 // fleetOfClusters writes a repository of n Applications of one vendored chart, one per cluster (c-000…), each

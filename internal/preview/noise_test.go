@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // TestNoiseControls: a chart version bump changes helm.sh/chart on every object; the policy's diff.ignore

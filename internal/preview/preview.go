@@ -22,6 +22,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Renderer renders one Application (internal/render.Renderer implements it).
@@ -44,6 +45,12 @@ type Input struct {
 	Settings render.Settings
 	// Plan asks for the wave plan of the repository's release policy (.fleetwave.yaml at head).
 	Plan bool
+	// PlanOnly makes the report what a merge's rollout needs, the plan (Plan is implied), and no more. The apps
+	// are still rendered and diffed — which apps changed, were added, removed or failed decides the plan — but
+	// their live state is not compared (Live serves only what the plan needs: rendering through Argo CD,
+	// generating ApplicationSets, sync windows), and what only the comment shows (each app's kind, wave and
+	// batch, the footer) is left out. The plan is the one a full preview of the same change makes.
+	PlanOnly bool
 	// Concurrency bounds concurrent renders (default: the number of CPUs, at least 2).
 	Concurrency int
 	// RenderBudget bounds the time of all the change's renders, base and head, from the first (default
@@ -56,7 +63,7 @@ type Input struct {
 	// Discovered, when set, keeps the files discovery parsed for the next previews of the repository (serve
 	// keeps one per process): a preview parses only what changed since the revisions already seen.
 	Discovered *discover.ScanCache
-	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/livediff
+	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/diff/livediff
 	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
 	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
 	// through it.
@@ -68,7 +75,7 @@ const DefaultRenderBudget = 10 * render.DefaultTimeout
 
 // RemoteRenderer renders an app through Argo CD's repo-server, at one revision per source (revisions[i] for
 // source i; one for a single-source app): the apps only Argo CD can render — a config-management plugin, a
-// repository or registry fleetwave may not or cannot fetch. internal/livediff's Comparer implements it.
+// repository or registry fleetwave may not or cannot fetch. internal/diff/livediff's Comparer implements it.
 type RemoteRenderer interface {
 	RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*RemoteRender, error)
 }
@@ -82,7 +89,7 @@ type RemoteRender struct {
 }
 
 // AppSetGenerator generates an ApplicationSet's apps through Argo CD (the generators that need a live service:
-// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/livediff's Comparer implements it; when
+// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/diff/livediff's Comparer implements it; when
 // Input.Live does, discovery uses it (discover.Options.Generate says which sets a change may have generated).
 type AppSetGenerator interface {
 	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)
@@ -104,9 +111,6 @@ type LiveApp struct {
 type LiveComparer interface {
 	CompareLive(ctx context.Context, apps []LiveApp) ([]*report.Live, error)
 }
-
-// PolicyFiles are the names the release policy may have at the repository root, in order of preference.
-var PolicyFiles = []string{".fleetwave.yaml", ".fleetwave.yml"}
 
 // InputError is a problem with the request itself (not a repository, unknown revision, broken policy): the
 // CLI exits 2 on it.
@@ -225,16 +229,19 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		return nil, inputErr(err)
 	}
 	rep := &report.Report{Base: baseSHA, Head: headSHA}
+	if in.PlanOnly {
+		in.Plan = true
+	}
 	headTree, merged, conflicted, err := repo.MergedHeadTree(ctx, baseSHA, headSHA, headOwnTree)
 	if err != nil {
 		return nil, err
 	}
 	if merged {
 		rep.HeadTree = headTree
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is not based on %s: the head side is the merge of both, as GitHub tests it", short(headSHA), short(baseSHA)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s is not based on %s: the head side is the merge of both, as GitHub tests it", text.Short(headSHA, 7), text.Short(baseSHA, 7)))
 	}
 	if conflicted {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s conflicts with %s: the head side is %s as it is", short(headSHA), short(baseSHA), short(headSHA)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s conflicts with %s: the head side is %s as it is", text.Short(headSHA, 7), text.Short(baseSHA, 7), text.Short(headSHA, 7)))
 	}
 	changes, err := repo.ChangedFiles(ctx, baseSHA, headTree)
 	if err != nil {
@@ -326,12 +333,13 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		diffSettings = policy.Diff
 		var err error
 		if p.ignore, err = newIgnorer(policy.Diff.Ignore); err != nil {
-			rep.Notes = append(rep.Notes, oneLine(err)+": not applied")
+			rep.Notes = append(rep.Notes, text.FirstLine(err.Error())+": not applied")
 		}
 	} else if !in.Plan {
-		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+oneLine(policyErr))
+		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+text.FirstLine(policyErr.Error()))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
+	p.dropRenders = in.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
 	fetcher, _ := p.r.(interface {
@@ -340,11 +348,11 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	rendered := func(u string) bool {
 		return p.matcher.Match(u) || fetcher != nil && fetcher.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
 	}
-	if foreign, named := foreignFleet(rendered, p.base.inv, p.head.inv); foreign {
+	if foreign, named := discover.ForeignFleet(rendered, p.base.inv, p.head.inv); foreign {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
 		rep.Notes = append(rep.Notes, noSourceNote(names, named))
 	}
-	if in.Live != nil {
+	if in.Live != nil && !in.PlanOnly {
 		if err := p.live(ctx, in.Live, rep); err != nil {
 			return nil, err
 		}
@@ -359,13 +367,17 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	sort.Strings(rep.Problems)
 	rep.Summarize()
 
+	place := p.place
+	if in.PlanOnly {
+		place = func(*report.Report, *plan.Policy, string, *plan.Plan) {} // the comment's presentation
+	}
 	if !in.Plan {
-		p.place(rep, plan.DefaultPolicy(), "", nil)
+		place(rep, plan.DefaultPolicy(), "", nil)
 	}
 	if in.Plan {
 		var pe *plan.PolicyError
 		if err := policyErr; errors.As(err, &pe) {
-			p.place(rep, plan.DefaultPolicy(), "", nil)
+			place(rep, plan.DefaultPolicy(), "", nil)
 			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
 			for _, d := range pe.Diagnostics {
 				rep.PolicyErrors = append(rep.PolicyErrors, d.String())
@@ -384,7 +396,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		}
 		rep.Plan = pl
 		rep.Summary.Waves = len(pl.Waves)
-		p.place(rep, policy, policyFile, pl)
+		place(rep, policy, policyFile, pl)
 	}
 	return rep, nil
 }
@@ -400,6 +412,8 @@ type pipeline struct {
 	head    *side
 	baseOut *outcomes
 	headOut *outcomes
+	// dropRenders lets pair release each app's manifests once diffed (release.go).
+	dropRenders bool
 
 	budget      time.Duration // all renders' time (Input.RenderBudget); ≤ 0: none
 	budgetOnce  sync.Once
@@ -614,6 +628,7 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			p.fillBoth(&ra, h, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
 		}
 		apps = append(apps, ra)
+		p.drop(k)
 	}
 	return apps
 }
@@ -697,7 +712,7 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		ra.Status, ra.Error = report.StatusSkipped, externalMessage(side.err)
 		return
 	case side.failed():
-		ra.Status, ra.Error = report.StatusError, oneLine(side.err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(side.err.Error())
 		return
 	}
 	var res *diff.Result
@@ -708,7 +723,7 @@ func (p *pipeline) fill(ra *report.App, ns string, base, head *outcome) {
 		res, err = diff.Compare(objs, nil, diff.Options{Namespace: ns})
 	}
 	if err != nil {
-		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(err.Error())
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
@@ -746,7 +761,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 		ra.Status, ra.Error = report.StatusSkipped, externalMessage(ho.err)
 		return
 	case ho.failed():
-		ra.Status, ra.Error = report.StatusError, oneLine(ho.err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(ho.err.Error())
 		return
 	case ho.reused:
 		ra.Status = report.StatusUnchanged
@@ -755,7 +770,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 	baseObjs := bo.objs
 	if bo.err != nil {
 		baseObjs = nil
-		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+oneLine(bo.err)+"): every resource is shown as added")
+		ra.Warning = joinNonEmpty(ra.Warning, "the base revision failed to render ("+text.FirstLine(bo.err.Error())+"): every resource is shown as added")
 	}
 	baseObjs, ignoredBase, err := p.ignore.apply(baseObjs)
 	var headObjs []*unstructured.Unstructured
@@ -768,7 +783,7 @@ func (p *pipeline) fillBoth(ra *report.App, a *discover.App, baseNS, headNS stri
 		res, err = diff.Compare(baseObjs, headObjs, diff.Options{Namespace: headNS, BaseNamespace: baseNS})
 	}
 	if err != nil {
-		ra.Status, ra.Error = report.StatusError, oneLine(err)
+		ra.Status, ra.Error = report.StatusError, text.FirstLine(err.Error())
 		return
 	}
 	ra.Resources, ra.Hooks, ra.Counts = res.Resources, res.Hooks, res.Summary
@@ -827,44 +842,6 @@ func notRenderedMessage(repoURL string) string {
 	return "not rendered locally: source " + repoURL + " is not this repository, so what it renders is not known here"
 }
 
-// foreignFleet reports whether the fleet has apps and not one of them takes a source from this repository
-// (the checkout's names are wrong: a fork, a mirror, another remote), with the repoURLs the apps do name,
-// most named first (at most three).
-func foreignFleet(match func(string) bool, invs ...*discover.Inventory) (bool, []string) {
-	count := map[string]int{}
-	apps := 0
-	for _, inv := range invs {
-		for _, a := range inv.Apps() {
-			apps++
-			for _, src := range a.App.Spec.GetSources() {
-				if match(src.RepoURL) {
-					return false, nil
-				}
-				if src.RepoURL != "" {
-					count[src.RepoURL]++
-				}
-			}
-		}
-	}
-	if apps == 0 {
-		return false, nil
-	}
-	named := make([]string, 0, len(count))
-	for u := range count {
-		named = append(named, u)
-	}
-	sort.Slice(named, func(i, j int) bool {
-		if count[named[i]] != count[named[j]] {
-			return count[named[i]] > count[named[j]]
-		}
-		return named[i] < named[j]
-	})
-	if len(named) > 3 {
-		named = named[:3]
-	}
-	return true, named
-}
-
 // noSourceNote says that no app's source is this repository, naming what the repository is known as and what
 // the apps name.
 func noSourceNote(known, named []string) string {
@@ -881,7 +858,7 @@ func noSourceNote(known, named []string) string {
 }
 
 func externalMessage(err error) string {
-	return "not rendered locally: " + oneLine(err) + " (render it through Argo CD)"
+	return "not rendered locally: " + text.FirstLine(err.Error()) + " (render it through Argo CD)"
 }
 
 func joinNonEmpty(a, b string) string {
@@ -899,21 +876,6 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 // plan builds the wave plan of the changed and added apps with the release policy at head (or the default); the
@@ -947,23 +909,20 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 	return pl
 }
 
-// readPolicy reads the release policy at the head checkout's root: the default policy and "" when there is none.
+// readPolicy reads the release policy at the head checkout's root (plan.Load): the default policy and "" when
+// there is none. Every error is an *InputError: an unreadable file (a symbolic link) says which.
 func readPolicy(head *source.Checkout) (*plan.Policy, string, error) {
-	for _, name := range PolicyFiles {
+	policy, file, err := plan.Load(func(name string) ([]byte, error) {
 		data, err := head.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("reading %s: %w", name, err)
 		}
-		if err != nil {
-			return nil, "", inputErr(fmt.Errorf("reading %s: %w", name, err))
-		}
-		policy, err := plan.ParsePolicy(name, data)
-		if err != nil {
-			return nil, "", inputErr(err)
-		}
-		return policy, name, nil
+		return data, err
+	})
+	if err != nil {
+		return nil, "", inputErr(err)
 	}
-	return plan.DefaultPolicy(), "", nil
+	return policy, file, nil
 }
 
 // place records, on each app of the report, its kind (what the grouped comment names it by) and, with a plan,
@@ -1002,9 +961,9 @@ func (p *pipeline) place(rep *report.Report, policy *plan.Policy, policyFile str
 		for _, c := range []string{"approve", "pause", "resume", "abort", "rollback"} {
 			f.Commands = append(f.Commands, report.CommandHelp{Command: c, Who: policy.Who(c)})
 		}
-		f.Reproduce = fmt.Sprintf("fleetwave plan --base %s --head %s", short(rep.Base), short(rep.Head))
+		f.Reproduce = fmt.Sprintf("fleetwave plan --base %s --head %s", text.Short(rep.Base, 7), text.Short(rep.Head, 7))
 	} else {
-		f.Reproduce = fmt.Sprintf("fleetwave diff --base %s --head %s", short(rep.Base), short(rep.Head))
+		f.Reproduce = fmt.Sprintf("fleetwave diff --base %s --head %s", text.Short(rep.Base, 7), text.Short(rep.Head, 7))
 	}
 	rep.Footer = f
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // assertReachCoversReads renders every app of an inventory and checks that each file the render read (and

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 const scaleRepoURL = "https://github.com/example/fleet.git"

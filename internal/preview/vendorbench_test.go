@@ -12,10 +12,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 func vendorBenchChart(version string) helmrepotest.Chart {

@@ -6,43 +6,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
-
-// laughs is a "billion laughs" of the given depth under the mapping key it is indented into: l0 … l<levels-1>,
-// each a list of nine aliases of the one before (9 levels: 9^9 nodes from ~500 bytes).
-func laughs(indent string, levels int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%sl0: &l0 [x,x,x,x,x,x,x,x,x]\n", indent)
-	for i := 1; i < levels; i++ {
-		p := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "%sl%d: &l%d [%s]\n", indent, i, i, strings.TrimSuffix(strings.Repeat(p+",", 9), ","))
-	}
-	return b.String()
-}
 
 // TestRenderAliasBombs: a YAML alias bomb in any input of any source type fails that app's render with one line,
 // within a 1 GiB heap ceiling (each case runs in a child process of the test binary).
 func TestRenderAliasBombs(t *testing.T) {
-	bomb := laughs("  ", 9)
+	bomb := hostileyaml.AliasBomb("  ", 9)
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
-	padded := cm + "data:\n" + laughs("  ", 5) + "  pad: [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n"
+	padded := cm + "data:\n" + hostileyaml.AliasBomb("  ", 5) + "  pad: [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n"
 	files := map[string]string{
 		"dir/cm.yaml":                            cm + "data:\n" + bomb,
 		"dirmany/cm.yaml":                        strings.Repeat(padded+"---\n", 300),
 		"jsonnet/main.jsonnet":                   "std.parseYaml(importstr 'bomb.yaml')",
-		"jsonnet/bomb.yaml":                      "l: 1\n" + laughs("", 9),
-		"jsonnetcode/main.jsonnet":               "std.parseYaml(" + fmt.Sprintf("%q", laughs("", 9)) + ")",
+		"jsonnet/bomb.yaml":                      "l: 1\n" + hostileyaml.AliasBomb("", 9),
+		"jsonnetcode/main.jsonnet":               "std.parseYaml(" + fmt.Sprintf("%q", hostileyaml.AliasBomb("", 9)) + ")",
 		"chart/Chart.yaml":                       "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
-		"chart/values.yaml":                      "greeting: hi\n" + laughs("", 9),
+		"chart/values.yaml":                      "greeting: hi\n" + hostileyaml.AliasBomb("", 9),
 		"chart/templates/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {g: {{ .Values.greeting | quote }}}\n",
 		"chart2/Chart.yaml":                      "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
-		"chart2/extra.yaml":                      "greeting: hi\n" + laughs("", 9),
+		"chart2/extra.yaml":                      "greeting: hi\n" + hostileyaml.AliasBomb("", 9),
 		"chart2/templates/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {g: {{ .Values.greeting | quote }}}\n",
 		"chart3/Chart.yaml":                      "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"chart3/templates/cm.yaml":               cm + "data:\n{{ .Files.Get \"files/bomb.txt\" | indent 2 }}\n",
-		"chart3/files/bomb.txt":                  laughs("", 9),
+		"chart3/files/bomb.txt":                  hostileyaml.AliasBomb("", 9),
 		"kust/kustomization.yaml":                "resources: [cm.yaml]\n",
 		"kust/cm.yaml":                           cm + "data:\n" + bomb,
 		"kustmany/kustomization.yaml":            "resources: [cm.yaml]\n",
@@ -50,7 +40,7 @@ func TestRenderAliasBombs(t *testing.T) {
 		"kusthelm/kustomization.yaml":            "helmCharts:\n- name: demo\n  releaseName: r\n",
 		"kusthelm/charts/demo/Chart.yaml":        "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"kusthelm/charts/demo/templates/cm.yaml": cm + "data:\n{{ .Files.Get \"files/bomb.txt\" | indent 2 }}\n",
-		"kusthelm/charts/demo/files/bomb.txt":    laughs("", 9),
+		"kusthelm/charts/demo/files/bomb.txt":    hostileyaml.AliasBomb("", 9),
 		"kusthelm/charts/demo/values.yaml":       "{}\n",
 	}
 	tests := []struct{ name, source, buildOptions string }{
@@ -68,7 +58,7 @@ func TestRenderAliasBombs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			memceiling.Run(t, 1<<30, func(t *testing.T) {
-				root := tree(t, files)
+				root := filetest.Tree(t, files)
 				req := mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: evil, namespace: argocd}\nspec:\n  destination: {namespace: d}\n  source: "+tc.source+"\n")
 				req.Repos = func(string) (string, bool) { return root, true }
 				req.Settings.KustomizeBuildOptions = tc.buildOptions

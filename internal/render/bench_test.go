@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // BenchmarkRenderLargeChart is what `fleetwave render` does in-process for the corpus's largest chart,

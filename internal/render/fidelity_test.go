@@ -10,13 +10,13 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // TestFidelity renders every case of the fidelity corpus in-process and compares the result with Argo CD's own
 // manifest generation, object by object, as the corpus's compare tool does, once per reference toolchain with
-// the Argo CD version it belongs to (sharedtest.FidelityTargets: expected.yaml, Argo CD 3.5 with Helm 4, as 3.6
-// and 3.5; expected-helm3.yaml, the Helm 3 toolchain of 3.4, as 3.4). Cases where Argo CD refuses to render must
+// the Argo CD version it belongs to (sharedtest.FidelityTargets: expected.yaml, Argo CD 3.5 with Helm 4, as
+// 3.5; expected-helm3.yaml, the Helm 3 toolchain of 3.4, as 3.4). Cases where Argo CD refuses to render must
 // fail here too. Where the two references differ (Helm 4's built-in API versions, its YAML, its install order),
 // the render must also differ from the other one (objects or order), so the version switch itself is tested.
 // The corpus is the shared folder's (sharedtest.Fidelity: skipped with one line on a clone, a failure when

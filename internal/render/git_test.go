@@ -9,9 +9,10 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const gitPassword = "render-git-password-42"
@@ -131,6 +132,8 @@ func TestGitSourceFailures(t *testing.T) {
 	}
 	single := app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: main}\n")
 	multi := app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: main\n    helm: {valueFiles: [$values/prod/web.yaml]}\n  - {repoURL: " + values + ", targetRevision: main, ref: values}\n")
+	as := func(v string, req render.Request) render.Request { req.Settings.ArgoCDVersion = v; return req }
+	otherRevision := app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$values/charts/web/values.yaml]}\n  - {repoURL: " + platform + ", targetRevision: main, ref: values}\n")
 	for _, tc := range []struct {
 		name     string
 		renderer *render.Renderer
@@ -143,11 +146,13 @@ func TestGitSourceFailures(t *testing.T) {
 		{"ref repository not allowed", gitRenderer(t, srv, gitSecrets(platform)), multi, true, "ref source values (for $values/prod/web.yaml): source is not in the checkout: repository " + values + " is not in the allowed repositories"},
 		{"wrong password", gitRenderer(t, srv, strings.ReplaceAll(gitSecrets(platform), gitPassword, "nope")), single, false, "the server refused the credentials"},
 		// Argo CD checks out one revision of a repository per render (runManifestGenAsync).
-		{"ref on the same repository at another revision", gitRenderer(t, srv, gitSecrets(platform)),
-			app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$values/charts/web/values.yaml]}\n  - {repoURL: " + platform + ", targetRevision: main, ref: values}\n"),
+		{"ref on the same repository at another revision, as 3.5", gitRenderer(t, srv, gitSecrets(platform)), as("3.5", otherRevision),
 			false, `cannot reference a different revision of the same repository ($values references "main" which resolves to "` + v2 + `" while the application references "v1.0.0" which resolves to "` + v1 + `")`},
-		{"two refs on one repository at two revisions", gitRenderer(t, srv, gitSecrets(platform, values)),
-			app("  sources:\n  - repoURL: " + platform + "\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$a/prod/web.yaml, $b/prod/web.yaml]}\n  - {repoURL: " + values + ", targetRevision: main, ref: a}\n  - {repoURL: " + values + ", targetRevision: HEAD, ref: b}\n"),
+		// 3.6's repo-server has replaced the ref's targetRevision by its commit before the check (target.RefRevisionsResolved).
+		{"ref on the same repository at another revision, as 3.6", gitRenderer(t, srv, gitSecrets(platform)), as("3.6", otherRevision),
+			false, `cannot reference a different revision of the same repository ($values references "` + v2 + `" which resolves to "` + v2 + `" while the application references "v1.0.0" which resolves to "` + v1 + `")`},
+		{"two refs on one repository at two revisions, as 3.5", gitRenderer(t, srv, gitSecrets(platform, values)),
+			as("3.5", app("  sources:\n  - repoURL: "+platform+"\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$a/prod/web.yaml, $b/prod/web.yaml]}\n  - {repoURL: "+values+", targetRevision: main, ref: a}\n  - {repoURL: "+values+", targetRevision: HEAD, ref: b}\n")),
 			false, `cannot reference multiple revisions for the same repository ($b references "HEAD" while $a references "main")`},
 		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, main)`},
 	} {
@@ -164,6 +169,57 @@ func TestGitSourceFailures(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), gitPassword) {
 				t.Errorf("error shows the password: %q", err)
+			}
+		})
+	}
+}
+
+// TestTwoRefsOnOneRepository: two "$ref" sources on one repository at two revisions fail as Argo CD 3.2-3.5 fail
+// them, and as 3.6 both read the commit of the first one the value files name (target.RefRevisionsResolved: the
+// real v3.6.1 repo-server writes that commit into every ref on the repository before checking them).
+func TestTwoRefsOnOneRepository(t *testing.T) {
+	root := t.TempDir()
+	p := gitfetchtest.NewRepo(t, root, "platform.git")
+	p.Commit("chart", map[string]string{
+		"charts/web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"charts/web/templates/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {{ .Values.replicas }}\n",
+	})
+	vals := gitfetchtest.NewRepo(t, root, "values.git")
+	vals.Commit("two", map[string]string{"prod/web.yaml": "replicas: 2\n"})
+	vals.Tag("v1", "")
+	vals.Commit("three", map[string]string{"prod/web.yaml": "replicas: 3\n"})
+	srv := gitfetchtest.Start(t, root, "reader", gitPassword)
+	platform, values := srv.URL+"/platform.git", srv.URL+"/values.git"
+	r := gitRenderer(t, srv, gitSecrets(platform, values))
+	req := func(version, valueFiles string) render.Request {
+		req := mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec:\n"+
+			"  destination: {server: https://kubernetes.default.svc, namespace: web}\n  sources:\n"+
+			"  - {repoURL: "+platform+", path: charts/web, targetRevision: main, helm: {valueFiles: "+valueFiles+"}}\n"+
+			"  - {repoURL: "+values+", targetRevision: v1, ref: a}\n  - {repoURL: "+values+", targetRevision: main, ref: b}\n")
+		req.Settings.ArgoCDVersion = version
+		return req
+	}
+	for _, tc := range []struct {
+		version, valueFiles string
+		want, wantErr       string
+	}{
+		{"3.5", "[$a/prod/web.yaml, $b/prod/web.yaml]", "", `cannot reference multiple revisions for the same repository ($b references "main" while $a references "v1")`},
+		{"3.6", "[$a/prod/web.yaml, $b/prod/web.yaml]", "replicas: 2", ""}, // both at v1
+		{"3.6", "[$b/prod/web.yaml, $a/prod/web.yaml]", "replicas: 3", ""}, // both at main
+	} {
+		t.Run(tc.version+" "+tc.valueFiles, func(t *testing.T) {
+			out, _, err := renderYAML(t, r, req(tc.version, tc.valueFiles))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("want %q:\n%s", tc.want, out)
 			}
 		})
 	}
@@ -192,7 +248,7 @@ spec:
 		{"https://" + hostPath + "/platform.git//kustomize/base?ref=v1.0.0&timeout=10", "web:1.0"},
 	} {
 		t.Run(tc.base, func(t *testing.T) {
-			root := tree(t, map[string]string{
+			root := filetest.Tree(t, map[string]string{
 				"envs/prod/kustomization.yaml": "namePrefix: prod-\nresources:\n- " + tc.base + "\n- cm.yaml\n",
 				"envs/prod/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
 			})
@@ -215,7 +271,7 @@ spec:
 		})
 	}
 
-	root := tree(t, map[string]string{"envs/prod/kustomization.yaml": "resources:\n- " + srv.URL + "/other.git//base?ref=v1\n"})
+	root := filetest.Tree(t, map[string]string{"envs/prod/kustomization.yaml": "resources:\n- " + srv.URL + "/other.git//base?ref=v1\n"})
 	req := app
 	req.Repos = func(string) (string, bool) { return root, true }
 	_, _, err := renderYAML(t, r, req)

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestKeepJSON: with Options.KeepJSON, Result.JSON is each object's JSON encoding (what a render worker sends),
 // tracking included; without it, nil.
 func TestKeepJSON(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: '1', html: '<b>'}\n",
 		"app/crd.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: bs.example.com}\n",
 	})

@@ -14,9 +14,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const registryPassword = "render-registry-password"
@@ -53,7 +54,7 @@ func TestRenderChartFromOCIRegistry(t *testing.T) {
 	reg := ociRegistry(t, "4.10.0", "4.11.0")
 	secret := reg.Secret("charts", reg.Host+"/charts", map[string]string{"type": "helm", "enableOCI": "true"})
 	r := ociRenderer(t, reg, secret)
-	root := tree(t, map[string]string{"envs/prod/ingress.yaml": "replicaCount: 5\n"})
+	root := filetest.Tree(t, map[string]string{"envs/prod/ingress.yaml": "replicaCount: 5\n"})
 	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: ingress-prod, namespace: argocd}
@@ -100,7 +101,7 @@ spec:
 
 func TestRenderDependencyFromOCIRegistry(t *testing.T) {
 	reg := ociRegistry(t, "4.10.0", "4.11.0")
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"apps/edge/Chart.yaml":  "apiVersion: v2\nname: edge\nversion: 0.1.0\ndependencies:\n- name: ingress-nginx\n  version: ~4.10.0\n  repository: oci://" + reg.Host + "/charts\n",
 		"apps/edge/values.yaml": "ingress-nginx:\n  replicaCount: 2\n",
 	})

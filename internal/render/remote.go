@@ -108,22 +108,23 @@ type refRev struct {
 	repoURL, targetRevision, commit string
 }
 
-// refConflict is runManifestGenAsync's check of a multi-source Helm source's "$ref/..." value files and file
-// parameters (reposerver/repository/repository.go, argo-cd v3.2.11): the refs it uses on one repository must name
-// the same targetRevision, and a ref on the source's own repository must resolve to the source's commit (Argo CD
-// checks out one revision of a repository per render). commit is the source's ("" for the checkout, where both
-// sides read the same files).
-func refConflict(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, commit string, refRevs map[string]refRev) error {
-	if !app.Spec.HasMultipleSources() || src.Helm == nil {
-		return nil
-	}
+// refCandidates are the value files and file parameters of src that may name a ref source ("$ref/..."), in the
+// order Argo CD reads them (reposerver/repository/repository.go resolveReferencedSources and runManifestGenAsync).
+func refCandidates(src *v1alpha1.ApplicationSource) []string {
 	candidates := append([]string(nil), src.Helm.ValueFiles...)
 	for _, p := range src.Helm.FileParameters {
 		candidates = append(candidates, p.Path)
 	}
-	type used struct{ key, revision string }
-	byRepo := map[string]used{}
-	for _, p := range candidates {
+	return candidates
+}
+
+// firstRefOnRepo maps each ref key src uses to the first key src uses on the same repository, as
+// resolveReferencedSources (argo-cd v3.6.1) resolves one ref per repository: the one whose commit the manifest cache
+// key then writes into every ref on that repository (target.RefRevisionsResolved).
+func firstRefOnRepo(src *v1alpha1.ApplicationSource, refRevs map[string]refRev) map[string]string {
+	first := map[string]string{}
+	byRepo := map[string]string{}
+	for _, p := range refCandidates(src) {
 		if !strings.HasPrefix(p, "$") {
 			continue
 		}
@@ -131,6 +132,64 @@ func refConflict(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, com
 		rr, ok := refRevs[key]
 		if !ok {
 			continue
+		}
+		norm := repocreds.NormalizeURL(rr.repoURL)
+		if _, ok := byRepo[norm]; !ok {
+			byRepo[norm] = key
+		}
+		first[key] = byRepo[norm]
+	}
+	return first
+}
+
+// refsAsResolved is refs as src's Helm reads them when the target resolves ref revisions (target.RefRevisionsResolved):
+// every ref on a repository reads the checkout of the first ref src uses on it (runManifestGenAsync checks out that
+// commit once per repository). Otherwise refs as they are.
+func refsAsResolved(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, resolved bool, refs map[string]*repofs.FS, refRevs map[string]refRev) map[string]*repofs.FS {
+	if !resolved || !app.Spec.HasMultipleSources() || src.Helm == nil {
+		return refs
+	}
+	out := make(map[string]*repofs.FS, len(refs))
+	for k, f := range refs {
+		out[k] = f
+	}
+	for key, first := range firstRefOnRepo(src, refRevs) {
+		if f := refs[first]; f != nil {
+			out[key] = f
+		}
+	}
+	return out
+}
+
+// refConflict is runManifestGenAsync's check of a multi-source Helm source's "$ref/..." value files and file
+// parameters (reposerver/repository/repository.go, argo-cd v3.2.11): the refs it uses on one repository must name
+// the same targetRevision, and a ref on the source's own repository must resolve to the source's commit (Argo CD
+// checks out one revision of a repository per render). commit is the source's ("" for the checkout, where both
+// sides read the same files). With resolved (target.RefRevisionsResolved, 3.6) each ref's targetRevision is first
+// replaced by the commit of the first ref on its repository, as the v3.6.1 repo-server's cache key does: two refs
+// on one repository never conflict, and the message names that commit.
+func refConflict(app *v1alpha1.Application, src *v1alpha1.ApplicationSource, commit string, refRevs map[string]refRev, resolved bool) error {
+	if !app.Spec.HasMultipleSources() || src.Helm == nil {
+		return nil
+	}
+	var first map[string]string
+	if resolved {
+		first = firstRefOnRepo(src, refRevs)
+	}
+	type used struct{ key, revision string }
+	byRepo := map[string]used{}
+	for _, p := range refCandidates(src) {
+		if !strings.HasPrefix(p, "$") {
+			continue
+		}
+		key, _, _ := strings.Cut(p, "/")
+		rr, ok := refRevs[key]
+		if !ok {
+			continue
+		}
+		if resolved {
+			c := refRevs[first[key]].commit
+			rr.targetRevision, rr.commit = c, c
 		}
 		norm := repocreds.NormalizeURL(rr.repoURL)
 		if prev, ok := byRepo[norm]; ok {

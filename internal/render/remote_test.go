@@ -9,9 +9,10 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/golden"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 const repoPassword = "render-test-password"
@@ -91,7 +92,7 @@ spec:
 func TestRenderMultiSourceValuesFromThisRepository(t *testing.T) {
 	srv := helmrepotest.New(t, "fleet", repoPassword, vendorChart("4.11.0"))
 	r := chartRenderer(t, srv, srv.Secret("ingress-nginx"))
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"envs/prod/ingress.yaml": "replicaCount: 5\n",
 		"envs/dev/ingress.yaml":  "replicaCount: 1\n",
 	})
@@ -126,7 +127,7 @@ func TestRenderDependencyFromHelmRepository(t *testing.T) {
 		Values:    "port: 6379\n",
 		Templates: map[string]string{"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}-redis\nspec:\n  ports:\n  - port: {{ .Values.port }}\n"}},
 		helmrepotest.Chart{Name: "redis", Version: "2.0.0", Templates: map[string]string{"x.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: wrong-major}\n"}})
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"apps/cache/Chart.yaml":  "apiVersion: v2\nname: cache\nversion: 0.1.0\ndependencies:\n- name: redis\n  version: ^1.0.0\n  repository: " + srv.URL + "\n",
 		"apps/cache/values.yaml": "redis:\n  port: 7000\n",
 	})

@@ -22,6 +22,7 @@ import (
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -373,9 +374,11 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 	if err != nil {
 		return nil, "", err
 	}
-	if err := refConflict(app, src, commit, refRevs); err != nil {
+	tgt := s.Target()
+	if err := refConflict(app, src, commit, refRevs, tgt.RefRevisionsResolved()); err != nil {
 		return nil, "", err
 	}
+	refs = refsAsResolved(app, src, tgt.RefRevisionsResolved(), refs, refRevs)
 	revision := s.Revision
 	if commit != "" {
 		// reposerver/repository/repository.go GenerateManifests: a source's ARGOCD_APP_REVISION is the commit its
@@ -401,30 +404,31 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		return nil, "", err
 	}
 	env := newEnv(app, instance, src, revision)
-	tgt := s.Target()
 	// The cluster version in the format the target's controller passes it ("1.30" before 3.4, "v1.30.5" since).
 	kubeVersion := src.GetKubeVersionOrDefault(tgt.ClusterVersion(s.KubeVersion))
 	apiVersions := src.GetAPIVersionsOrDefault(s.APIVersions)
+	// The app's output caps, checked again where each library hands its output back (internal/render/outputcap).
+	caps := outputcap.Limits{MaxBytes: r.opts.Limits.MaxOutputBytes, MaxDocuments: r.opts.Limits.MaxDocuments}
 	var objs []*unstructured.Unstructured
 	switch typ {
 	case v1alpha1.ApplicationSourceTypeHelm:
 		objs, err = r.helm.Template(ctx, helmengine.Input{
 			FS: fsys, AppPath: appPath, Helm: src.Helm, Env: env, AppName: instance,
 			Namespace: app.Spec.Destination.Namespace, KubeVersion: kubeVersion, APIVersions: apiVersions,
-			RefSources: refs, AllowRemote: r.opts.AllowRemote, Charts: r.chartSource(), Target: tgt,
+			RefSources: refs, AllowRemote: r.opts.AllowRemote, Charts: r.chartSource(), Target: tgt, Output: caps,
 		})
 	case v1alpha1.ApplicationSourceTypeKustomize:
 		objs, err = r.kust.Build(ctx, kustengine.Input{
 			FS: fsys, AppPath: appPath, Kustomize: src.Kustomize, Env: env, BuildOptions: s.KustomizeBuildOptions,
 			KubeVersion: kubeVersion, APIVersions: apiVersions, AllowRemote: r.opts.AllowRemote, Remote: r.remoteBases(),
-			Target: tgt,
+			Target: tgt, Output: caps,
 		})
 	case v1alpha1.ApplicationSourceTypeDirectory:
 		dir := v1alpha1.ApplicationSourceDirectory{}
 		if src.Directory != nil {
 			dir = *src.Directory
 		}
-		objs, err = directory.Render(ctx, directory.Input{FS: fsys, AppPath: appPath, Directory: dir, Env: env, MaxManifestBytes: r.opts.Limits.MaxOutputBytes})
+		objs, err = directory.Render(ctx, directory.Input{FS: fsys, AppPath: appPath, Directory: dir, Env: env, MaxManifestBytes: r.opts.Limits.MaxOutputBytes, Output: caps})
 	case v1alpha1.ApplicationSourceTypePlugin:
 		err = ErrPluginSource
 	default:

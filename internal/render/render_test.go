@@ -12,23 +12,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
-
-// tree writes files (slash paths → content) under a new temp dir and returns it.
-func tree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 const chartYAML = "apiVersion: v2\nname: demo\nversion: 0.1.0\n"
 const cmTemplate = `apiVersion: v1
@@ -63,7 +48,7 @@ func renderYAML(t *testing.T, r *render.Renderer, req render.Request) (string, *
 }
 
 func TestRenderHelmWithOverridesAndTracking(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"charts/demo/Chart.yaml":                   chartYAML,
 		"charts/demo/values.yaml":                  "greeting: hello\n",
 		"charts/demo/templates/cm.yaml":            cmTemplate,
@@ -112,7 +97,7 @@ spec:
 }
 
 func TestRenderInstanceNameOutsideControlPlane(t *testing.T) {
-	root := tree(t, map[string]string{"m/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
+	root := filetest.Tree(t, map[string]string{"m/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
 	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: app, namespace: team-a}
@@ -136,7 +121,7 @@ func TestRenderRefusals(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"ok/cm.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
 		"many/cms.yaml":          strings.Repeat("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", 20),
 		"big/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: " + strings.Repeat("x", 4000) + "}\n",
@@ -212,7 +197,7 @@ func TestRenderRefusals(t *testing.T) {
 
 func TestRenderTimeLimit(t *testing.T) {
 	// A chart that loops far longer than the cap: the render must give up on time.
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"loop/Chart.yaml":        chartYAML,
 		"loop/templates/cm.yaml": "{{- range $i := until 3000000 }}{{ $x := printf \"%d\" $i }}{{ $x = sha256sum $x }}{{- end }}\n",
 	})
@@ -229,7 +214,7 @@ func TestRenderTimeLimit(t *testing.T) {
 }
 
 func TestRenderMultiSourceRefValues(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"charts/demo/Chart.yaml":        chartYAML,
 		"charts/demo/values.yaml":       "greeting: hello\n",
 		"charts/demo/templates/cm.yaml": cmTemplate,
@@ -266,7 +251,7 @@ spec:
 }
 
 func TestSourceTypeDetection(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"k/kustomization.yaml":     "resources: [cm.yaml]\n",
 		"k/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
 		"k/Chart.yaml":             chartYAML, // kustomize wins over helm, as in Argo CD's discovery

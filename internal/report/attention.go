@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // maxAttentionItems bounds each headline's list; the rest is counted.
@@ -59,7 +61,7 @@ func attention(groups []Group) []*headline {
 				detail = a.Removal.Detail
 			}
 			for _, m := range g.members {
-				deletions.add("app "+m.Key(), fmt.Sprintf("Application `%s` is removed: %s", m.Key(), mdEscape(detail)),
+				deletions.add("app "+m.Key(), fmt.Sprintf("Application `%s` is removed: %s", m.Key(), markdown.Escape(detail)),
 					fmt.Sprintf("Application %s is removed: %s", m.Key(), detail), &Group{Section: g.Section, members: []*App{m}})
 			}
 		}
@@ -111,7 +113,7 @@ func (it *attentionItem) where() string {
 		}
 		refs = append(refs, fmt.Sprintf("#%d", id))
 	}
-	return fmt.Sprintf("%s (%s)", plural(it.apps, "app"), strings.Join(refs, ", "))
+	return fmt.Sprintf("%s (%s)", text.Plural(it.apps, "app"), strings.Join(refs, ", "))
 }
 
 func writeAttentionMarkdown(b *strings.Builder, hs []*headline) {

@@ -11,21 +11,9 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
-}
 
 // SummaryLine is the one-line summary: apps changed / unchanged / failed, resources +added ~changed -removed,
 // and waves when there is a plan.
@@ -43,10 +31,10 @@ func (r *Report) SummaryLine() string {
 	if s.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d not rendered (external)", s.Skipped))
 	}
-	line := fmt.Sprintf("%s: %s; resources +%d ~%d -%d", plural(s.Apps, "app"), strings.Join(parts, ", "),
+	line := fmt.Sprintf("%s: %s; resources +%d ~%d -%d", text.Plural(s.Apps, "app"), strings.Join(parts, ", "),
 		s.ResourcesAdded, s.ResourcesModified, s.ResourcesRemoved)
 	if r.Plan != nil {
-		line += "; " + plural(s.Waves, "wave")
+		line += "; " + text.Plural(s.Waves, "wave")
 	}
 	return line
 }
@@ -80,7 +68,7 @@ func (a *App) headline() string {
 // WriteText writes the report for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "fleetwave diff %s..%s: %s\n", short(r.Base), short(r.Head), r.SummaryLine())
+	fmt.Fprintf(bw, "fleetwave diff %s..%s: %s\n", text.Short(r.Base, 7), text.Short(r.Head, 7), r.SummaryLine())
 	for _, n := range r.Notes {
 		fmt.Fprintf(bw, "note: %s\n", n)
 	}
@@ -162,10 +150,10 @@ func writeGroupText(bw *bufio.Writer, g *Group, fold bool) {
 		bw.WriteString(res.Diff)
 	}
 	if n := folded + hooksFolded; n > 0 {
-		fmt.Fprintf(bw, "(%s only changing the helm.sh/chart label folded)\n", plural(n, "hunk"))
+		fmt.Fprintf(bw, "(%s only changing the helm.sh/chart label folded)\n", text.Plural(n, "hunk"))
 	}
 	if a.Ignored > 0 {
-		fmt.Fprintf(bw, "(fields named by the policy's diff.ignore left out of %s)\n", plural(a.Ignored, "object"))
+		fmt.Fprintf(bw, "(fields named by the policy's diff.ignore left out of %s)\n", text.Plural(a.Ignored, "object"))
 	}
 	writeSecretKeysText(bw, a.Resources)
 	writeLiveText(bw, a.Live)
@@ -198,7 +186,7 @@ func liveSummary(l *Live) string {
 	case l.Error != "":
 		return "live state not read: " + l.Error
 	}
-	s := fmt.Sprintf("%s compared with the live state in Argo CD", plural(l.Compared, "resource"))
+	s := fmt.Sprintf("%s compared with the live state in Argo CD", text.Plural(l.Compared, "resource"))
 	if l.Drifted() {
 		s += "; live state drifted from the base render: " + strings.Join(l.Drift, ", ")
 	} else {
@@ -402,10 +390,10 @@ const maxTableRows = 100
 func (r *Report) markdownBlocks() (string, []string) {
 	groups := r.groups()
 	var head strings.Builder
-	fmt.Fprintf(&head, "## fleetwave preview `%s..%s`\n\n", short(r.Base), short(r.Head))
-	fmt.Fprintf(&head, "**%s**\n\n", mdEscape(r.SummaryLine()))
+	fmt.Fprintf(&head, "## fleetwave preview `%s..%s`\n\n", text.Short(r.Base, 7), text.Short(r.Head, 7))
+	fmt.Fprintf(&head, "**%s**\n\n", markdown.Escape(r.SummaryLine()))
 	for _, n := range r.Notes {
-		fmt.Fprintf(&head, "> %s\n\n", mdEscape(n))
+		fmt.Fprintf(&head, "> %s\n\n", markdown.Escape(n))
 	}
 	secs := sections(groups)
 	writeTable(&head, secs)
@@ -413,7 +401,7 @@ func (r *Report) markdownBlocks() (string, []string) {
 	if r.Plan != nil {
 		var pb bytes.Buffer
 		if err := r.Plan.WriteMarkdown(&pb); err != nil {
-			fmt.Fprintf(&head, "_The wave plan could not be written: %s_\n\n", mdEscape(err.Error()))
+			fmt.Fprintf(&head, "_The wave plan could not be written: %s_\n\n", markdown.Escape(err.Error()))
 		} else {
 			head.Write(pb.Bytes())
 			head.WriteString("\n")
@@ -422,7 +410,7 @@ func (r *Report) markdownBlocks() (string, []string) {
 	if len(r.PolicyErrors) > 0 {
 		head.WriteString("### Wave plan\n\n❌ **The release policy is invalid**, so no plan was made (the diff below is complete):\n\n")
 		for _, e := range r.PolicyErrors {
-			fmt.Fprintf(&head, "- %s\n", mdEscape(e))
+			fmt.Fprintf(&head, "- %s\n", markdown.Escape(e))
 		}
 		head.WriteString("\n")
 	}
@@ -433,11 +421,11 @@ func (r *Report) markdownBlocks() (string, []string) {
 		for i := range r.Apps {
 			a := &r.Apps[i]
 			if a.Status == StatusError {
-				fmt.Fprintf(&b, "- `%s` → %s: %s\n", a.Key(), mdEscape(a.Cluster), mdEscape(a.Error))
+				fmt.Fprintf(&b, "- `%s` → %s: %s\n", a.Key(), markdown.Escape(a.Cluster), markdown.Escape(a.Error))
 			}
 		}
 		for _, p := range r.Problems {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(p))
+			fmt.Fprintf(&b, "- %s\n", markdown.Escape(p))
 		}
 		b.WriteString("\n")
 		blocks = append(blocks, b.String())
@@ -457,7 +445,7 @@ func (r *Report) markdownBlocks() (string, []string) {
 		blocks = append(blocks, sectionBlocks(sec, r.Footer, shown, r.FoldChartLabels)...)
 	}
 	if r.Summary.Unchanged > 0 {
-		blocks = append(blocks, fmt.Sprintf("_%s unchanged._\n", plural(r.Summary.Unchanged, "app")))
+		blocks = append(blocks, fmt.Sprintf("_%s unchanged._\n", text.Plural(r.Summary.Unchanged, "app")))
 	}
 	if f := r.Footer; f != nil {
 		blocks = append(blocks, f.markdown())
@@ -581,7 +569,7 @@ func orDash(s string) string {
 }
 
 // cell escapes text for a table cell.
-func cell(s string) string { return mdEscape(s) }
+func cell(s string) string { return markdown.Escape(s) }
 
 // sectionSummary is the one line that heads a section.
 func sectionSummary(sec []*Group, apps int) string {
@@ -622,7 +610,7 @@ func appList(apps []*App, urls map[string]string) string {
 			wave = a.Wave
 			switch {
 			case a.Wave != "":
-				fmt.Fprintf(&b, "- **%s**: ", mdEscape(a.Wave))
+				fmt.Fprintf(&b, "- **%s**: ", markdown.Escape(a.Wave))
 			case planned:
 				b.WriteString("- **not planned**: ")
 			default:
@@ -643,7 +631,7 @@ func appRef(a *App, urls map[string]string) string {
 	if u := urls[a.Key()]; u != "" {
 		name = "[" + name + "](" + u + ")"
 	}
-	return name + " → " + mdEscape(a.cluster())
+	return name + " → " + markdown.Escape(a.cluster())
 }
 
 // affectedBy is the union of the apps' reasons.
@@ -811,16 +799,16 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts boo
 		fmt.Fprintf(&b, "[Open in Argo CD](%s)\n\n", u)
 	}
 	if a.Error != "" {
-		fmt.Fprintf(&b, "Not rendered: %s\n\n", mdEscape(a.Error))
+		fmt.Fprintf(&b, "Not rendered: %s\n\n", markdown.Escape(a.Error))
 	}
 	if a.Removal != nil {
-		fmt.Fprintf(&b, "🗑️ **Removed**: %s\n\n", mdEscape(a.Removal.Detail))
+		fmt.Fprintf(&b, "🗑️ **Removed**: %s\n\n", markdown.Escape(a.Removal.Detail))
 	}
 	if a.Warning != "" {
-		fmt.Fprintf(&b, "⚠️ %s\n\n", mdEscape(a.Warning))
+		fmt.Fprintf(&b, "⚠️ %s\n\n", markdown.Escape(a.Warning))
 	}
 	if reasons := affectedBy(apps); len(reasons) > 0 {
-		fmt.Fprintf(&b, "Affected by: %s\n\n", mdEscape(listSome(reasons, 6)))
+		fmt.Fprintf(&b, "Affected by: %s\n\n", markdown.Escape(listSome(reasons, 6)))
 	}
 	fold := func(pick func(*App) []diff.Resource) func(*App) []diff.Resource {
 		return func(a *App) []diff.Resource { rs, _ := foldResources(pick(a), foldCharts); return rs }
@@ -870,10 +858,10 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts boo
 		writeRefs(&b, hookRefs)
 	}
 	if folded > 0 {
-		fmt.Fprintf(&b, "🔕 %s only changing the `helm.sh/chart` label folded (`diff.showChartLabels: true` in the release policy shows them).\n\n", plural(folded, "hunk"))
+		fmt.Fprintf(&b, "🔕 %s only changing the `helm.sh/chart` label folded (`diff.showChartLabels: true` in the release policy shows them).\n\n", text.Plural(folded, "hunk"))
 	}
 	if ignored := sectionIgnored(sec); ignored > 0 {
-		fmt.Fprintf(&b, "🔕 Fields the release policy's `diff.ignore` names are left out (%s).\n\n", plural(ignored, "object"))
+		fmt.Fprintf(&b, "🔕 Fields the release policy's `diff.ignore` names are left out (%s).\n\n", text.Plural(ignored, "object"))
 	}
 	if len(sec) > 1 {
 		fmt.Fprintf(&b, "The rest differs by app: %d variants follow.\n\n", len(sec))
@@ -916,15 +904,15 @@ func writeLiveMarkdown(b *strings.Builder, l *Live) {
 	if l.Drifted() {
 		icon = "⚠️"
 	}
-	fmt.Fprintf(b, "%s Live: %s\n\n", icon, mdEscape(line))
+	fmt.Fprintf(b, "%s Live: %s\n\n", icon, markdown.Escape(line))
 	for _, d := range liveDetails(l) {
-		fmt.Fprintf(b, "- %s\n", mdEscape(d))
+		fmt.Fprintf(b, "- %s\n", markdown.Escape(d))
 	}
 	if len(liveDetails(l)) > 0 {
 		b.WriteString("\n")
 	}
 	for _, n := range l.Notes {
-		fmt.Fprintf(b, "> %s\n\n", mdEscape(n))
+		fmt.Fprintf(b, "> %s\n\n", markdown.Escape(n))
 	}
 	var text strings.Builder
 	for _, res := range l.LiveDiff {
@@ -959,12 +947,6 @@ func fence(s string) string {
 	return strings.Repeat("`", max(3, longest+1))
 }
 
-// mdEscape neutralises characters that would turn plain text into markup in a comment.
-func mdEscape(s string) string {
-	r := strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", "\\|", "*", "\\*", "_", "\\_", "`", "\\`", "[", "\\[", "]", "\\]")
-	return r.Replace(s)
-}
-
 // unevaluatedMarkdown lists the ApplicationSets whose apps were not generated, those the change touches first.
 func unevaluatedMarkdown(us []Unevaluated) string {
 	var b strings.Builder
@@ -978,7 +960,7 @@ func unevaluatedMarkdown(us []Unevaluated) string {
 			if changed {
 				mark = "- ❌ changed by this PR: "
 			}
-			b.WriteString(mark + mdEscape(u.String()) + "\n")
+			b.WriteString(mark + markdown.Escape(u.String()) + "\n")
 		}
 	}
 	b.WriteString("\n")

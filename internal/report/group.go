@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/markdown"
 )
 
 // Group is a set of apps whose change is the same, byte for byte once the app's own identity is left out:
@@ -223,7 +224,7 @@ func (f *Footer) markdown() string {
 			if i > 0 {
 				b.WriteString(" ·")
 			}
-			fmt.Fprintf(&b, " `/%s` (%s)", mdEscapeCode(c.Command), mdEscape(c.Who))
+			fmt.Fprintf(&b, " `/%s` (%s)", mdEscapeCode(c.Command), markdown.Escape(c.Who))
 		}
 		b.WriteString(".\n\n")
 	}

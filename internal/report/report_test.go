@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
-	"github.com/fleetwave/fleetwave/internal/golden"
+	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 
 // fakePlan is a Plan made of values.
@@ -211,8 +212,8 @@ func TestLiveDetailsAreShown(t *testing.T) {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q", want)
 		}
-		if !strings.Contains(md, mdEscape(want)) {
-			t.Errorf("markdown lacks %q", mdEscape(want))
+		if !strings.Contains(md, markdown.Escape(want)) {
+			t.Errorf("markdown lacks %q", markdown.Escape(want))
 		}
 	}
 }

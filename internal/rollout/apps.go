@@ -13,8 +13,9 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // This file is the per-app part of a step: the intent/outcome protocol of internal/store around argosync's
@@ -230,7 +231,7 @@ func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r stor
 	}
 	if atRevision(app, s.PreviousRevision, sp.Execution.RepoURL) {
 		// Nothing applied the rollout's revision (its sync failed before applying): nothing to undo.
-		return d.recordEarly(ctx, run, "already at "+short(s.PreviousRevision)+" and Healthy: nothing to roll back", store.StepRolledBack)
+		return d.recordEarly(ctx, run, "already at "+text.ShortRev(s.PreviousRevision)+" and Healthy: nothing to roll back", store.StepRolledBack)
 	}
 	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.PreviousRevision)
 	return d.record(ctx, run, res)
@@ -555,9 +556,9 @@ func (d *driver) awaitOperation(ctx context.Context, s store.AppStep) (store.Ste
 			}
 			switch app.Status.Health.Status {
 			case health.HealthStatusHealthy:
-				return done, ev, h, "applied " + short(s.OpRevision()) + ", Healthy (observed after a restart)"
+				return done, ev, h, "applied " + text.ShortRev(s.OpRevision()) + ", Healthy (observed after a restart)"
 			case health.HealthStatusDegraded:
-				return store.StepFailed, ev, h, "Degraded after the sync to " + short(s.OpRevision())
+				return store.StepFailed, ev, h, "Degraded after the sync to " + text.ShortRev(s.OpRevision())
 			}
 		}
 		if d.e.o.clock.Now().After(deadline) {

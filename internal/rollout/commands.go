@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ErrRefused marks a command the rollout's state does not allow; the error's text is the reply to post.
@@ -42,7 +43,7 @@ func (e *Executor) Pause(ctx context.Context, id int64, actor string) (string, e
 	}
 	e.event(ctx, id, actor, "pause", "", "ok", "")
 	e.nudge(id)
-	return fmt.Sprintf("Paused rollout #%d (merge %s): the syncs in flight finish, no new one starts. `/resume` continues.", id, short(r.MergeSHA)), nil
+	return fmt.Sprintf("Paused rollout #%d (merge %s): the syncs in flight finish, no new one starts. `/resume` continues.", id, text.ShortRev(r.MergeSHA)), nil
 }
 
 // Resume continues a paused rollout. When it was paused because a wave failed, the wave's failed apps are
@@ -95,7 +96,7 @@ func (e *Executor) Resume(ctx context.Context, id int64, actor string) (string, 
 	}
 	e.event(ctx, id, actor, "resume", "", "ok", fmt.Sprintf("%d failed apps retried", retried))
 	e.nudge(id)
-	msg := fmt.Sprintf("Resumed rollout #%d (merge %s).", id, short(r.MergeSHA))
+	msg := fmt.Sprintf("Resumed rollout #%d (merge %s).", id, text.ShortRev(r.MergeSHA))
 	if retried > 0 {
 		msg += fmt.Sprintf(" The failed wave retries its %d failed apps, then runs its gates again.", retried)
 	}
@@ -122,7 +123,7 @@ func (e *Executor) Abort(ctx context.Context, id int64, actor string) (string, e
 	}
 	e.event(ctx, id, actor, "abort", "", "ok", "")
 	e.nudge(id)
-	return fmt.Sprintf("Aborted rollout #%d (merge %s): no new sync starts, the ones in flight finish. Nothing was rolled back; `/rollback` does that.", id, short(r.MergeSHA)), nil
+	return fmt.Sprintf("Aborted rollout #%d (merge %s): no new sync starts, the ones in flight finish. Nothing was rolled back; `/rollback` does that.", id, text.ShortRev(r.MergeSHA)), nil
 }
 
 // Approve passes the approval gate of a wave (by name, case-insensitive; "" = the wave awaiting approval).

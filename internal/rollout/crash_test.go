@@ -20,6 +20,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // TestCrashRecovery kills the bot with SIGKILL at random moments of a rollout and restarts it, over and over:
@@ -209,7 +210,7 @@ func crashTrial(dir string, seed uint64, rollback bool) (kills, reconciled int, 
 			problems = append(problems, fmt.Sprintf("%s: %d sync requests (%d accepted), want %d", s.App.Name, c.Syncs, c.SyncsAccepted, wantSyncs))
 		}
 		if live != wantLive {
-			problems = append(problems, fmt.Sprintf("%s runs %s, want %s", s.App.Name, short7(live), short7(wantLive)))
+			problems = append(problems, fmt.Sprintf("%s runs %s, want %s", s.App.Name, text.Short(live, 7), text.Short(wantLive, 7)))
 		}
 	}
 	events, err := st.ListEvents(ctx, r.ID, 0, 0)

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 

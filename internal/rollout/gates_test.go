@@ -13,6 +13,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 func firstStart(steps []store.AppStep, wave int) time.Time {
@@ -315,13 +316,6 @@ func testApprovalAfter(t *testing.T, approval string, mod func(*rollout.Request)
 func dumpSteps(t *testing.T, e *env, id int64) {
 	for _, s := range e.steps(id) {
 		t.Logf("%s w%d b%d %s op=%s att=%d prev=%s intent=%s started=%s finished=%s msg=%s", s.App.Name, s.Wave, s.Batch, s.State, s.Op,
-			s.Attempts, short7(s.PreviousRevision), s.IntentAt.Format("04:05.000"), s.OpStartedAt.Format("04:05"), s.OpFinishedAt.Format("04:05"), s.Message)
+			s.Attempts, text.Short(s.PreviousRevision, 7), s.IntentAt.Format("04:05.000"), s.OpStartedAt.Format("04:05"), s.OpFinishedAt.Format("04:05"), s.Message)
 	}
-}
-
-func short7(s string) string {
-	if len(s) > 7 {
-		return s[:7]
-	}
-	return s
 }

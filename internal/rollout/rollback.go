@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Rollback goes back wave by wave, last first: every app the rollout touched in the chosen waves is synced to
@@ -95,7 +96,7 @@ func (e *Executor) tryBeginRollback(ctx context.Context, id int64, target, actor
 	if newer, err := e.newerTouching(ctx, r, steps); err != nil {
 		return "", err
 	} else if newer != nil {
-		return "", refusef("rollout #%d (merge %s) has changed these apps since; roll it back first", newer.ID, short(newer.MergeSHA))
+		return "", refusef("rollout #%d (merge %s) has changed these apps since; roll it back first", newer.ID, text.ShortRev(newer.MergeSHA))
 	}
 	msg := fmt.Sprintf("rollback requested by %s", actor)
 	if reason != "" {
@@ -128,7 +129,7 @@ func (e *Executor) tryBeginRollback(ctx context.Context, id int64, target, actor
 		names[len(scope)-1-i] = waves[wi].Name
 	}
 	return fmt.Sprintf("Rolling back rollout #%d (merge %s): %d apps in waves %s, last wave first, to the revisions they ran before. "+
-		"Argo CD will show them OutOfSync until the merge is reverted in Git.", id, short(r.MergeSHA), napps, strings.Join(names, ", ")), nil
+		"Argo CD will show them OutOfSync until the merge is reverted in Git.", id, text.ShortRev(r.MergeSHA), napps, strings.Join(names, ", ")), nil
 }
 
 // newerTouching finds a newer rollout of the repository that changed (or is changing) some of r's apps: rolling
@@ -285,7 +286,7 @@ func (d *driver) endRollback(ctx context.Context, r store.Rollout, steps []store
 	case failed > 0:
 		state, msg = store.RolloutFailed, fmt.Sprintf("rollback failed for %d apps; /rollback retries them", failed)
 	case left > 0:
-		state, msg = store.RolloutAborted, fmt.Sprintf("partially rolled back: %d apps of earlier waves stay at %s", left, short(r.MergeSHA))
+		state, msg = store.RolloutAborted, fmt.Sprintf("partially rolled back: %d apps of earlier waves stay at %s", left, text.ShortRev(r.MergeSHA))
 	}
 	if firstDeploy > 0 {
 		msg += fmt.Sprintf("; %d apps had no earlier revision (first deployment) and were left as they are", firstDeploy)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // step does the next thing a rollout needs, reading everything from the store (gitops-engine's
@@ -180,7 +181,7 @@ func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPla
 	}); err != nil {
 		return again, err
 	}
-	d.e.event(ctx, r.ID, "", "started", short(r.MergeSHA), "ok", "")
+	d.e.event(ctx, r.ID, "", "started", text.ShortRev(r.MergeSHA), "ok", "")
 	return again, nil
 }
 
@@ -200,7 +201,7 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 			return true, nil
 		})
 		if err == nil {
-			d.e.event(ctx, r.ID, "", "succeeded", short(r.MergeSHA), "ok", "")
+			d.e.event(ctx, r.ID, "", "succeeded", text.ShortRev(r.MergeSHA), "ok", "")
 		}
 		return again, err
 	}

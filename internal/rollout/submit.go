@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ConflictPolicy says what a new rollout does about an unfinished older one touching some of the same apps.
@@ -100,7 +101,7 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		req.OnConflict = ConflictWait
 	}
 	if req.OnConflict != ConflictWait && req.OnConflict != ConflictSupersede {
-		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: unknown conflict policy %q", short(req.MergeSHA), req.OnConflict)
+		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: unknown conflict policy %q", text.ShortRev(req.MergeSHA), req.OnConflict)
 	}
 	ex := execution{AutomatedSync: req.AutomatedSync, OnConflict: req.OnConflict, RepoURL: req.RepoURL, Prune: req.Prune,
 		PlanDigest: req.Plan.Digest(), PRPlanDigest: req.PRPlanDigest}
@@ -112,7 +113,7 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 	}
 	raw, err := json.Marshal(storedPlan{Plan: *req.Plan, Execution: ex})
 	if err != nil {
-		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: encoding the plan: %w", short(req.MergeSHA), err)
+		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: encoding the plan: %w", text.ShortRev(req.MergeSHA), err)
 	}
 	n := store.NewRollout{Repo: req.Repo, PRNumber: req.PRNumber, MergeSHA: req.MergeSHA, BaseSHA: req.BaseSHA,
 		InstallationID: req.InstallationID, Plan: raw}
@@ -137,14 +138,14 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 	}
 	r, created, err := e.st.CreateRollout(ctx, n)
 	if err != nil {
-		return r, fmt.Errorf("submitting the rollout of %s: %w", short(req.MergeSHA), err)
+		return r, fmt.Errorf("submitting the rollout of %s: %w", text.ShortRev(req.MergeSHA), err)
 	}
 	if created && violations != "" {
 		if r, err = e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
 			x.Message = violations
 			return true, nil
 		}); err != nil {
-			return r, fmt.Errorf("submitting the rollout of %s: %w", short(req.MergeSHA), err)
+			return r, fmt.Errorf("submitting the rollout of %s: %w", text.ShortRev(req.MergeSHA), err)
 		}
 	}
 	if created {
@@ -152,7 +153,7 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		if ex.PRPlanDigest != "" && ex.PRPlanDigest != ex.PlanDigest {
 			msg += "; the plan differs from the one shown on the PR"
 		}
-		e.event(ctx, r.ID, "", "created", short(req.MergeSHA), "ok", msg)
+		e.event(ctx, r.ID, "", "created", text.ShortRev(req.MergeSHA), "ok", msg)
 		if r.State == store.RolloutFailed {
 			// Nobody drives a finished rollout: publish its verdict now.
 			e.publishFinished(ctx, r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Sync windows. An AppProject's syncWindows make Argo CD refuse a sync ("cannot sync: blocked by sync window",
@@ -67,7 +68,7 @@ func (h *windowHold) describe() string {
 
 // what is describe without the time.
 func (h *windowHold) what() string {
-	apps := plural(h.Count, "app")
+	apps := text.Plural(h.Count, "app")
 	if len(h.Apps) > 0 {
 		names := h.Apps
 		more := ""

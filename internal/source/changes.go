@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Change is one file a change touches.
@@ -22,7 +24,7 @@ func (r *Repo) ChangedFiles(ctx context.Context, from, to string) ([]Change, err
 	out, err := r.run(ctx, nil, "diff-tree", "-r", "-z", "--name-status", "-M", "--no-ext-diff", "--no-textconv",
 		"--no-commit-id", "--end-of-options", from, to)
 	if err != nil {
-		return nil, fmt.Errorf("listing changed files %s..%s: %w", short(from), short(to), err)
+		return nil, fmt.Errorf("listing changed files %s..%s: %w", text.Short(from, 12), text.Short(to, 12), err)
 	}
 	return parseNameStatus(out)
 }

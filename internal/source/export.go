@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Limits cap what exporting one revision may write. Zero values take the defaults.
@@ -197,20 +199,20 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 	sort.Strings(co.files)
 	if err := belowLinks(entries); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
+		return nil, fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
 	}
 	if opts.Lazy {
 		co.lazy, co.repo, co.from, co.lim = true, r, from, lim
 		co.blobs, co.oidMarks, co.done = map[string]blob{}, map[string]uint64{}, map[string]bool{}
 		if err := r.index(ctx, co, from, entries, lim); err != nil {
 			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
+			return nil, fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
 		}
 		return co, nil
 	}
 	if err := r.materialise(ctx, co, from, entries, lim); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("exporting %s: %w", short(treeish), err)
+		return nil, fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
 	}
 	return co, nil
 }
@@ -224,10 +226,10 @@ func (r *Repo) Export(ctx context.Context, treeish, dst string, lim Limits) erro
 	}
 	co := &Checkout{Dir: dst, Rev: treeish, marks: map[string]uint64{}}
 	if err := belowLinks(entries); err != nil {
-		return fmt.Errorf("exporting %s: %w", short(treeish), err)
+		return fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
 	}
 	if err := r.materialise(ctx, co, nil, entries, lim); err != nil {
-		return fmt.Errorf("exporting %s: %w", short(treeish), err)
+		return fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
 	}
 	return nil
 }
@@ -522,7 +524,7 @@ func parallel(ctx context.Context, items []entry, fn func(entry) error) error {
 func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) (entries []entry, skipped []string, err error) {
 	out, err := r.run(ctx, nil, "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", treeish)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing files of %s: %w", short(treeish), err)
+		return nil, nil, fmt.Errorf("listing files of %s: %w", text.Short(treeish, 12), err)
 	}
 	seen := map[string]bool{}
 	for _, rec := range bytes.Split(out, []byte{0}) {
@@ -531,11 +533,11 @@ func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) (entrie
 		}
 		meta, p, ok := bytes.Cut(rec, []byte{'\t'})
 		if !ok {
-			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
+			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", text.Short(treeish, 12), rec)
 		}
 		parts := strings.Fields(string(meta))
 		if len(parts) != 3 {
-			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", short(treeish), rec)
+			return nil, nil, fmt.Errorf("listing files of %s: malformed entry %q", text.Short(treeish, 12), rec)
 		}
 		mode, typ, oid := parts[0], parts[1], parts[2]
 		if typ != "blob" { // submodules ("commit") are not fetched
@@ -550,7 +552,7 @@ func (r *Repo) listTree(ctx context.Context, treeish string, lim Limits) (entrie
 		seen[name] = true
 		entries = append(entries, entry{mode: mode, oid: oid, path: name})
 		if len(entries) > lim.MaxFiles {
-			return nil, nil, fmt.Errorf("listing files of %s: %w: more than %d files", short(treeish), ErrTooLarge, lim.MaxFiles)
+			return nil, nil, fmt.Errorf("listing files of %s: %w: more than %d files", text.Short(treeish, 12), ErrTooLarge, lim.MaxFiles)
 		}
 	}
 	return entries, skipped, nil
@@ -592,7 +594,7 @@ func (r *Repo) Grep(ctx context.Context, treeish string, allMatch bool, patterns
 		if errors.As(err, &ee) && ee.code == 1 {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("searching %s: %w", short(treeish), err)
+		return nil, fmt.Errorf("searching %s: %w", text.Short(treeish, 12), err)
 	}
 	var files []string
 	prefix := treeish + ":"

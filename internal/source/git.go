@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ErrNotRepository is returned by Open when the directory is not in a git repository.
@@ -132,7 +134,7 @@ func (r *Repo) Revisions(ctx context.Context, base, head string) (baseSHA, headS
 func (r *Repo) TreeOf(ctx context.Context, commit string) (string, error) {
 	out, err := r.run(ctx, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", commit+"^{tree}")
 	if err != nil {
-		return "", fmt.Errorf("reading tree of %s: %w", short(commit), ErrUnknownRevision)
+		return "", fmt.Errorf("reading tree of %s: %w", text.Short(commit, 12), ErrUnknownRevision)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -145,7 +147,7 @@ func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 		if errors.As(err, &ee) && ee.code == 1 {
 			return "", nil
 		}
-		return "", fmt.Errorf("finding merge base of %s and %s: %w", short(a), short(b), err)
+		return "", fmt.Errorf("finding merge base of %s and %s: %w", text.Short(a, 12), text.Short(b, 12), err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -181,7 +183,7 @@ func (r *Repo) mergedHead(ctx context.Context, base, head, headTree string) (tre
 			t, err := r.TreeOf(ctx, head)
 			return t, false, true, err
 		}
-		return "", false, false, fmt.Errorf("merging %s into %s: %w", short(head), short(base), err)
+		return "", false, false, fmt.Errorf("merging %s into %s: %w", text.Short(head, 12), text.Short(base, 12), err)
 	}
 	line, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(line), true, false, nil
@@ -271,13 +273,6 @@ func gitEnv(ceiling string) []string {
 		"GIT_ATTR_NOSYSTEM=1",
 		"LC_ALL=C",
 	)
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // IsFullSHA reports whether s is a whole commit id as git and Argo CD write it: 40 (SHA-1) or 64 (SHA-256)

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // A lazy checkout (ExportOptions.Lazy) writes nothing when it is made: it lists the tree, reads every blob once
@@ -188,7 +190,7 @@ func (c *Checkout) write(ctx context.Context, todo []entry) error {
 		return nil
 	}
 	if err := c.repo.materialise(ctx, c, c.from, todo, c.lim); err != nil {
-		return fmt.Errorf("exporting %s: %w", short(c.Rev), err)
+		return fmt.Errorf("exporting %s: %w", text.Short(c.Rev, 12), err)
 	}
 	for _, e := range todo {
 		c.done[e.path] = true

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // lazyRepo commits a tree with a chart whose file links to a shared one, an indexed file larger than the
@@ -20,15 +21,15 @@ func lazyRepo(t *testing.T) (dir string, r *Repo) {
 	t.Helper()
 	dir = t.TempDir()
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
-	writeT(t, dir, "apps/web.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
-	writeT(t, dir, "charts/web/Chart.yaml", "name: web\n")
-	writeT(t, dir, "charts/web/templates/cm.yaml", "kind: ConfigMap\n")
-	writeT(t, dir, "lib/common.yaml", "common: 1\n")
-	writeT(t, dir, "lib/other.yaml", "other: 1\n")
-	writeT(t, dir, "values/web.yaml", "replicas: 1\n")
-	writeT(t, dir, "values/api.yaml", "replicas: 2\n")
+	filetest.Write(t, dir, "apps/web.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
+	filetest.Write(t, dir, "charts/web/Chart.yaml", "name: web\n")
+	filetest.Write(t, dir, "charts/web/templates/cm.yaml", "kind: ConfigMap\n")
+	filetest.Write(t, dir, "lib/common.yaml", "common: 1\n")
+	filetest.Write(t, dir, "lib/other.yaml", "other: 1\n")
+	filetest.Write(t, dir, "values/web.yaml", "replicas: 1\n")
+	filetest.Write(t, dir, "values/api.yaml", "replicas: 2\n")
 	big := strings.Repeat("x", 64<<10-5) + "argoproj.io" + strings.Repeat("y", 300<<10)
-	writeT(t, dir, "big.yaml", big)
+	filetest.Write(t, dir, "big.yaml", big)
 	for name, target := range map[string]string{"charts/web/values.yaml": "../../lib/common.yaml", "escape.yaml": "/etc/passwd"} {
 		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -173,8 +174,8 @@ func TestLazyDeriveSharesIndexAndLinksWrittenFiles(t *testing.T) {
 	if err := base.Materialise(ctx, []string{"lib"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	writeT(t, dir, "lib/other.yaml", "other: 2\n")
-	writeT(t, dir, "apps/api.yaml", "apiVersion: argoproj.io/v1alpha1\n")
+	filetest.Write(t, dir, "lib/other.yaml", "other: 2\n")
+	filetest.Write(t, dir, "apps/api.yaml", "apiVersion: argoproj.io/v1alpha1\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "head")
 	head, err := r.Derive(ctx, base, "main", opts)

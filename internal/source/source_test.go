@@ -10,19 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
-
-func writeT(t *testing.T, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // newRepo makes a repository with two commits on main: base (a.yaml, dir/b.yaml, old.yaml) and head
 // (a.yaml modified, old.yaml renamed to new.yaml, c.yaml added, dir/b.yaml deleted).
@@ -30,15 +20,15 @@ func newRepo(t *testing.T) (dir, base, head string) {
 	t.Helper()
 	dir = t.TempDir()
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
-	writeT(t, dir, "a.yaml", "a: 1\n")
-	writeT(t, dir, "dir/b.yaml", "b: 1\n")
-	writeT(t, dir, "old.yaml", strings.Repeat("line of text that makes rename detection sure\n", 20))
+	filetest.Write(t, dir, "a.yaml", "a: 1\n")
+	filetest.Write(t, dir, "dir/b.yaml", "b: 1\n")
+	filetest.Write(t, dir, "old.yaml", strings.Repeat("line of text that makes rename detection sure\n", 20))
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "base")
 	base = gittest.Run(t, dir, "rev-parse", "HEAD")
-	writeT(t, dir, "a.yaml", "a: 2\n")
+	filetest.Write(t, dir, "a.yaml", "a: 2\n")
 	gittest.Run(t, dir, "mv", "old.yaml", "new.yaml")
-	writeT(t, dir, "c.yaml", "c: 1\n")
+	filetest.Write(t, dir, "c.yaml", "c: 1\n")
 	gittest.Run(t, dir, "rm", "-q", "dir/b.yaml")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "head")
@@ -183,8 +173,8 @@ func TestCheckoutExportsFilesModesAndLinksWithoutFilters(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
-	writeT(t, dir, "charts/app/Chart.yaml", "name: app\n")
-	writeT(t, dir, "run.sh", "#!/bin/sh\n")
+	filetest.Write(t, dir, "charts/app/Chart.yaml", "name: app\n")
+	filetest.Write(t, dir, "run.sh", "#!/bin/sh\n")
 	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +184,7 @@ func TestCheckoutExportsFilesModesAndLinksWithoutFilters(t *testing.T) {
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "escape.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	writeT(t, dir, ".gitattributes", "*.yaml filter=evil\n")
+	filetest.Write(t, dir, ".gitattributes", "*.yaml filter=evil\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "c")
 	// A filter configured in the repository would run on checkout; an export must not run it.
@@ -285,7 +275,7 @@ func TestMergedHeadOnStaleBranch(t *testing.T) {
 	}
 	// A branch forked at base, while main moved on with an unrelated change.
 	gittest.Run(t, dir, "checkout", "-q", "-b", "pr", base)
-	writeT(t, dir, "pr.yaml", "pr: 1\n")
+	filetest.Write(t, dir, "pr.yaml", "pr: 1\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "pr")
 	pr := gittest.Run(t, dir, "rev-parse", "HEAD")
@@ -302,7 +292,7 @@ func TestMergedHeadOnStaleBranch(t *testing.T) {
 	}
 	// A conflicting branch falls back to its own tree.
 	gittest.Run(t, dir, "checkout", "-q", "-b", "conflict", base)
-	writeT(t, dir, "a.yaml", "a: 3\n")
+	filetest.Write(t, dir, "a.yaml", "a: 3\n")
 	gittest.Run(t, dir, "commit", "-q", "-am", "conflict")
 	c := gittest.Run(t, dir, "rev-parse", "HEAD")
 	_, merged, conflicted, err = r.MergedHead(ctx, head, c)
@@ -405,7 +395,7 @@ func TestDeriveLinksSharedFilesAndWritesChangedOnes(t *testing.T) {
 	}
 	// A file both sides share is one inode.
 	gittest.Run(t, dir, "checkout", "-q", "-b", "more", head)
-	writeT(t, dir, "d.yaml", "d: 1\n")
+	filetest.Write(t, dir, "d.yaml", "d: 1\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "more")
 	more := gittest.Run(t, dir, "rev-parse", "HEAD")
@@ -486,9 +476,9 @@ func TestGrep(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
-	writeT(t, dir, "apps/a.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
-	writeT(t, dir, "apps/b.yaml", "metadata: {annotations: {argocd.argoproj.io/sync-wave: '1'}}\n")
-	writeT(t, dir, "c.yaml", "kind: Deployment\n")
+	filetest.Write(t, dir, "apps/a.yaml", "apiVersion: argoproj.io/v1alpha1\nkind: Application\n")
+	filetest.Write(t, dir, "apps/b.yaml", "metadata: {annotations: {argocd.argoproj.io/sync-wave: '1'}}\n")
+	filetest.Write(t, dir, "c.yaml", "kind: Deployment\n")
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "c")
 	r, err := Open(ctx, dir)

@@ -17,9 +17,9 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // webChart is a vendor chart whose output says which version rendered it and with which values.

@@ -24,10 +24,10 @@ import (
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // exampleRepoURL is the repoURL the example fleet's Applications use for themselves.
@@ -68,6 +68,7 @@ func TestFidelityAgainstRealArgoCD(t *testing.T) {
 	if err := fillSettings(ctx, e, c, &settings); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("rendering as Argo CD %s (Helm 4: %v): GET /api/version says %s", settings.Target(), settings.Target().Helm4(), settings.ArgoCDVersion)
 
 	// The example's vendor charts; the registry by host name, as Argo CD needs it (see TestFidelityAgainstRealArgoCDCharts).
 	charts, err := chartserver.Start(filepath.Join(repoRoot(t), "examples", "vendor-charts"))
@@ -209,6 +210,10 @@ func fillSettings(ctx context.Context, e env, c *argocd.Client, s *render.Settin
 		return err
 	}
 	s.ArgoCDVersion = v
+	// A release fleetwave does not render as would be rendered as the newest without a word: refuse it instead.
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("GET /api/version: %w", err)
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		cs, err := c.ListClusters(ctx)

@@ -26,7 +26,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const (
@@ -234,7 +235,7 @@ spec:
 		}
 		ops[a.name] = app.Status.OperationState
 		if os := app.Status.OperationState; os != nil && os.FinishedAt != nil {
-			t.Logf("%s: synced to %s from %s to %s (%d syncs since base)", a.name, short(applied(app)),
+			t.Logf("%s: synced to %s from %s to %s (%d syncs since base)", a.name, text.Short(applied(app), 10),
 				os.StartedAt.Format("15:04:05"), os.FinishedAt.Format("15:04:05"), len(app.Status.History)-historyAtBase[a.name])
 		}
 	}
@@ -253,7 +254,7 @@ spec:
 		}
 	}
 
-	t.Logf("rollout of %s: %s; waves: %d check-runs", short(merge), rolloutRun, len(fake.CheckRuns(flowRepo)))
+	t.Logf("rollout of %s: %s; waves: %d check-runs", text.Short(merge, 10), rolloutRun, len(fake.CheckRuns(flowRepo)))
 
 	// 3. /rollback: every app back at base, with its own check-run.
 	b.send("issue_comment", withFields(t, "issue_comment/created-on-pull-request.json", map[string]any{
@@ -274,7 +275,7 @@ spec:
 		if got := applied(app); got != base {
 			t.Errorf("%s runs %s after /rollback, want the base %s", a.name, got, base)
 		}
-		t.Logf("%s: back at %s after /rollback", a.name, short(applied(app)))
+		t.Logf("%s: back at %s after /rollback", a.name, text.Short(applied(app), 10))
 	}
 	var replies []string
 	for _, cm := range fake.Comments(flowRepo, flowPR) {
@@ -475,11 +476,4 @@ func yamlToJSON(data []byte, out any) error {
 		return err
 	}
 	return json.Unmarshal(j, out)
-}
-
-func short(sha string) string {
-	if len(sha) > 10 {
-		return sha[:10]
-	}
-	return sha
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Rollouts is the part of *rollout.Executor the adapter drives.
@@ -46,7 +47,7 @@ func New(r Rollouts, log *slog.Logger) *Adapter {
 // OnMerge submits the merge's plan as a rollout.
 func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	if m.Plan == nil {
-		return fmt.Errorf("submitting the rollout of %s@%s: no plan", m.Repo, short(m.MergeSHA))
+		return fmt.Errorf("submitting the rollout of %s@%s: no plan", m.Repo, text.Short(m.MergeSHA, 7))
 	}
 	req := rollout.Request{
 		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
@@ -59,7 +60,7 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	}
 	r, err := a.rollouts.Submit(ctx, req)
 	if err != nil {
-		return fmt.Errorf("submitting the rollout of %s@%s: %w", m.Repo, short(m.MergeSHA), err)
+		return fmt.Errorf("submitting the rollout of %s@%s: %w", m.Repo, text.Short(m.MergeSHA, 7), err)
 	}
 	a.log.InfoContext(ctx, "rollout submitted", slog.String("repo", m.Repo), slog.Int("pr", m.PRNumber),
 		slog.String("merge", m.MergeSHA), slog.Int64("rollout", r.ID), slog.String("state", string(r.State)),
@@ -122,11 +123,4 @@ func (a *Adapter) target(ctx context.Context, req app.CommandRequest) (id int64,
 		return 0, "", fmt.Errorf("finding the rollout of %s#%d: %w", req.Repo, req.PRNumber, err)
 	}
 	return r.ID, "", nil
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }

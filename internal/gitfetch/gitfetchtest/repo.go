@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // Repo is a working repository whose branches and tags are pushed, after every change, to a bare repository

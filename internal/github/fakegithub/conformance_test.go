@@ -16,7 +16,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // The fake's routes and answers are written here; these tests check them against GitHub's REST description

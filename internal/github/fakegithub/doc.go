@@ -6,7 +6,7 @@
 // derived from the fake's state. Nothing of GitHub's is copied into the repository.
 //
 // GitHub's REST description (octokit/openapi 23.0.2, MIT) is third-party material kept beside the repository:
-// New looks for github/openapi in the shared folder (internal/sharedtest: $FLEETWAVE_SHARED_DIR, else
+// New looks for github/openapi in the shared folder (internal/testkit/sharedtest: $FLEETWAVE_SHARED_DIR, else
 // "shared" next to the checkout) and, when it is there, loads bot-subset.json plus the operations it lacks
 // (teams/get-membership-for-user-in-org, apps/get-repo-installation), extracted at load time from
 // api.github.com.json.gz with every component they reference. Each of the fake's operations must be in it

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 const (
@@ -239,10 +239,7 @@ func TestSecondaryRateLimitAndAuth(t *testing.T) {
 }
 
 func TestTokenExpiryAndAppJWT(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, _ := AppKey()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
 	s, tok := newFake(t, WithApp(99, &key.PublicKey), WithClock(clock), WithTokenTTL(time.Hour))

@@ -24,7 +24,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // GitHub's limits the description does not state.
@@ -132,7 +132,7 @@ func AllowInvalidRequests() Option { return func(o *options) { o.allowInvalid = 
 
 // New starts a fake GitHub; it is closed when the test ends.
 //
-// It finds GitHub's REST description in the shared folder beside the repository (internal/sharedtest) and
+// It finds GitHub's REST description in the shared folder beside the repository (internal/testkit/sharedtest) and
 // validates every request and response against it. Without it the fake serves the same answers unchecked and
 // says so in one line of the test's log, unless FLEETWAVE_REQUIRE_SHARED=1, where New fails the test. A
 // description that is there but incomplete or unreadable fails the test too.

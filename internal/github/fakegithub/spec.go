@@ -17,7 +17,7 @@ import (
 )
 
 // GitHub's REST description (octokit/openapi, MIT) is third-party material: it lives beside the repository in
-// the shared folder (internal/sharedtest), never in it. These are its files there.
+// the shared folder (internal/testkit/sharedtest), never in it. These are its files there.
 const (
 	descriptionDir    = "github/openapi"
 	botSubsetFile     = "bot-subset.json"        // the operations the bot calls, trimmed from the full description

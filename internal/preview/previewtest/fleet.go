@@ -4,7 +4,7 @@ package previewtest
 
 import (
 	"fmt"
-	"github.com/fleetwave/fleetwave/internal/fleetgen"
+	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
 	"os"
 	"path/filepath"
 	"strings"

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -46,6 +47,10 @@ type Input struct {
 	// MaxManifestBytes caps the combined size of the YAML/JSON manifest files (Argo CD's
 	// maxCombinedManifestQuantity). 0 means DefaultMaxManifestBytes; a negative value means no cap.
 	MaxManifestBytes int64
+	// Output caps the app's output (render.Limits) before it is parsed: a Jsonnet program's JSON by its length
+	// and, once parsed, its items; the YAML and JSON files' documents, counted in their text
+	// (internal/render/outputcap). Zero: no cap here.
+	Output outputcap.Limits
 }
 
 // Render produces the objects Argo CD's repo-server finds in a directory source (reposerver/repository/
@@ -107,6 +112,10 @@ func render(ctx context.Context, in Input) (objs []*unstructured.Unstructured, e
 			objs, err = nil, fmt.Errorf("rendering failed: %v", p)
 		}
 	}()
+	// The files' documents, counted in their text before they are parsed (their bytes are MaxManifestBytes's);
+	// Jsonnet's output, counted by its length before it is parsed.
+	files := outputcap.Meter{Limits: outputcap.Limits{MaxDocuments: in.Output.MaxDocuments}}
+	var jsonnetBytes int64
 	for _, m := range manifests {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -115,6 +124,17 @@ func render(ctx context.Context, in Input) (objs []*unstructured.Unstructured, e
 			out, err := evaluateJsonnet(in.FS, appPath, m.rel, &jsonnetOpts, in.Env)
 			if err != nil {
 				return nil, fmt.Errorf("failed to evaluate jsonnet %q: %w", m.name, err)
+			}
+			// go-jsonnet hands its output back as one string (github.com/google/go-jsonnet@v0.21.0 vm.go
+			// EvaluateFile): measured before json.Unmarshal makes objects of it, several times its size.
+			jsonnetBytes += int64(len(out))
+			if err := in.Output.Bytes(jsonnetBytes); err != nil {
+				return nil, fmt.Errorf("jsonnet %q: %w", m.name, err)
+			}
+			if items, ok := jsonArrayItems(out); ok {
+				if err := in.Output.Documents(len(objs) + items); err != nil {
+					return nil, fmt.Errorf("jsonnet %q: %w", m.name, err)
+				}
 			}
 			// attempt to unmarshal either array or single object
 			var list []*unstructured.Unstructured
@@ -128,6 +148,13 @@ func render(ctx context.Context, in Input) (objs []*unstructured.Unstructured, e
 			}
 			objs = append(objs, &obj)
 			continue
+		}
+		docs := 0
+		if in.Output.MaxDocuments > 0 {
+			docs = outputcap.CountDocuments(m.content)
+		}
+		if err := files.Add(0, docs); err != nil {
+			return nil, fmt.Errorf("%s: %w", m.rel, err)
 		}
 		more, err := objsFromYAMLOrJSON(m)
 		if err != nil {

@@ -11,40 +11,9 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
-
-// writeTree creates files (path → content) under a new temporary directory; a content starting with "->"
-// makes a symbolic link to the rest.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if target, ok := strings.CutPrefix(c, "->"); ok {
-			if err := os.Symlink(target, full); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		if err := os.WriteFile(full, []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-func repoAt(t *testing.T, root string) *repofs.FS {
-	t.Helper()
-	fs, err := repofs.New(root, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs.WithRecorder(&repofs.Recorder{})
-}
 
 func cm(name string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n"
@@ -79,7 +48,7 @@ var tree = map[string]string{
 // TestWalk covers file selection: order, recurse, include/exclude globs (gobwas, `*` crossing "/", `{a,b}`),
 // ignored files.
 func TestWalk(t *testing.T) {
-	root := writeTree(t, tree)
+	root := filetest.Tree(t, tree)
 	tests := []struct {
 		name string
 		dir  v1alpha1.ApplicationSourceDirectory
@@ -94,7 +63,7 @@ func TestWalk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", Directory: tt.dir})
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", Directory: tt.dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,8 +98,8 @@ func TestFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := writeTree(t, tt.files)
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app",
+			root := filetest.Tree(t, tt.files)
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app",
 				Directory: v1alpha1.ApplicationSourceDirectory{Recurse: true}})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -161,16 +130,16 @@ func utf16le(s string) []byte {
 
 // TestSizeCap: the combined size of YAML/JSON files is capped; Jsonnet files do not count.
 func TestSizeCap(t *testing.T) {
-	root := writeTree(t, map[string]string{"app/a.yaml": cm("a"), "app/b.yaml": cm("b"), "app/c.jsonnet": strings.Repeat(" ", 500) + "[]"})
+	root := filetest.Tree(t, map[string]string{"app/a.yaml": cm("a"), "app/b.yaml": cm("b"), "app/c.jsonnet": strings.Repeat(" ", 500) + "[]"})
 	size := int64(len(cm("a")) + len(cm("b")))
-	if _, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: size}); err != nil {
+	if _, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: size}); err != nil {
 		t.Fatalf("at the cap: %v", err)
 	}
-	_, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: size - 1})
+	_, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: size - 1})
 	if !errors.Is(err, ErrExceededMaxCombinedManifestFileSize) {
 		t.Fatalf("got %v, want the size cap error", err)
 	}
-	if _, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", MaxManifestBytes: -1}); err != nil {
+	if _, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", MaxManifestBytes: -1}); err != nil {
 		t.Fatalf("no cap: %v", err)
 	}
 }
@@ -185,13 +154,13 @@ function(name, replicas) [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name:
 		"libs/lib.libsonnet": `{v: importstr 'data.txt'}`,
 		"libs/data.txt":      `from-lib`,
 	}
-	root := writeTree(t, files)
+	root := filetest.Tree(t, files)
 	dir := v1alpha1.ApplicationSourceDirectory{Jsonnet: v1alpha1.ApplicationSourceJsonnet{
 		TLAs:    []v1alpha1.JsonnetVar{{Name: "name", Value: "$ARGOCD_APP_NAME"}, {Name: "replicas", Value: "1+2", Code: true}},
 		ExtVars: []v1alpha1.JsonnetVar{{Name: "e", Value: "x-${ARGOCD_APP_NAME}"}, {Name: "c", Value: "[1]", Code: true}},
 		Libs:    []string{"/libs"},
 	}}
-	repo := repoAt(t, root)
+	repo := repofstest.Open(t, root)
 	objs, err := Render(context.Background(), Input{FS: repo, AppPath: "app", Directory: dir, Env: env})
 	if err != nil {
 		t.Fatal(err)
@@ -223,10 +192,10 @@ function(name, replicas) [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name:
 func TestJsonnetSubstitutesTwice(t *testing.T) {
 	env := &v1alpha1.Env{{Name: "ARGOCD_APP_NAME", Value: "myapp"}}
 	f := `function(n) {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: n}}`
-	root := writeTree(t, map[string]string{"app/a.jsonnet": f, "app/b.jsonnet": f})
+	root := filetest.Tree(t, map[string]string{"app/a.jsonnet": f, "app/b.jsonnet": f})
 	dir := v1alpha1.ApplicationSourceDirectory{Jsonnet: v1alpha1.ApplicationSourceJsonnet{
 		TLAs: []v1alpha1.JsonnetVar{{Name: "n", Value: "x-$$ARGOCD_APP_NAME"}}}}
-	objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app", Directory: dir, Env: env})
+	objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", Directory: dir, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +227,8 @@ func TestJsonnetConfinement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := writeTree(t, tt.files)
-			objs, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app",
+			root := filetest.Tree(t, tt.files)
+			objs, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app",
 				Directory: v1alpha1.ApplicationSourceDirectory{Jsonnet: v1alpha1.ApplicationSourceJsonnet{Libs: tt.libs}}})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got %v, %v; want %q", names(objs), err, tt.wantErr)
@@ -275,8 +244,8 @@ func TestJsonnetConfinement(t *testing.T) {
 func TestContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	root := writeTree(t, tree)
-	if _, err := Render(ctx, Input{FS: repoAt(t, root), AppPath: "app"}); !errors.Is(err, context.Canceled) {
+	root := filetest.Tree(t, tree)
+	if _, err := Render(ctx, Input{FS: repofstest.Open(t, root), AppPath: "app"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v", err)
 	}
 }

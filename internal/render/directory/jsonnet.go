@@ -172,3 +172,45 @@ func (i *importer) try(dir, importedPath string) (bool, jsonnet.Contents, string
 	i.cache[p] = e
 	return true, e.contents, p, nil
 }
+
+// jsonArrayItems counts the items of the JSON array s (go-jsonnet's output, well-formed) without parsing it:
+// the commas at its top level, outside strings. ok is false when s is not an array (a single object).
+func jsonArrayItems(s string) (n int, ok bool) {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r') {
+		i++
+	}
+	if i == len(s) || s[i] != '[' {
+		return 0, false
+	}
+	depth, inString, empty := 0, false, true
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+			empty = false
+		case c == '[' || c == '{':
+			if depth > 0 {
+				empty = false
+			}
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1:
+			n++
+		case c != ' ' && c != '\n' && c != '\t' && c != '\r' && depth == 1:
+			empty = false
+		}
+	}
+	if empty {
+		return 0, true
+	}
+	return n + 1, true
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestJsonnetLongTracesAreShortened: a stack overflow's trace of repeated frames becomes one short line that keeps
@@ -18,8 +21,8 @@ func TestJsonnetLongTracesAreShortened(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := writeTree(t, map[string]string{"app/m.jsonnet": tt.code})
-			_, err := Render(context.Background(), Input{FS: repoAt(t, root), AppPath: "app"})
+			root := filetest.Tree(t, map[string]string{"app/m.jsonnet": tt.code})
+			_, err := Render(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app"})
 			if err == nil {
 				t.Fatal("rendered")
 			}

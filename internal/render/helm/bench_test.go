@@ -6,11 +6,14 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func guestbookInput(b testing.TB) Input {
 	return Input{
-		FS: mustFS(b, filepath.Join("testdata", "bench")), AppPath: "guestbook", AppName: "guestbook", Namespace: "default",
+		FS: repofstest.Open(b, filepath.Join("testdata", "bench")), AppPath: "guestbook", AppName: "guestbook", Namespace: "default",
 		KubeVersion: "v1.30.0", APIVersions: []string{"v1", "apps/v1", "networking.k8s.io/v1"},
 		Helm: &v1alpha1.ApplicationSourceHelm{
 			Values:     "replicaCount: 2\ningress:\n  enabled: true\n",
@@ -50,8 +53,8 @@ func BenchmarkTemplateGuestbookCold(b *testing.B) {
 // FuzzTemplateValues feeds arbitrary values, parameters and value-file names to the engine: it may refuse, it
 // must not panic or escape the checkout.
 func FuzzTemplateValues(f *testing.F) {
-	dir := writeTree(f, echoChart(map[string]string{"app/values-a.yaml": "a: 1\n", "outside.yaml": "o: 1\n"}))
-	fsys := mustFS(f, filepath.Join(dir, "app"))
+	dir := filetest.Tree(f, echoChart(map[string]string{"app/values-a.yaml": "a: 1\n", "outside.yaml": "o: 1\n"}))
+	fsys := repofstest.Open(f, filepath.Join(dir, "app"))
 	f.Add("a: 1\nb: [1, 2]\n", "x.y[0]", "v,w", false, "values-a.yaml")
 	f.Add("{}", "list", "{a,b}", true, "../outside.yaml")
 	f.Add("- not a map", "a", `\,`, false, "*.yaml")

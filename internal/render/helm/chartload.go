@@ -1,27 +1,20 @@
 package helm
 
 import (
-	"bytes"
 	"container/list"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"io/fs"
-	"path"
-	"sort"
 	"sync"
-	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/ignore"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/chartdir"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
-
-var utf8bom = []byte{0xEF, 0xBB, 0xBF}
 
 // chartFiles is a chart directory read into memory, with the hash of its contents.
 type chartFiles struct {
@@ -29,100 +22,15 @@ type chartFiles struct {
 	hash  string
 }
 
-// readChartDir is helm's pkg/chart/loader/directory.go LoadDir up to LoadFiles, over a confined checkout:
-// the top-level .helmignore plus the default rule (templates/.?*), a lexical walk that follows symbolic links
-// (internal/sympath.Walk), ignored directories skipped whole, irregular and oversized files refused, UTF-8 BOMs
-// trimmed. Every file read and directory listed is recorded by the FS.
+// readChartDir reads the chart directory dir (chartdir.Read: helm's LoadDir up to LoadFiles, over the confined
+// checkout) and hashes its contents.
 func readChartDir(fsys *repofs.FS, dir string, lim Limits) (*chartFiles, error) {
-	rules := ignore.Empty()
-	ifile := path.Join(dir, ignore.HelmIgnore)
-	if st, err := fsys.Stat(ifile); err == nil && !st.IsDir() {
-		b, err := fsys.ReadFile(ifile)
-		if err != nil {
-			return nil, err
-		}
-		if rules, err = ignore.Parse(bytes.NewReader(b)); err != nil {
-			return nil, fmt.Errorf("%s: %w", ifile, err)
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	rules.AddDefaults()
-
-	var (
-		files []*loader.BufferedFile
-		total int64
-	)
-	var walk func(rel string, depth int) error
-	walk = func(rel string, depth int) error {
-		if depth > lim.MaxDirDepth {
-			return fmt.Errorf("%s: directories nested deeper than %d (symbolic link loop?)", path.Join(dir, rel), lim.MaxDirDepth)
-		}
-		ents, err := fsys.ReadDir(path.Join(dir, rel))
-		if err != nil {
-			return err
-		}
-		for _, ent := range ents { // sorted by name, as sympath's readDirNames
-			n := path.Join(rel, ent.Name())
-			full := path.Join(dir, n)
-			mode := ent.Type()
-			if mode&fs.ModeSymlink != 0 {
-				fi, err := fsys.Stat(full) // follow, confined
-				if err != nil {
-					return err
-				}
-				mode = fi.Mode().Type()
-			}
-			if mode.IsDir() {
-				if rules.Ignore(n, entryInfo{ent.Name(), mode}) {
-					continue
-				}
-				if err := walk(n, depth+1); err != nil {
-					return err
-				}
-				continue
-			}
-			if rules.Ignore(n, entryInfo{ent.Name(), mode}) {
-				continue
-			}
-			if !mode.IsRegular() {
-				return fmt.Errorf("cannot load irregular file %s as it has file mode type bits set", full)
-			}
-			if len(files) >= lim.MaxChartFiles {
-				return fmt.Errorf("chart %s has more than %d files", dir, lim.MaxChartFiles)
-			}
-			data, err := fsys.ReadFile(full)
-			if err != nil {
-				return err
-			}
-			if int64(len(data)) > loader.MaxDecompressedFileSize {
-				return fmt.Errorf("chart file %q is larger than the maximum file size %d", full, loader.MaxDecompressedFileSize)
-			}
-			if total += int64(len(data)); total > lim.MaxChartBytes {
-				return fmt.Errorf("chart %s is larger than %d bytes", dir, lim.MaxChartBytes)
-			}
-			files = append(files, &loader.BufferedFile{Name: n, Data: bytes.TrimPrefix(data, utf8bom)})
-		}
-		return nil
-	}
-	if err := walk("", 0); err != nil {
+	files, err := chartdir.Read(fsys, dir, chartdir.Limits{MaxFiles: lim.MaxChartFiles, MaxBytes: lim.MaxChartBytes, MaxDepth: lim.MaxDirDepth})
+	if err != nil {
 		return nil, err
 	}
 	return &chartFiles{files: files, hash: hashFiles(files)}, nil
 }
-
-// entryInfo is the os.FileInfo the .helmignore rules look at (only IsDir matters), without an lstat per file.
-type entryInfo struct {
-	name string
-	mode fs.FileMode
-}
-
-func (e entryInfo) Name() string       { return e.name }
-func (e entryInfo) Size() int64        { return 0 }
-func (e entryInfo) Mode() fs.FileMode  { return e.mode }
-func (e entryInfo) ModTime() time.Time { return time.Time{} }
-func (e entryInfo) IsDir() bool        { return e.mode.IsDir() }
-func (e entryInfo) Sys() any           { return nil }
 
 func hashFiles(files []*loader.BufferedFile) string {
 	h := sha256.New()
@@ -138,8 +46,8 @@ func hashFiles(files []*loader.BufferedFile) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// load parses the files into a chart (loader.LoadFiles), or returns the cached parse of identical files. The
-// returned chart is shared and must not be modified: render a copyChart of it.
+// load parses the files into a chart (loader.LoadFiles, subcharts in a fixed order), or returns the cached parse
+// of identical files. The returned chart is shared and must not be modified: render a copyChart of it.
 func (e *Engine) load(cf *chartFiles) (*chart.Chart, error) {
 	if ch, ok := e.cache.get(cf.hash); ok {
 		return ch, nil
@@ -153,25 +61,9 @@ func (e *Engine) load(cf *chartFiles) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortDependencies(ch)
+	helmtemplate.SortDependencies(ch, func(c *chart.Chart) string { return c.Metadata.Version })
 	e.cache.put(cf.hash, ch)
 	return ch, nil
-}
-
-// sortDependencies orders subcharts by name and version. Helm's LoadFiles adds them while ranging over a map,
-// so its order (which shows in the order of subchart CRDs) is random; a fixed one keeps output stable.
-func sortDependencies(ch *chart.Chart) {
-	deps := append([]*chart.Chart(nil), ch.Dependencies()...)
-	sort.SliceStable(deps, func(i, j int) bool {
-		if deps[i].Name() != deps[j].Name() {
-			return deps[i].Name() < deps[j].Name()
-		}
-		return deps[i].Metadata.Version < deps[j].Metadata.Version
-	})
-	for _, d := range deps {
-		sortDependencies(d)
-	}
-	ch.SetDependencies(deps...)
 }
 
 // copyChart copies what rendering mutates (chartutil.ProcessDependencies rewrites dependency lists, the
@@ -195,39 +87,13 @@ func copyChart(c *chart.Chart) *chart.Chart {
 		}
 		n.Metadata = &md
 	}
-	n.Values = copyValues(c.Values)
+	n.Values = helmvalues.Copy(c.Values)
 	deps := make([]*chart.Chart, 0, len(c.Dependencies()))
 	for _, d := range c.Dependencies() {
 		deps = append(deps, copyChart(d))
 	}
 	n.SetDependencies(deps...)
 	return &n
-}
-
-func copyValues(m map[string]interface{}) map[string]interface{} {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]interface{}, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v interface{}) interface{} {
-	switch t := v.(type) {
-	case map[string]interface{}:
-		return copyValues(t)
-	case []interface{}:
-		s := make([]interface{}, len(t))
-		for i, x := range t {
-			s[i] = copyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
 }
 
 // chartCache is a small LRU of parsed charts keyed by content hash: Helm 3's *chart.Chart, or helm 4's.

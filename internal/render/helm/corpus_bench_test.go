@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // BenchmarkTemplateCorpus renders each Helm case of the fidelity corpus on a warm cache (skipped without the

@@ -11,7 +11,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 func redis(version string) helmrepotest.Chart {
@@ -42,7 +44,7 @@ func TestDependencyBuildFetchesLockedVersion(t *testing.T) {
 	lockYAML := "dependencies:\n- {name: redis, version: 1.4.0, repository: '@bitnami'}\ndigest: " + sum + "\ngenerated: \"2024-01-01T00:00:00Z\"\n"
 
 	render := func(files map[string]string) (string, error) {
-		objs, err := New().Template(context.Background(), Input{FS: mustFS(t, writeTree(t, files)), AppPath: "app", AppName: "app", Charts: f})
+		objs, err := New().Template(context.Background(), Input{FS: repofstest.Open(t, filetest.Tree(t, files)), AppPath: "app", AppName: "app", Charts: f})
 		if err != nil {
 			return "", err
 		}

@@ -11,6 +11,7 @@ import (
 	chart4 "helm.sh/helm/v4/pkg/chart/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
 )
@@ -41,6 +42,9 @@ type Input struct {
 	// Target is the Argo CD version to render as (the zero value is target.Newest): Helm 4 from 3.5, Helm 3
 	// before, and the version-dependent rules of internal/render/target.
 	Target target.Version
+	// Output caps the app's output (render.Limits), checked on the rendered templates as Helm's engine returns
+	// them, before they are sorted, assembled and split (internal/render/outputcap); zero: no cap here.
+	Output outputcap.Limits
 }
 
 // ChartSource fetches chart archives from the chart repositories the operator allows.

@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 )
 
 // renderChart4 is renderChart for Argo CD 3.5 and later, whose repo-server runs helm 4 (internal/render/helm/
@@ -36,12 +37,12 @@ func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFil
 	}
 	ho := helm4.Options{
 		ReleaseName: o.name, Namespace: o.namespace, KubeVersion: o.kubeVersionFlag, APIVersions: o.apiVersions,
-		IncludeCRDs: o.includeCrds, SkipTests: o.skipTests,
+		IncludeCRDs: o.includeCrds, SkipTests: o.skipTests, Output: o.output,
 	}
 	if !o.skipSchemaValidation {
 		ho.ValidateValues = func(coalesced map[string]any) error {
 			c := copyChart(ch)
-			if err := chartutil.ProcessDependenciesWithMerge(c, copyValues(vals)); err != nil {
+			if err := chartutil.ProcessDependenciesWithMerge(c, helmvalues.Copy(vals)); err != nil {
 				return err
 			}
 			if err := validateAgainstSchema(c, coalesced); err != nil {
@@ -54,5 +55,5 @@ func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFil
 			return nil
 		}
 	}
-	return helm4.Template(ctx, cli, helm4.Copy(ch4), copyValues(vals), ho)
+	return helm4.Template(ctx, cli, helm4.Copy(ch4), helmvalues.Copy(vals), ho)
 }

@@ -18,34 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 	"github.com/fleetwave/fleetwave/internal/render/target"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
-
-// writeTree writes files (slash paths relative to dir) and returns dir.
-func writeTree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-func mustFS(t testing.TB, dir string) *repofs.FS {
-	t.Helper()
-	fsys, err := repofs.New(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fsys
-}
 
 // chartArchive builds a chart .tgz holding files under name/.
 func chartArchive(t testing.TB, name string, files map[string]string) string {
@@ -128,7 +104,7 @@ func TestCleanSetParameters(t *testing.T) {
 }
 
 func TestKubeVersionAndCapabilities(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(nil)))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(nil)))
 	e := New()
 	for _, tc := range []struct {
 		target            target.Version
@@ -137,8 +113,8 @@ func TestKubeVersionAndCapabilities(t *testing.T) {
 		{target.Version{Major: 3, Minor: 2}, "v3.19.4", "v1.34.0"},
 		{target.Version{Major: 3, Minor: 4}, "v3.19.4", "v1.34.0"},
 		{target.Version{Major: 3, Minor: 5}, "v4.2.1", "v1.36.0"},
-		{target.Version{Major: 3, Minor: 6}, "v4.2.4", "v1.36.0"},
-		{target.Version{}, "v4.2.4", "v1.36.0"}, // the newest
+		{target.Version{Major: 3, Minor: 6}, "v4.3.1", "v1.37.0"},
+		{target.Version{}, "v4.3.1", "v1.37.0"}, // the newest
 	} {
 		for _, c := range []struct{ kube, want string }{
 			{"", tc.defaultKube},
@@ -162,7 +138,7 @@ func TestKubeVersionAndCapabilities(t *testing.T) {
 }
 
 func TestReleaseNameAndNamespace(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(nil)))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(nil)))
 	e := New()
 	objs, err := e.Template(context.Background(), Input{FS: fsys, AppPath: "app", AppName: "team-a_web"})
 	if err != nil {
@@ -188,7 +164,7 @@ func TestReleaseNameAndNamespace(t *testing.T) {
 }
 
 func TestValueFileRules(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(map[string]string{
 		"app/values-a.yaml": "a: 1\n",
 		"common/x.yaml":     "x: 1\n",
 	})))
@@ -235,7 +211,7 @@ func TestValueFileRules(t *testing.T) {
 }
 
 func TestRemoteRefusedEvenWhenAllowed(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(nil)))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(nil)))
 	for _, allow := range []bool{false, true} {
 		for _, h := range []*v1alpha1.ApplicationSourceHelm{
 			{ValueFiles: []string{"https://example.com/v.yaml"}},
@@ -258,7 +234,7 @@ func TestRemoteRefusedEvenWhenAllowed(t *testing.T) {
 func TestValuesFlagCSVSplit(t *testing.T) {
 	// helm's --values is a StringSlice: Argo CD's "<abs>/a.yaml,b.yaml" reads a.yaml, then b.yaml relative to
 	// the chart directory (the working directory).
-	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(map[string]string{
 		"app/a.yaml,b.yaml": "never: read\n",
 		"app/a.yaml":        "a: 1\nlast: a\n",
 		"app/b.yaml":        "b: 1\nlast: b\n",
@@ -274,7 +250,7 @@ func TestValuesFlagCSVSplit(t *testing.T) {
 }
 
 func TestParameterPrecedence(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{"app/values.yaml": "a: chart\n"})))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(map[string]string{"app/values.yaml": "a: chart\n"})))
 	data, err := render(t, New(), Input{FS: fsys, AppPath: "app", AppName: "a", Helm: &v1alpha1.ApplicationSourceHelm{
 		Values: "a: values\nb: values\nc: values\n",
 		Parameters: []v1alpha1.HelmParameter{
@@ -298,7 +274,7 @@ func TestDependencyBuildVendoredDownload(t *testing.T) {
 	cm := func(n string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + n + "\n"
 	}
-	dir := writeTree(t, map[string]string{
+	dir := filetest.Tree(t, map[string]string{
 		"app/Chart.yaml": `apiVersion: v2
 name: app
 version: 1.0.0
@@ -316,7 +292,7 @@ dependencies:
 		"lib/Chart.yaml":             "apiVersion: v2\nname: lib\nversion: 1.0.3\n",
 		"lib/templates/lib.yaml":     cm("lib"),
 	})
-	objs, err := New().Template(context.Background(), Input{FS: mustFS(t, dir), AppPath: "app", AppName: "a"})
+	objs, err := New().Template(context.Background(), Input{FS: repofstest.Open(t, dir), AppPath: "app", AppName: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +309,7 @@ dependencies:
 		[]byte(chartArchive(t, "redis", map[string]string{"Chart.yaml": "apiVersion: v2\nname: redis\nversion: 16.0.0\n"})), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = New().Template(context.Background(), Input{FS: mustFS(t, dir), AppPath: "app", AppName: "a"})
+	_, err = New().Template(context.Background(), Input{FS: repofstest.Open(t, dir), AppPath: "app", AppName: "a"})
 	if !errors.Is(err, ErrMissingDependency) || !errors.Is(err, ErrRemote) || !strings.Contains(err.Error(), `chart dependency "redis"`) {
 		t.Errorf("err = %v", err)
 	}
@@ -369,7 +345,7 @@ func TestDependencyBuildErrors(t *testing.T) {
 			if c.lock != "" {
 				files["app/Chart.lock"] = c.lock
 			}
-			_, err := New().Template(context.Background(), Input{FS: mustFS(t, writeTree(t, files)), AppPath: "app", AppName: "a"})
+			_, err := New().Template(context.Background(), Input{FS: repofstest.Open(t, filetest.Tree(t, files)), AppPath: "app", AppName: "a"})
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
@@ -392,7 +368,7 @@ func TestDependencyBuildWithLock(t *testing.T) {
 		"lib/Chart.yaml":         "apiVersion: v2\nname: lib\nversion: 2.0.0\n",
 		"lib/templates/lib.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lib\n",
 	}
-	objs, err := New().Template(context.Background(), Input{FS: mustFS(t, writeTree(t, files)), AppPath: "app", AppName: "a"})
+	objs, err := New().Template(context.Background(), Input{FS: repofstest.Open(t, filetest.Tree(t, files)), AppPath: "app", AppName: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,8 +380,8 @@ func TestDependencyBuildWithLock(t *testing.T) {
 // lockDigest computes helm's HashReq for a Chart.yaml and lock dependency list.
 func lockDigest(t *testing.T, chartYAML, lockDeps string) string {
 	t.Helper()
-	dir := writeTree(t, map[string]string{"c/Chart.yaml": chartYAML})
-	cf, err := readChartDir(mustFS(t, dir), "c", Limits{}.withDefaults())
+	dir := filetest.Tree(t, map[string]string{"c/Chart.yaml": chartYAML})
+	cf, err := readChartDir(repofstest.Open(t, dir), "c", Limits{}.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,8 +389,8 @@ func lockDigest(t *testing.T, chartYAML, lockDeps string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lockCh := writeTree(t, map[string]string{"c/Chart.yaml": "apiVersion: v2\nname: x\nversion: 1.0.0\ndependencies:\n" + lockDeps})
-	lcf, err := readChartDir(mustFS(t, lockCh), "c", Limits{}.withDefaults())
+	lockCh := filetest.Tree(t, map[string]string{"c/Chart.yaml": "apiVersion: v2\nname: x\nversion: 1.0.0\ndependencies:\n" + lockDeps})
+	lcf, err := readChartDir(repofstest.Open(t, lockCh), "c", Limits{}.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,8 +406,8 @@ func lockDigest(t *testing.T, chartYAML, lockDeps string) string {
 }
 
 func TestCacheReusesParsedCharts(t *testing.T) {
-	dir := writeTree(t, echoChart(nil))
-	fsys := mustFS(t, dir)
+	dir := filetest.Tree(t, echoChart(nil))
+	fsys := repofstest.Open(t, dir)
 	e := New()
 	in := Input{FS: fsys, AppPath: "app", AppName: "a"}
 	if _, err := render(t, e, in); err != nil {
@@ -492,7 +468,7 @@ func TestCacheReusesParsedCharts(t *testing.T) {
 // processing mutates) from many goroutines with different values; each result must equal the serial one. Run
 // with -race.
 func TestConcurrentRenders(t *testing.T) {
-	fsys := mustFS(t, filepath.Join("testdata", "fixtures", "subcharts-hooks"))
+	fsys := repofstest.Open(t, filepath.Join("testdata", "fixtures", "subcharts-hooks"))
 	inputs := make([]Input, 8)
 	for i := range inputs {
 		inputs[i] = Input{FS: fsys, AppPath: "src/shop", AppName: fmt.Sprintf("shop%d", i), Namespace: "ns", KubeVersion: "1.30",
@@ -548,7 +524,7 @@ func TestConcurrentRenders(t *testing.T) {
 }
 
 func TestContextCanceled(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(nil)))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := New().Template(ctx, Input{FS: fsys, AppPath: "app", AppName: "a"}); !errors.Is(err, context.Canceled) {
@@ -561,7 +537,7 @@ func TestChartLimits(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		files[fmt.Sprintf("app/files/f%d.txt", i)] = "x"
 	}
-	fsys := mustFS(t, writeTree(t, files))
+	fsys := repofstest.Open(t, filetest.Tree(t, files))
 	_, err := New(WithLimits(Limits{MaxChartFiles: 3})).Template(context.Background(), Input{FS: fsys, AppPath: "app", AppName: "a"})
 	if err == nil || !strings.Contains(err.Error(), "more than 3 files") {
 		t.Errorf("file cap: %v", err)
@@ -573,11 +549,11 @@ func TestChartLimits(t *testing.T) {
 }
 
 func TestSymlinkLoopInChart(t *testing.T) {
-	dir := writeTree(t, echoChart(nil))
+	dir := filetest.Tree(t, echoChart(nil))
 	if err := os.Symlink("..", filepath.Join(dir, "app", "templates", "loop")); err != nil {
 		t.Skip(err)
 	}
-	_, err := New().Template(context.Background(), Input{FS: mustFS(t, dir), AppPath: "app", AppName: "a"})
+	_, err := New().Template(context.Background(), Input{FS: repofstest.Open(t, dir), AppPath: "app", AppName: "a"})
 	if err == nil || !strings.Contains(err.Error(), "nested deeper") {
 		t.Errorf("err = %v", err)
 	}
@@ -587,7 +563,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 	files := echoChart(map[string]string{
 		"app/values.schema.json": `{"type":"object","properties":{"replicas":{"type":"integer"}},"required":["replicas"]}`,
 	})
-	fsys := mustFS(t, writeTree(t, files))
+	fsys := repofstest.Open(t, filetest.Tree(t, files))
 	_, err := New().Template(context.Background(), Input{FS: fsys, AppPath: "app", AppName: "a",
 		Helm: &v1alpha1.ApplicationSourceHelm{Values: "replicas: many\n"}})
 	if err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema(s)") {
@@ -605,7 +581,7 @@ func TestErrorsAreOneLine(t *testing.T) {
 
 func TestNoHostAccessFromTemplates(t *testing.T) {
 	t.Setenv("FLEETWAVE_TEST_SECRET", "s3cret")
-	fsys := mustFS(t, writeTree(t, map[string]string{
+	fsys := repofstest.Open(t, filetest.Tree(t, map[string]string{
 		"app/Chart.yaml": "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
 		"app/templates/probe.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -634,7 +610,7 @@ data:
 }
 
 func TestOutputCache(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{"app/values.yaml": "a: 1\n"})))
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(map[string]string{"app/values.yaml": "a: 1\n"})))
 	e := New()
 	in := Input{FS: fsys, AppPath: "app", AppName: "a", Namespace: "ns"}
 	first, err := e.Template(context.Background(), in)
@@ -688,7 +664,7 @@ func TestOutputCache(t *testing.T) {
 // patterns (expanded since 3.4; a literal path, here missing, before) and the accepted helm.version values ("v4"
 // since 3.5, with 3.5's new wording of the refusal).
 func TestTargetRules(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, echoChart(map[string]string{
+	fsys := repofstest.Open(t, filetest.Tree(t, echoChart(map[string]string{
 		"app/values-a.yaml": "a: 1\n",
 		"app/values-b.yaml": "b: 2\n",
 	})))
@@ -744,7 +720,7 @@ func TestTargetRules(t *testing.T) {
 // render must work on a copy of the cached parse (dependency processing drops disabled subcharts), with helm 3
 // and with helm 4.
 func TestCachedChartsAreNotModified(t *testing.T) {
-	fsys := mustFS(t, writeTree(t, map[string]string{
+	fsys := repofstest.Open(t, filetest.Tree(t, map[string]string{
 		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 0.1.0\n" +
 			"dependencies:\n- name: sub\n  version: 0.1.0\n  condition: sub.enabled\n",
 		"app/templates/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",

@@ -9,19 +9,16 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // TestFidelity renders every Helm case of the shared render-fidelity corpus (sharedtest.Fidelity: skipped with one
 // line on a clone, a failure when FLEETWAVE_REQUIRE_SHARED=1 and it is absent or incomplete) once per reference
-// toolchain, as the Argo CD version that toolchain belongs to (sharedtest.FidelityTargets: 3.6 and 3.4 here), and
+// toolchain, as the Argo CD version that toolchain belongs to (sharedtest.FidelityTargets: 3.5 and 3.4), and
 // compares the result, after Argo CD's list expansion and tracking, with what Argo CD's repo-server produced, or
 // checks that it fails where Argo CD failed (expected*-error.txt).
 func TestFidelity(t *testing.T) {
 	for _, ft := range sharedtest.FidelityTargets {
-		if ft.ArgoCDVersion == "3.5" {
-			continue // the 3.6 run with another helm version string; internal/render's TestFidelity renders it
-		}
 		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, ft.ArgoCDVersion, ft.Expected) })
 	}
 }

@@ -3,7 +3,6 @@ package helm_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,9 +11,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/helm"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the fixtures' expected.yaml / expected-error.txt from the engine's output")
 
 const fixturesDir = "testdata/fixtures"
 
@@ -77,7 +75,7 @@ func TestFixtures(t *testing.T) {
 				if strings.Contains(err.Error(), mustAbs(t, dir)) {
 					t.Errorf("error reveals the checkout's location: %v", err)
 				}
-				if *update {
+				if golden.Updating() {
 					writeFile(t, errFile, []byte(err.Error()+"\n"))
 					return
 				}
@@ -90,7 +88,7 @@ func TestFixtures(t *testing.T) {
 				t.Fatalf("render: %v", err)
 			}
 			got := finish(t, objs, tc)
-			if *update {
+			if golden.Updating() {
 				writeFile(t, goldFile, got)
 				return
 			}

@@ -49,6 +49,11 @@ func outputKey(chartHash string, vals map[string]interface{}, o renderOpts) (str
 		}
 	}
 	h.Write(flags)
+	// The output caps: a render refused by them is cached as refused, for these caps only.
+	binary.BigEndian.PutUint64(n[:], uint64(o.output.MaxBytes))
+	h.Write(n[:])
+	binary.BigEndian.PutUint64(n[:], uint64(o.output.MaxDocuments))
+	h.Write(n[:])
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 

@@ -14,13 +14,14 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 
 	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 )
 
 // What the released helm v3.19.4 binary (the one Argo CD 3.2-3.4's image ships) has baked in by its Makefile's ldflags,
@@ -78,7 +79,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	ro := renderOpts{
 		name: name, namespace: namespace, kubeVersion: kubeVersion, kubeVersionFlag: o.kubeVersion, apiVersions: apiVersions,
 		includeCrds: !o.skipCrds, skipSchemaValidation: o.skipSchemaValidation, skipTests: o.skipTests,
-		helmCLI: in.Target.HelmCLI(),
+		helmCLI: in.Target.HelmCLI(), output: in.Output,
 	}
 	key, cacheable := outputKey(cf.hash, vals, ro)
 	if cacheable {
@@ -205,6 +206,7 @@ type renderOpts struct {
 	includeCrds          bool
 	skipSchemaValidation bool
 	skipTests            bool
+	output               outputcap.Limits // checked on the engine's output (Input.Output)
 }
 
 // capabilities are pkg/action/install.go RunWithContext's client-only ones: DefaultCapabilities (its API
@@ -266,42 +268,30 @@ func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (st
 	if err != nil {
 		return "", err
 	}
-	for k := range files {
-		if strings.HasSuffix(k, "NOTES.txt") {
-			delete(files, k)
-		}
+	helmtemplate.DropNotes(files)
+	// The output caps, on the templates as the engine returns them (helm.sh/helm/v3@v3.19.4 pkg/engine/engine.go
+	// render: a strings.Builder per template, no hook while it writes): refused here, an output bomb is not
+	// sorted, assembled into stdout and split into objects, each a copy or more.
+	if err := o.output.Texts(files); err != nil {
+		return "", err
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	var out helmtemplate.Output
 	if o.includeCrds {
 		for _, crd := range ch.CRDObjects() {
-			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+			out.Resource(crd.Filename, string(crd.File.Data))
 		}
 	}
 	for _, m := range manifests {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		out.Resource(m.Name, m.Content)
 	}
-
-	// cmd/helm/template.go.
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(b.String()))
 	for _, h := range hooks {
-		if o.skipTests && isTestHook(h) {
-			continue
+		if !o.skipTests || !helmtemplate.IsTestHook(h.Events) {
+			out.Hook(h.Path, h.Manifest)
 		}
-		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
 	return out.String(), nil
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
 }

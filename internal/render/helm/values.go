@@ -12,6 +12,7 @@ import (
 	"helm.sh/helm/v3/pkg/strvals"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -34,7 +35,7 @@ func mergeValues(in Input, appPath string, o *templateOpts) (map[string]interfac
 			if err := yaml.Unmarshal(b, &cur); err != nil {
 				return nil, fmt.Errorf("failed to parse values file %q: %w", p.name, err)
 			}
-			base = mergeMaps(base, cur)
+			base = helmvalues.Merge(base, cur)
 		}
 	}
 	if o.extraValues != nil {
@@ -42,7 +43,7 @@ func mergeValues(in Input, appPath string, o *templateOpts) (map[string]interfac
 		if err := yaml.Unmarshal(o.extraValues, &cur); err != nil {
 			return nil, fmt.Errorf("failed to parse spec.source.helm.values: %w", err)
 		}
-		base = mergeMaps(base, cur)
+		base = helmvalues.Merge(base, cur)
 	}
 	// util/helm/cmd.go ranges over Go maps, so Argo CD's flag order among parameters is random; sorted here. Only
 	// parameters that overlap (a and a.b) could tell the difference, and Argo CD itself is not stable for those.
@@ -170,24 +171,4 @@ func cleanSetParameters(val string) string {
 		prev = r
 	}
 	return b.String()
-}
-
-// mergeMaps is helm's pkg/cli/values/options.go mergeMaps (unexported there).
-func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if v, ok := v.(map[string]interface{}); ok {
-			if bv, ok := out[k]; ok {
-				if bv, ok := bv.(map[string]interface{}); ok {
-					out[k] = mergeMaps(bv, v)
-					continue
-				}
-			}
-		}
-		out[k] = v
-	}
-	return out
 }

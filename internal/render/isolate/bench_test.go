@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/gittest"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // syntheticFleet is internal/preview's benchmark repository: 500 Applications (Kustomize overlays, Helm apps of

@@ -103,6 +103,14 @@ type Pool struct {
 	notify  chan struct{}    // closed and replaced when a worker is started or put back
 	refills sync.WaitGroup   // replacements being started in the background
 	closed  bool
+
+	// Tests' view of the time cap (export_test.go): trace is told when an app's render timer is armed ("armed", the
+	// request sent to its worker) and when it fires ("deadline"), with the parent's own clock, so that the
+	// hostile suite measures the kill from the deadline rather than wall time from a queued submit;
+	// noDeadlineKill leaves the worker running past its deadline, to show that the suite's bound catches a
+	// missing kill. Both are unset outside tests.
+	trace          func(app, event string, at time.Time)
+	noDeadlineKill bool
 }
 
 // New returns a pool; workers are started when first needed, and again after one is killed.
@@ -210,6 +218,10 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 	wreq.ID = p.nextID.Add(1)
 	timer := time.NewTimer(p.timeout)
 	defer timer.Stop()
+	deadline := timer.C
+	if p.trace != nil {
+		p.trace(app.Name, "armed", time.Now())
+	}
 	if err := w.send(wreq); err != nil {
 		p.kill(w)
 		return fail(w.cause(p.opts))
@@ -230,7 +242,14 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 				continue
 			}
 			resp = r
-		case <-timer.C:
+		case <-deadline:
+			if p.trace != nil {
+				p.trace(app.Name, "deadline", time.Now())
+			}
+			if p.noDeadlineKill {
+				deadline = nil
+				continue
+			}
 			p.replace(w)
 			return fail(fmt.Errorf("refused (time-limit): render exceeded %s", seconds(p.timeout)))
 		case <-ctx.Done():
@@ -593,7 +612,8 @@ func (w *worker) cause(o Options) error {
 		switch {
 		case ws.Exited() && ws.ExitStatus() == exitMemory:
 			return memory
-		case ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && w.stderr.contains("CPU time limit")):
+		case ws.Exited() && ws.ExitStatus() == exitCPU,
+			ws.Signaled() && (ws.Signal() == syscall.SIGXCPU || ws.Signal() == syscall.SIGKILL && w.stderr.contains("CPU time limit")):
 			return fmt.Errorf("refused (cpu-limit): render exceeded %s of CPU time", seconds(o.CPU))
 		}
 	}

@@ -5,34 +5,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestMain lets the test binary be its own render worker, so `go test` needs no build first.
 func TestMain(m *testing.M) {
 	isolate.WorkerMain()
 	os.Exit(m.Run())
-}
-
-func tree(t testing.TB, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
 }
 
 func appReq(t testing.TB, name, source string, root string) render.Request {
@@ -57,7 +42,7 @@ func yamlOf(t *testing.T, res *render.Result) string {
 // TestPoolRendersAsInProcess: a worker's render is the in-process render (objects, read files, source types),
 // and its errors are the same lines, matching the same sentinels.
 func TestPoolRendersAsInProcess(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"chart/Chart.yaml":          "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"chart/values.yaml":         "replicas: 3\nratio: 0.5\n",
 		"chart/templates/d.yaml":    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ .Release.Name }}}\nspec: {replicas: {{ .Values.replicas }}, x: {{ .Values.ratio }}}\n",
@@ -128,7 +113,7 @@ func TestPoolRendersAsInProcess(t *testing.T) {
 // TestPoolCancelKillsTheRender: a caller that gives up (a newer commit) gets its error at once and the worker
 // burning CPU is killed, then replaced.
 func TestPoolCancelKillsTheRender(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"loop/Chart.yaml":       "apiVersion: v2\nname: demo\nversion: 0.1.0\n",
 		"loop/templates/x.yaml": "{{ range $i := until 100000000 }}{{ range $j := until 100000000 }}{{ end }}{{ end }}",
 		"ok/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
@@ -180,7 +165,7 @@ func TestSizesAndDurations(t *testing.T) {
 // TestPoolCallerGivesUpDuringStart: a caller whose context ends while its worker is still starting returns at
 // once; the worker started joins the pool for the next render.
 func TestPoolCallerGivesUpDuringStart(t *testing.T) {
-	root := tree(t, map[string]string{"ok/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
+	root := filetest.Tree(t, map[string]string{"ok/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
 	pool, err := isolate.New(isolate.Options{Workers: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/logtest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/logtest"
 )
 
 // TestLibraryOutputIsLoggedOnce: Kustomize prints a deprecation warning for each kustomization it loads
@@ -18,7 +19,7 @@ import (
 // log line for the whole pool, naming the first app that printed it, however many apps and builds print it;
 // a new warning is a new line; the renders are unchanged.
 func TestLibraryOutputIsLoggedOnce(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"old/kustomization.yaml":   "resources: [../base]\ncommonLabels: {a: b}\n",
 		"older/kustomization.yaml": "bases: [../base]\ncommonLabels: {a: b}\n",
 		"base/kustomization.yaml":  "resources: [cm.yaml]\n",

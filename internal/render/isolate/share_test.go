@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // TestChangeOutputBudget: the manifests of the renders of one Pool.For view (one change's preview) count in a
 // budget of their own; past it an app is refused in one line naming it, its source and the rule, while a new
 // view (the next preview) and Pool.Render count from nothing.
 func TestChangeOutputBudget(t *testing.T) {
-	root := tree(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"big/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {x: " + strings.Repeat("x", 4000) + "}\n",
 	})
 	pool, err := isolate.New(isolate.Options{Workers: 1, ChangeOutput: 10000})

@@ -31,6 +31,7 @@ const envWorker = "FLEETWAVE_RENDER_WORKER"
 const (
 	exitMemory   = 86 // its heap passed the memory cap
 	exitProtocol = 87 // the parent spoke nonsense
+	exitCPU      = 88 // a render passed its CPU time (RLIMIT_CPU's SIGXCPU)
 )
 
 // capable records that this binary serves workers: WorkerMain ran at its start and returned.
@@ -76,6 +77,7 @@ func serve(in io.Reader, out *os.File) int {
 	}
 	// Terminal signals are the parent's business: it cancels by killing. Keep rendering until told.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go endAtCPULimit(diag)
 
 	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<16))
 	w := bufio.NewWriterSize(out, 1<<16)
@@ -188,8 +190,21 @@ func applyLimits(cfg config) string {
 // document, a recursive program) fails at it instead of at Go's default of 1 GB.
 func maxStack(memory int64) int64 { return min(memory/4, 256<<20) }
 
-// armCPU lets the next render use cpu of CPU time from now: past it the kernel sends SIGXCPU, which kills the
-// worker. The soft limit moves with each request; the hard limit is left alone so it can.
+// endAtCPULimit ends the worker when the kernel signals that a render passed its CPU time (armCPU). Go's
+// runtime catches SIGXCPU and takes no action on it (os/signal: "other signals will be caught but no action will
+// be taken"), and the hard limit is left unset so that the soft one can move: without this the kernel's signal
+// ended nothing and a render whose kill did not come ran on for ever (TestHostileBoundCatchesMissingKill). The
+// goroutine is preempted into even while a template runs, as the memory watch is.
+func endAtCPULimit(diag io.Writer) {
+	xcpu := make(chan os.Signal, 1)
+	signal.Notify(xcpu, syscall.SIGXCPU)
+	<-xcpu
+	fmt.Fprintln(diag, "render worker: CPU time limit exceeded")
+	os.Exit(exitCPU)
+}
+
+// armCPU lets the next render use cpu of CPU time from now: past it the kernel sends SIGXCPU, on which the
+// worker ends (endAtCPULimit). The soft limit moves with each request; the hard limit is left alone so it can.
 func armCPU(cpu time.Duration) {
 	if cpu <= 0 {
 		return

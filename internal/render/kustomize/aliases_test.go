@@ -2,50 +2,23 @@ package kustomize
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/memceiling"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
+	"github.com/fleetwave/fleetwave/internal/testkit/memceiling"
 )
-
-// aliasBomb returns a "billion laughs" of the given depth under key (9 levels: 9^9 nodes from ~500 bytes),
-// indented by indent, preceded by prefix lines.
-func aliasBomb(indent string, levels int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%sl0: &l0 [x,x,x,x,x,x,x,x,x]\n", indent)
-	for i := 1; i < levels; i++ {
-		p := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "%sl%d: &l%d [%s,%s,%s,%s,%s,%s,%s,%s,%s]\n", indent, i, i, p, p, p, p, p, p, p, p, p)
-	}
-	return b.String()
-}
-
-func writeFiles(t *testing.T, files map[string]string) string {
-	t.Helper()
-	root := t.TempDir()
-	for name, body := range files {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 // TestAliasBombs: a YAML alias bomb in any file kustomize reads is refused, naming the file and the rule, before
 // kyaml expands it (kyaml's DeAnchor has no limit: "fatal error: out of memory" on a 485-byte file). Each case runs
 // in a child process under a 1 GiB heap ceiling, so a regression fails instead of taking the machine.
 func TestAliasBombs(t *testing.T) {
-	bomb := aliasBomb("  ", 9)
+	bomb := hostileyaml.AliasBomb("  ", 9)
 	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
 	tests := []struct {
 		name     string
@@ -106,7 +79,7 @@ func TestAliasBombs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			memceiling.Run(t, 1<<30, func(t *testing.T) {
-				_, err := New().Build(context.Background(), Input{FS: newRepo(t, writeFiles(t, tt.files)), AppPath: "app",
+				_, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, filetest.Tree(t, tt.files)), AppPath: "app",
 					Kustomize: tt.opts, KubeVersion: "v1.30.0"})
 				if err == nil {
 					t.Fatal("build succeeded, want a refusal")
@@ -127,12 +100,12 @@ func TestAliasBombs(t *testing.T) {
 
 // TestAliasesAllowed: ordinary anchors and aliases (shared labels, merge keys) still build.
 func TestAliasesAllowed(t *testing.T) {
-	root := writeFiles(t, map[string]string{
+	root := filetest.Tree(t, map[string]string{
 		"app/kustomization.yaml": "resources: [cm.yaml]\n",
 		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: &l {a: b}\n  annotations: *l\n" +
-			"data:\n" + aliasBomb("  ", 3) + "  m:\n    <<: *l\n",
+			"data:\n" + hostileyaml.AliasBomb("  ", 3) + "  m:\n    <<: *l\n",
 	})
-	objs, err := New().Build(context.Background(), Input{FS: newRepo(t, root), AppPath: "app", KubeVersion: "v1.30.0"})
+	objs, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app", KubeVersion: "v1.30.0"})
 	if err != nil {
 		t.Fatal(err)
 	}

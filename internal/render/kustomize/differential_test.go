@@ -15,7 +15,6 @@ package kustomize
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,9 +30,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the testdata/diff goldens from Argo CD")
 
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
@@ -103,7 +101,7 @@ func TestDifferential(t *testing.T) {
 			}
 			got, err := e.Build(context.Background(), Input{FS: repo, AppPath: c.Path, Kustomize: c.Kustomize, Env: env,
 				BuildOptions: c.BuildOptions, KubeVersion: c.KubeVersion, APIVersions: c.APIVersions})
-			if *update {
+			if golden.Updating() {
 				writeGolden(t, cf, want, argoErr)
 			}
 			if argoErr != nil || err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/fidelity"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // renderEnv is a case's render-env.yaml: the cluster/argocd-cm half of the manifest request.
@@ -213,9 +213,6 @@ func caseDirs(tb testing.TB, prefix string) []string {
 // output for that toolchain.
 func TestFidelity(t *testing.T) {
 	for _, ft := range sharedtest.FidelityTargets {
-		if ft.ArgoCDVersion == "3.5" {
-			continue // the 3.6 run with another helm version string; internal/render's TestFidelity renders it
-		}
 		t.Run("argocd-"+ft.ArgoCDVersion, func(t *testing.T) { testFidelity(t, ft.ArgoCDVersion, ft.Expected) })
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 // tripwires makes any attempt to run git or helm, or to reach the network over HTTP(S), observable: PATH holds
@@ -78,12 +79,12 @@ func TestNoExecNoNetwork(t *testing.T) {
 	w := setTripwires(t)
 	e := New()
 	for _, dir := range []string{"remote-github", "remote-https", "remote-git", "remote-ssh", "remote-patch", "exec-plugin", "krm-function", "helm-pull", "helm-generator-plugin"} {
-		_, err := e.Build(context.Background(), Input{FS: newRepo(t, filepath.Join("testdata", dir)), AppPath: "app", BuildOptions: "--enable-helm --enable-alpha-plugins --enable-exec"})
+		_, err := e.Build(context.Background(), Input{FS: repofstest.Open(t, filepath.Join("testdata", dir)), AppPath: "app", BuildOptions: "--enable-helm --enable-alpha-plugins --enable-exec"})
 		if err == nil {
 			t.Errorf("%s: build succeeded", dir)
 		}
 	}
-	if _, err := e.Build(context.Background(), Input{FS: newRepo(t, "testdata/helm-chart"), AppPath: "overlay", BuildOptions: "--enable-helm"}); err != nil {
+	if _, err := e.Build(context.Background(), Input{FS: repofstest.Open(t, "testdata/helm-chart"), AppPath: "overlay", BuildOptions: "--enable-helm"}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond) // let the listener count a late connection

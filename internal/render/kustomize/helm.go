@@ -13,7 +13,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/release"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/types"
@@ -25,6 +24,8 @@ import (
 
 	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -255,7 +256,7 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 		if err := yaml.Unmarshal(b, &cur); err != nil {
 			return nil, fmt.Errorf("failed to parse %s: %w", names[i], err)
 		}
-		vals = mergeMaps(vals, cur)
+		vals = helmvalues.Merge(vals, cur)
 	}
 
 	rel, err := h.ldr.fs.resolve(chartDir)
@@ -283,46 +284,14 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 	if err != nil {
 		return nil, err
 	}
-	var manifests bytes.Buffer
-	fmt.Fprintln(&manifests, strings.TrimSpace(relz.Manifest))
-	if !client.DisableHooks {
-		for _, m := range relz.Hooks {
-			if p.SkipTests && isTestHook(m) {
-				continue
-			}
-			fmt.Fprintf(&manifests, "---\n# Source: %s\n%s\n", m.Path, m.Manifest)
+	var out helmtemplate.Output
+	out.Release(relz.Manifest)
+	for _, h := range relz.Hooks {
+		if !client.DisableHooks && (!p.SkipTests || !helmtemplate.IsTestHook(h.Events)) {
+			out.Hook(h.Path, h.Manifest)
 		}
 	}
-	return manifests.Bytes(), nil
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
-}
-
-// mergeMaps is helm's values.mergeMaps (pkg/cli/values/options.go).
-func mergeMaps(a, b map[string]interface{}) map[string]interface{} {
-	out := make(map[string]interface{}, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if v, ok := v.(map[string]interface{}); ok {
-			if bv, ok := out[k]; ok {
-				if bv, ok := bv.(map[string]interface{}); ok {
-					out[k] = mergeMaps(bv, v)
-					continue
-				}
-			}
-		}
-		out[k] = v
-	}
-	return out
+	return []byte(out.String()), nil
 }
 
 // template4 is the end of template when the helm binary is helm 4 (Argo CD 3.5 and later): the same chart files

@@ -1,6 +1,7 @@
 package kustomize
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,8 +24,10 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Input is one Kustomize application source to build.
@@ -49,6 +52,10 @@ type Input struct {
 	// "github.com/org/repo/dir?ref=v1") from the allowed git repositories; the base is then built from that
 	// revision as kustomize builds the clone it would make. nil refuses remote bases.
 	Remote RemoteFetcher
+	// Output caps the app's output (render.Limits): its object count on the ResMap krusty returns, its bytes
+	// while the ResMap is encoded, both before the text is split into objects (internal/render/outputcap);
+	// zero: no cap here.
+	Output outputcap.Limits
 }
 
 // Engine builds Kustomize sources in-process. It is safe for concurrent use.
@@ -94,12 +101,10 @@ type buildError struct {
 	err error
 }
 
-func (b *buildError) Error() string { return "kustomize build " + b.app + ": " + oneLine(b.err) }
-func (b *buildError) Unwrap() error { return b.err }
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+func (b *buildError) Error() string {
+	return "kustomize build " + b.app + ": " + text.OneLine(b.err.Error())
 }
+func (b *buildError) Unwrap() error { return b.err }
 
 // buildState is shared by the application build and any nested builds the pre-walk runs.
 type buildState struct {
@@ -209,12 +214,38 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 	if err := e.fixHelmOrigins(rm, st); err != nil {
 		return nil, err
 	}
-	out, err := rm.AsYaml()
+	out, err := asYAML(rm, in.Output)
 	if err != nil {
 		return nil, err
 	}
 	// Argo CD splits kustomize's standard output with gitops-engine kube.SplitYAML: manifestyaml.Split is it.
 	return manifestyaml.Split(out)
+}
+
+// asYAML is resmap's AsYaml (sigs.k8s.io/kustomize/api@v0.21.1 resmap/reswrangler.go: each resource's
+// AsYAML, "---\n" between them), the same bytes, with the output caps checked as it goes: krusty builds the
+// whole ResMap before it returns (krusty/kustomizer.go Run, no hook on the way), so its object count is
+// checked first, and the text's size after each resource, before the next is encoded and before it is split.
+func asYAML(rm resmap.ResMap, caps outputcap.Limits) ([]byte, error) {
+	if err := caps.Documents(rm.Size()); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	for i, res := range rm.Resources() {
+		out, err := res.AsYAML()
+		if err != nil {
+			m, _ := res.Map()
+			return nil, fmt.Errorf("%#v: %w", m, err)
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(out)
+		if err := caps.Bytes(int64(buf.Len())); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
 }
 
 // krustyRun builds the (pre-walked) kustomization at dir with krusty on the confined filesystem, with kustomize
@@ -243,7 +274,7 @@ func (e *Engine) krustyRun(ctx context.Context, st *buildState, dir string) (rm 
 	}
 	if err != nil {
 		if strings.Contains(err.Error(), "external plugins disabled") {
-			return nil, &repofs.Refusal{Rule: RulePlugin, Path: dir, Detail: oneLine(err)}
+			return nil, &repofs.Refusal{Rule: RulePlugin, Path: dir, Detail: text.OneLine(err.Error())}
 		}
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
 )
 
 // diffEnv is the build environment of the testdata/diff cases.
@@ -67,7 +68,7 @@ func TestGoldens(t *testing.T) {
 		t.Run(strings.TrimPrefix(cf, "testdata/diff/"), func(t *testing.T) {
 			c := loadDiffCase(t, cf)
 			base := strings.TrimSuffix(cf, ".yaml")
-			objs, err := e.Build(context.Background(), Input{FS: newRepo(t, filepath.Dir(cf)), AppPath: c.Path, Kustomize: c.Kustomize,
+			objs, err := e.Build(context.Background(), Input{FS: repofstest.Open(t, filepath.Dir(cf)), AppPath: c.Path, Kustomize: c.Kustomize,
 				Env: diffEnv, BuildOptions: c.BuildOptions, KubeVersion: c.KubeVersion, APIVersions: c.APIVersions})
 			if _, statErr := os.Stat(base + ".expected-error.txt"); statErr == nil {
 				if err == nil {
@@ -87,15 +88,6 @@ func TestGoldens(t *testing.T) {
 			}
 		})
 	}
-}
-
-func newRepo(t *testing.T, dir string) *repofs.FS {
-	t.Helper()
-	fs, err := repofs.New(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs.WithRecorder(&repofs.Recorder{})
 }
 
 func ids(objs []*unstructured.Unstructured) []string {
@@ -136,7 +128,7 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := e.Build(context.Background(), Input{
-				FS: newRepo(t, filepath.Join("testdata", tt.dir)), AppPath: "app", Kustomize: tt.opts,
+				FS: repofstest.Open(t, filepath.Join("testdata", tt.dir)), AppPath: "app", Kustomize: tt.opts,
 				BuildOptions: tt.buildOpts, AllowRemote: tt.allowRemote, KubeVersion: "v1.30.0",
 			})
 			if err == nil {
@@ -180,7 +172,7 @@ func TestSymlinkEscape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, opts := range []string{"", "--load-restrictor LoadRestrictionsNone"} {
-		repo := newRepo(t, root)
+		repo := repofstest.Open(t, root)
 		objs, err := New().Build(context.Background(), Input{FS: repo, AppPath: "app", BuildOptions: opts})
 		if err == nil || !strings.Contains(err.Error(), "refused ("+string(repofs.RuleSymlinkEscape)+")") {
 			t.Fatalf("%q: got %v, %v; want a symlink-escape refusal", opts, ids(objs), err)
@@ -198,7 +190,7 @@ func TestSymlinkEscape(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "kustomization.yaml"), []byte("resources:\n- etc\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New().Build(context.Background(), Input{FS: newRepo(t, root), AppPath: "app"})
+	_, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, root), AppPath: "app"})
 	if err == nil || !strings.Contains(err.Error(), string(repofs.RuleSymlinkEscape)) {
 		t.Fatalf("got %v, want a symlink-escape refusal", err)
 	}
@@ -208,7 +200,7 @@ func TestSymlinkEscape(t *testing.T) {
 // root; --load-restrictor LoadRestrictionsNone allows it (still inside the checkout).
 func TestLoadRestrictor(t *testing.T) {
 	e := New()
-	in := Input{FS: newRepo(t, "testdata/load-restrictor"), AppPath: "app"}
+	in := Input{FS: repofstest.Open(t, "testdata/load-restrictor"), AppPath: "app"}
 	if _, err := e.Build(context.Background(), in); err == nil || !strings.Contains(err.Error(), "is not in or below") {
 		t.Fatalf("root-only: got %v, want kustomize's security error", err)
 	}
@@ -229,7 +221,7 @@ func TestLoadRestrictor(t *testing.T) {
 // TestComponents: a missing component fails the build unless ignoreMissingComponents drops it, as Argo CD does.
 func TestComponents(t *testing.T) {
 	e := New()
-	repo := newRepo(t, "testdata/components")
+	repo := repofstest.Open(t, "testdata/components")
 	opts := &v1alpha1.ApplicationSourceKustomize{Components: []string{"../components/present", "../components/absent"}}
 	_, err := e.Build(context.Background(), Input{FS: repo, AppPath: "app", Kustomize: opts})
 	if err == nil || !strings.Contains(err.Error(), "../components/absent has no match") {
@@ -264,7 +256,7 @@ func contains(list []string, s string) bool {
 func TestHelmCharts(t *testing.T) {
 	e := New()
 	in := Input{
-		FS: newRepo(t, "testdata/helm-chart"), AppPath: "overlay", BuildOptions: "--enable-helm",
+		FS: repofstest.Open(t, "testdata/helm-chart"), AppPath: "overlay", BuildOptions: "--enable-helm",
 		KubeVersion: "v1.29.4", APIVersions: []string{"v1", "batch/v1/CronJob"},
 	}
 	objs, err := e.Build(context.Background(), in)
@@ -334,7 +326,7 @@ func TestBuildOptions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.opts, func(t *testing.T) {
-			objs, err := New().Build(context.Background(), Input{FS: newRepo(t, "testdata/components"), AppPath: "app", BuildOptions: tt.opts})
+			objs, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, "testdata/components"), AppPath: "app", BuildOptions: tt.opts})
 			if tt.wantErr == "" {
 				if err != nil || len(objs) != 1 {
 					t.Fatalf("got %v, %v", ids(objs), err)
@@ -366,7 +358,7 @@ func TestEditErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New().Build(context.Background(), Input{FS: newRepo(t, "testdata/components"), AppPath: "app", Kustomize: &tt.opts})
+			_, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, "testdata/components"), AppPath: "app", Kustomize: &tt.opts})
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -379,7 +371,7 @@ func TestEditErrors(t *testing.T) {
 		})
 	}
 	var r *repofs.Refusal
-	_, err := New().Build(context.Background(), Input{FS: newRepo(t, "testdata/components"), AppPath: "../x"})
+	_, err := New().Build(context.Background(), Input{FS: repofstest.Open(t, "testdata/components"), AppPath: "../x"})
 	if !errors.As(err, &r) {
 		t.Fatalf("got %v, want a refusal for an application path outside the checkout", err)
 	}
@@ -390,7 +382,7 @@ func TestEditErrors(t *testing.T) {
 // (containers merged by name, not replaced).
 func TestOpenAPIIsolation(t *testing.T) {
 	e := New()
-	repo := newRepo(t, "testdata/openapi-bad")
+	repo := repofstest.Open(t, "testdata/openapi-bad")
 	if _, err := e.Build(context.Background(), Input{FS: repo, AppPath: "app"}); err == nil {
 		t.Fatal("a broken OpenAPI schema built")
 	}

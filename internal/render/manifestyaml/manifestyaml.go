@@ -227,6 +227,9 @@ func mightBeJSON(data []byte) bool {
 // Marshal is sigsyaml.Marshal(obj) for an object as JSON decoding makes them (maps with string keys, slices,
 // strings, int64, float64, bool and nil), as WriteYAML and the diff's YAML use it.
 func Marshal(obj map[string]interface{}) ([]byte, error) {
+	if direct(obj, 0) {
+		return yaml.Marshal(obj)
+	}
 	v, ok := yamlValue(obj, 0)
 	if !ok {
 		return sigsyaml.Marshal(obj)
@@ -250,6 +253,46 @@ func MarshalEach(objs []map[string]interface{}) (out [][]byte, errs []error) {
 	}
 	wg.Wait()
 	return out, errs
+}
+
+// direct reports whether yaml.v2 encodes v as it encodes yamlValue(v), so that Marshal need not copy it: the
+// copy only rewrites what yaml.v2 would write differently from the JSON's reading. Its encoder (encode.go)
+// writes int64 and int alike (intv), sorts the keys of a map[string]interface{} as those of the
+// map[interface{}]interface{} (keyList unwraps interfaces) and reaches the same strings, booleans and nulls;
+// what it writes otherwise is a float64 (rewritten through its JSON text by yamlValue) and a nil map or slice
+// (JSON's null, yaml.v2's {} or []), and the strings and keys the shortcut leaves to the library. On the
+// corpus this skips copying every object, about 5 MB of maps for kube-prometheus-stack.
+func direct(v interface{}, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch t := v.(type) {
+	case nil, bool, int64, int:
+		return true
+	case string:
+		return printable(t)
+	case map[string]interface{}:
+		if t == nil {
+			return false
+		}
+		for k, e := range t {
+			if len(k) > maxKeyBytes || !printable(k) || !direct(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []interface{}:
+		if t == nil {
+			return false
+		}
+		for _, e := range t {
+			if !direct(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // yamlValue is the value yaml.v2 decodes from json.Marshal(v) into an interface{} (what sigsyaml.JSONToYAML

@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
+	"go.yaml.in/yaml/v2"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"
@@ -128,6 +129,9 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 		{"strings YAML would resolve", map[string]interface{}{"a": "true", "b": "1.0", "c": "~", "d": "", "e": "yes", "f": "1e3", "g": "0o17", "h": "2024-01-01", "i": "<<", "j": "=", "k": " x", "l": "x\n", "m": "a\nb\n", "n": "#x", "o": "@x"}},
 		{"long key", map[string]interface{}{strings.Repeat("k", 2000): "v"}},
 		{"nested", map[string]interface{}{"a": []interface{}{map[string]interface{}{"b": []interface{}{int64(1), "c", nil, true}}}}},
+		{"nested, a float deep inside", map[string]interface{}{"a": []interface{}{map[string]interface{}{"b": []interface{}{int64(1), 2.0, 0.5}}}}},
+		{"nested, a nil map deep inside", map[string]interface{}{"a": map[string]interface{}{"b": []interface{}{map[string]interface{}(nil)}}}},
+		{"int and int64 at every level", map[string]interface{}{"a": []interface{}{1, int64(2), map[string]interface{}{"b": int64(math.MinInt64), "c": -3}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { checkMarshal(t, tc.obj) })
 		objs = append(objs, tc.obj)
@@ -150,7 +154,7 @@ func TestCorpus(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no expected*.yaml in the fidelity corpus")
 	}
-	docs, fallbacks := 0, 0
+	docs, fallbacks, copied := 0, 0, 0
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -166,12 +170,18 @@ func TestCorpus(t *testing.T) {
 			if _, ok := yamlValue(o.Object, 0); !ok || !plain(o.Object, 0) {
 				fallbacks++
 			}
+			if !direct(o.Object, 0) {
+				copied++
+			}
 		}
 	}
 	if docs == 0 || fallbacks*100 > docs {
 		t.Fatalf("%d of %d corpus objects take the libraries' path, want at most 1%%", fallbacks, docs)
 	}
-	t.Logf("%d files, %d objects, %d through the libraries' path", len(files), docs, fallbacks)
+	if copied*100 > docs {
+		t.Fatalf("%d of %d corpus objects are copied before Marshal encodes them, want at most 1%%", copied, docs)
+	}
+	t.Logf("%d files, %d objects, %d through the libraries' path, %d copied for Marshal", len(files), docs, fallbacks, copied)
 }
 
 // FuzzSplit compares Split and Marshal with kube.SplitYAML and sigsyaml.Marshal on any input.
@@ -184,5 +194,40 @@ func FuzzSplit(f *testing.F) {
 			return
 		}
 		checkSplit(t, in)
+	})
+}
+
+// BenchmarkMarshalLargeChart encodes kube-prometheus-stack's 147 objects (5 MB of YAML, mostly CRDs) as
+// render's YAML stream does: Marshal, and copied= the value yamlValue copies, encoded, which Marshal skips when
+// direct holds.
+func BenchmarkMarshalLargeChart(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(sharedtest.Fidelity(b), "cases", "helm-kube-prometheus-stack", "expected-helm3.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	objs, err := Split(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			for _, o := range objs {
+				if _, err := Marshal(o.Object); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("copied", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			for _, o := range objs {
+				v, _ := yamlValue(o.Object, 0)
+				if _, err := yaml.Marshal(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	})
 }

@@ -2,24 +2,15 @@ package repofs
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/hostileyaml"
 )
 
-func bomb(levels int) string {
-	var b strings.Builder
-	b.WriteString("l0: &l0 [x,x,x,x,x,x,x,x,x]\n")
-	for i := 1; i < levels; i++ {
-		p := fmt.Sprintf("*l%d", i-1)
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(p+",", 9), ","))
-	}
-	return b.String()
-}
-
-// padded is bomb(levels) with enough nodes written to pass the ratio alone.
+// padded is hostileyaml.AliasBomb("", levels) with enough nodes written to pass the ratio alone.
 func padded(levels int) string {
-	return bomb(levels) + "pad: [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n"
+	return hostileyaml.AliasBomb("", levels) + "pad: [" + strings.TrimSuffix(strings.Repeat("x,", 1000), ",") + "]\n"
 }
 
 func TestCheckYAMLAliases(t *testing.T) {
@@ -32,13 +23,13 @@ func TestCheckYAMLAliases(t *testing.T) {
 		{name: "no aliases", data: "a: 1\nb: [x, y]\n"},
 		{name: "anchor and alias", data: "a: &a {x: 1}\nb: *a\nc:\n  <<: *a\n"},
 		{name: "not YAML", data: "a: &a [\n*a *a: ]: {"},
-		{name: "billion laughs", data: bomb(9), refuse: true},
-		{name: "100 levels", data: bomb(100), refuse: true},
-		{name: "bomb in a later document", data: "a: 1\n---\n" + bomb(9), refuse: true},
+		{name: "billion laughs", data: hostileyaml.AliasBomb("", 9), refuse: true},
+		{name: "100 levels", data: hostileyaml.AliasBomb("", 100), refuse: true},
+		{name: "bomb in a later document", data: "a: 1\n---\n" + hostileyaml.AliasBomb("", 9), refuse: true},
 		// kyaml decodes the first document of each part between "---" lines: a broken second document in the first
 		// part stops a stream decoder but not kyaml, which goes on to the bomb.
-		{name: "bomb after a part kyaml reads and a stream decoder does not", data: "a: 1\n...\n]]: [\n---\n" + bomb(9), refuse: true},
-		{name: "one small bomb", data: bomb(3)},
+		{name: "bomb after a part kyaml reads and a stream decoder does not", data: "a: 1\n...\n]]: [\n---\n" + hostileyaml.AliasBomb("", 9), refuse: true},
+		{name: "one small bomb", data: hostileyaml.AliasBomb("", 3)},
 		{name: "bomb padded to pass the ratio", data: padded(5)},
 		{name: "padded bombs in many documents", data: strings.Repeat(padded(5)+"---\n", 40), refuse: true},
 		{name: "over the budget", data: padded(5), budget: &AliasBudget{Max: 1000}, refuse: true},

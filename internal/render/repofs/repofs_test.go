@@ -6,26 +6,17 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-func write(t *testing.T, root, rel, content string) {
-	t.Helper()
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+)
 
 func newRepo(t *testing.T) (string, string) {
 	t.Helper()
 	base := t.TempDir()
 	root := filepath.Join(base, "repo")
-	write(t, root, "apps/a/values.yaml", "a: 1\n")
-	write(t, root, "apps/b/big.yaml", string(make([]byte, 2048)))
-	write(t, base, "outside/secret.txt", "top secret\n")
+	filetest.Write(t, root, "apps/a/values.yaml", "a: 1\n")
+	filetest.Write(t, root, "apps/b/big.yaml", string(make([]byte, 2048)))
+	filetest.Write(t, base, "outside/secret.txt", "top secret\n")
 	if err := os.Symlink(filepath.Join(base, "outside"), filepath.Join(root, "apps", "escape")); err != nil {
 		t.Fatal(err)
 	}

@@ -69,18 +69,29 @@ func (v Version) less(w Version) bool {
 
 func (v Version) atLeast(major, minor int) bool { return !v.orNewest().less(Version{major, minor}) }
 
+// RefRevisionsResolved reports that a multi-source Helm source sees each "$ref" source's targetRevision replaced
+// by the commit the first ref on that ref's repository resolved to. Since 3.6 the repo-server's manifest cache key
+// does it on the request itself (reposerver/cache/cache.go getRefTargetRevisionMappingForCacheKey, argo-cd v3.6.1:
+// "forcefully update TargetRevision", through the *RefTarget pointers of q.RefSources, with the commits
+// resolveReferencedSources resolved, the first ref per repository in value-file order), before runManifestGenAsync
+// checks and checks out the refs; v3.2.11 builds the key from copies. So two refs on one repository at two revisions
+// no longer fail ("cannot reference multiple revisions") but both read the first one's commit, and a ref's revision
+// in "cannot reference a different revision" is that commit, not the targetRevision written. Seen on the real
+// v3.6.1 (make e2e); 3.3 to 3.5 are not buildable here to check and keep the 3.2 behaviour.
+func (v Version) RefRevisionsResolved() bool { return v.atLeast(3, 6) }
+
 // Helm4 reports that Helm charts render with Helm 4. Argo CD 3.5 replaced its bundled helm 3.19.4 with helm 4
 // (hack/tool-versions.sh: release-3.4 helm3_version=3.19.4, release-3.5 helm4_version=4.2.1) and has no Helm 3
 // any more: util/helm/cmd.go NewCmd accepts helm.version "v3" only as another name of the bundled helm.
 func (v Version) Helm4() bool { return v.atLeast(3, 5) }
 
-// HelmCLI is the helm release Argo CD's repo-server image ships (hack/tool-versions.sh of the release branch;
-// the 3.6 line's is the main branch's at its branch point, HELM_VERSION=4.2.4). The 3.2 line ships helm 3.18.4
+// HelmCLI is the helm release Argo CD's repo-server image ships (hack/tool-versions.sh: 4.2.1 in release-3.5,
+// 4.3.1 in v3.6.1, the newest 3.6 release and the one `make e2e` runs). The 3.2 line ships helm 3.18.4
 // (and kustomize 5.7.0); it is rendered with the 3.19.4 of 3.3 and 3.4, the one Helm 3 SDK linked here.
 func (v Version) HelmCLI() string {
 	switch {
 	case v.atLeast(3, 6):
-		return "v4.2.4"
+		return "v4.3.1"
 	case v.atLeast(3, 5):
 		return "v4.2.1"
 	}

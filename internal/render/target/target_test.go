@@ -44,18 +44,18 @@ func TestParse(t *testing.T) {
 
 func TestRules(t *testing.T) {
 	for _, tc := range []struct {
-		v                        Version
-		helm4, globs             bool
-		cli                      string
-		helmVersions             string
-		clusterV, clusterVSuffix string
+		v                          Version
+		helm4, globs, refsResolved bool
+		cli                        string
+		helmVersions               string
+		clusterV, clusterVSuffix   string
 	}{
 		{v: Version{3, 2}, cli: "v3.19.4", helmVersions: ",v3", clusterV: "1.30", clusterVSuffix: "1.29"},
 		{v: Version{3, 3}, cli: "v3.19.4", helmVersions: ",v3", clusterV: "1.30", clusterVSuffix: "1.29"},
 		{v: Version{3, 4}, globs: true, cli: "v3.19.4", helmVersions: ",v3", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
 		{v: Version{3, 5}, helm4: true, globs: true, cli: "v4.2.1", helmVersions: ",v3,v4", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
-		{v: Version{3, 6}, helm4: true, globs: true, cli: "v4.2.4", helmVersions: ",v3,v4", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
-		{v: Version{}, helm4: true, globs: true, cli: "v4.2.4", helmVersions: ",v3,v4", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
+		{v: Version{3, 6}, helm4: true, globs: true, refsResolved: true, cli: "v4.3.1", helmVersions: ",v3,v4", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
+		{v: Version{}, helm4: true, globs: true, refsResolved: true, cli: "v4.3.1", helmVersions: ",v3,v4", clusterV: "v1.30.5", clusterVSuffix: "v1.29.3"},
 	} {
 		t.Run(tc.v.String(), func(t *testing.T) {
 			if got := tc.v.Helm4(); got != tc.helm4 {
@@ -63,6 +63,9 @@ func TestRules(t *testing.T) {
 			}
 			if got := tc.v.ValueFileGlobs(); got != tc.globs {
 				t.Errorf("ValueFileGlobs() = %v", got)
+			}
+			if got := tc.v.RefRevisionsResolved(); got != tc.refsResolved {
+				t.Errorf("RefRevisionsResolved() = %v", got)
 			}
 			if got := tc.v.HelmCLI(); got != tc.cli {
 				t.Errorf("HelmCLI() = %v", got)

@@ -7,8 +7,6 @@ package helm4
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -17,8 +15,11 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	release "helm.sh/helm/v4/pkg/release/v1"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 )
 
 // CLI is what a released helm 4 binary has baked in and the SDK does not: its version and commit (Makefile
@@ -34,10 +35,13 @@ type CLI struct {
 }
 
 // CLIs are the helm 4 releases Argo CD's repo-server images ship (hack/tool-versions.sh): v4.2.1 in 3.5,
-// v4.2.4 in 3.6. Commits are the release tags' (github.com/helm/helm).
+// v4.3.1 in 3.6.1 (v4.2.4 was the main branch's at 3.6's branch point). Commits are the release tags' (github.com/helm/helm); v4.3.1's is not
+// known here (the module proxy does not record it and no clone of helm here has the tag), so
+// .Capabilities.HelmVersion.GitCommit is empty for it, as in the helm `make e2e` builds from the module proxy.
 var CLIs = map[string]CLI{
 	"v4.2.1": {Version: "v4.2.1", GitCommit: "d591a19b953bd9cfdf7d9ddd83c2f4ffdaeafb29", DefaultKubeVersion: "v1.36.0", KubeClientVersion: "v1.36", DefaultAPIVersions: defaultAPIVersions0361},
 	"v4.2.4": {Version: "v4.2.4", GitCommit: "3900f434fd3ef2b84065dc04508df48f288dba00", DefaultKubeVersion: "v1.36.0", KubeClientVersion: "v1.36", DefaultAPIVersions: defaultAPIVersions0361},
+	"v4.3.1": {Version: "v4.3.1", DefaultKubeVersion: "v1.37.0", KubeClientVersion: "v1.37", DefaultAPIVersions: defaultAPIVersions0370},
 }
 
 // File is one file of a chart directory, path relative to the chart root ("templates/x.yaml",
@@ -59,6 +63,8 @@ type Options struct {
 	// place of Helm's validation (which reads file: and http(s): references); nil skips validation
 	// (--skip-schema-validation).
 	ValidateValues func(values map[string]any) error
+	// Output caps the rendered templates, checked as the engine returns them (zero: no cap).
+	Output outputcap.Limits
 }
 
 // Load parses chart files (loader.LoadFiles) and orders subcharts by name and version: Helm's loader adds them
@@ -72,22 +78,8 @@ func Load(files []File) (*chart.Chart, error) {
 	if err != nil {
 		return nil, err
 	}
-	sortDependencies(ch)
+	helmtemplate.SortDependencies(ch, func(c *chart.Chart) string { return c.Metadata.Version })
 	return ch, nil
-}
-
-func sortDependencies(ch *chart.Chart) {
-	deps := append([]*chart.Chart(nil), ch.Dependencies()...)
-	sort.SliceStable(deps, func(i, j int) bool {
-		if deps[i].Name() != deps[j].Name() {
-			return deps[i].Name() < deps[j].Name()
-		}
-		return deps[i].Metadata.Version < deps[j].Metadata.Version
-	})
-	for _, d := range deps {
-		sortDependencies(d)
-	}
-	ch.SetDependencies(deps...)
 }
 
 // Copy copies what rendering modifies (ProcessDependencies rewrites the dependency lists, the Enabled and
@@ -111,39 +103,13 @@ func Copy(c *chart.Chart) *chart.Chart {
 		}
 		n.Metadata = &md
 	}
-	n.Values = copyValues(c.Values)
+	n.Values = helmvalues.Copy(c.Values)
 	deps := make([]*chart.Chart, 0, len(c.Dependencies()))
 	for _, d := range c.Dependencies() {
 		deps = append(deps, Copy(d))
 	}
 	n.SetDependencies(deps...)
 	return &n
-}
-
-func copyValues(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		return copyValues(t)
-	case []any:
-		s := make([]any, len(t))
-		for i, x := range t {
-			s[i] = copyValue(x)
-		}
-		return s
-	default:
-		return v
-	}
 }
 
 // Template renders ch (which it modifies: render a Copy of a chart kept for reuse) with vals as `helm template` prints it:
@@ -189,34 +155,29 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 	if err != nil {
 		return "", err
 	}
-	for k := range files {
-		if strings.HasSuffix(k, "NOTES.txt") {
-			delete(files, k)
-		}
+	helmtemplate.DropNotes(files)
+	// The output caps, on the templates as the engine returns them (helm.sh/helm/v4@v4.3.1 pkg/engine/engine.go
+	// render: a strings.Builder per template, no hook while it writes), before SortManifests and the assembly
+	// of stdout copy them.
+	if err := o.Output.Texts(files); err != nil {
+		return "", err
 	}
 	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
+	var out helmtemplate.Output
 	if o.IncludeCRDs {
 		for _, crd := range ch.CRDObjects() {
-			fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", crd.Filename, string(crd.File.Data))
+			out.Resource(crd.Filename, string(crd.File.Data))
 		}
 	}
 	for _, m := range manifests {
-		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", m.Name, m.Content)
+		out.Resource(m.Name, m.Content)
 	}
-
-	// pkg/cmd/template.go.
-	var out strings.Builder
-	fmt.Fprintln(&out, strings.TrimSpace(b.String()))
-	if !o.DisableHooks {
-		for _, h := range hooks {
-			if o.SkipTests && isTestHook(h) {
-				continue
-			}
-			fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", h.Path, h.Manifest)
+	for _, h := range hooks {
+		if !o.DisableHooks && (!o.SkipTests || !helmtemplate.IsTestHook(h.Events)) {
+			out.Hook(h.Path, h.Manifest)
 		}
 	}
 	return out.String(), nil
@@ -235,13 +196,4 @@ func capabilities(cli CLI, kv *common.KubeVersion, apiVersions []string) *common
 	apis = append(apis, cli.DefaultAPIVersions...)
 	caps.APIVersions = append(apis, apiVersions...)
 	return caps
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
 }

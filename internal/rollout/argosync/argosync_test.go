@@ -17,7 +17,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/argosync"
+	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
 )
 
 const (

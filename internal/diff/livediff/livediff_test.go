@@ -11,14 +11,13 @@ import (
 	"testing"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 const (
@@ -29,20 +28,6 @@ const (
 	baseSecret = "base-secret-value-y8"
 	headSecret = "head-secret-value-z7"
 )
-
-// objs parses a YAML stream.
-func objs(t *testing.T, docs ...string) []*unstructured.Unstructured {
-	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, d := range docs {
-		var m map[string]any
-		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
-	return out
-}
 
 func deployment(replicas int, image string) string {
 	return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: " + itoa(replicas) +
@@ -64,7 +49,7 @@ func itoa(n int) string { return string(rune('0' + n)) }
 func liveJSON(t *testing.T, ns string, docs ...string) []string {
 	t.Helper()
 	var out []string
-	for _, o := range objs(t, docs...) {
+	for _, o := range objtest.Objs(t, docs...) {
 		o.SetNamespace(ns)
 		o.SetUID("0000-live")
 		anns := o.GetAnnotations()
@@ -179,7 +164,7 @@ func TestCompareLive(t *testing.T) {
 			c := newSim(t, liveJSON(t, "web", tt.live...), webApp())
 			app := webApp(tt.ignore...)
 			lc := livediff.New(c, livediff.Options{Server: "sim"})
-			lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: app, Base: objs(t, base...), Head: objs(t, head...), BaseNamespace: "web", HeadNamespace: "web"}})
+			lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: app, Base: objtest.Objs(t, base...), Head: objtest.Objs(t, head...), BaseNamespace: "web", HeadNamespace: "web"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +209,7 @@ func TestLiveSecretValuesNeverShown(t *testing.T) {
 	c := newSim(t, liveJSON(t, "web", secret(liveSecret)), webApp())
 	lc := livediff.New(c, livediff.Options{})
 	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(),
-		Base: objs(t, secret(baseSecret)), Head: objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
+		Base: objtest.Objs(t, secret(baseSecret)), Head: objtest.Objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +239,7 @@ func TestArgoCDMaskedSecret(t *testing.T) {
 	c := newSim(t, liveJSON(t, "web", masked), webApp())
 	lc := livediff.New(c, livediff.Options{})
 	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(),
-		Base: objs(t, secret(baseSecret)), Head: objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
+		Base: objtest.Objs(t, secret(baseSecret)), Head: objtest.Objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,9 +254,9 @@ func TestArgoCDMaskedSecret(t *testing.T) {
 
 // Without Argo CD's target to read the masks by, only keys and metadata are compared, and a note says so.
 func TestArgoCDMaskedSecretWithoutTarget(t *testing.T) {
-	live := inCluster(t, one(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: web}\ndata: {token: '++++++++'}\n"), nil)
+	live := inCluster(t, objtest.Obj(t, "apiVersion: v1\nkind: Secret\nmetadata: {name: web}\ndata: {token: '++++++++'}\n"), nil)
 	f := &fakeArgo{settings: defaultSettings, items: []v1alpha1.ResourceDiff{item(t, live, nil, nil)}}
-	l := compareOne(t, f, webApp(), objs(t, secret(baseSecret)), objs(t, secret(headSecret)), livediff.Options{})
+	l := compareOne(t, f, webApp(), objtest.Objs(t, secret(baseSecret)), objtest.Objs(t, secret(headSecret)), livediff.Options{})
 	if len(l.Drift) != 0 || len(l.LiveDiff) != 0 || len(l.Notes) != 1 || !strings.Contains(l.Notes[0], "only keys") {
 		t.Fatalf("live: %+v", l)
 	}
@@ -280,7 +265,7 @@ func TestArgoCDMaskedSecretWithoutTarget(t *testing.T) {
 func TestAppMissingInArgoCD(t *testing.T) {
 	c := newSim(t, nil) // no apps
 	lc := livediff.New(c, livediff.Options{})
-	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(), Head: objs(t, configMap("a: b")), HeadNamespace: "web"}})
+	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(), Head: objtest.Objs(t, configMap("a: b")), HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/fleetwave/fleetwave/internal/writebudget"
+	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 )
 
 // observed records what a Budget tells its Observer.

@@ -16,9 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/livediff"
+	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
 )
 
 // fakeArgo answers as a real Argo CD does for one app "web": its Application (status.resources), its managed
@@ -66,12 +67,6 @@ func (f *fakeArgo) Settings(context.Context) (*argocd.Settings, error) {
 // defaultSettings is GET /api/v1/settings of an Argo CD with an empty argocd-cm (status ignored everywhere).
 const defaultSettings = `{"appLabelKey":"app.kubernetes.io/instance","trackingMethod":"annotation",` +
 	`"resourceOverrides":{"*/*":{"ignoreDifferences":"jsonPointers:\n- /status\n","ignoreResourceUpdates":""}}}`
-
-// one parses a YAML object.
-func one(t *testing.T, doc string) *unstructured.Unstructured {
-	t.Helper()
-	return objs(t, doc)[0]
-}
 
 // inCluster returns obj as the cluster holds it after Argo CD applied config (client-side apply): namespace,
 // uid, resourceVersion, tracking annotation, last-applied configuration, and the managed fields given.
@@ -189,9 +184,9 @@ const (
 // (a) spec.ignoreDifferences[].managedFieldsManagers: fields a trusted manager owns are not drift, and are not
 // in what a sync would change (argo-cd util/argo/diff preDiffNormalize, util/argo/managedfields).
 func TestManagedFieldsManagers(t *testing.T) {
-	base := one(t, deployment(1, "web:1"))
-	head := one(t, deployment(1, "web:2"))
-	scaled := one(t, deployment(4, "web:1"))
+	base := objtest.Obj(t, deployment(1, "web:1"))
+	head := objtest.Obj(t, deployment(1, "web:2"))
+	scaled := objtest.Obj(t, deployment(4, "web:1"))
 	scaled.Object["status"] = map[string]any{"replicas": int64(4), "readyReplicas": int64(4)}
 	trusted := []v1alpha1.ResourceIgnoreDifferences{{Group: "apps", Kind: "Deployment", ManagedFieldsManagers: []string{"hpa-like"}}}
 	// What Argo CD serves as normalizedLiveState when the app trusts hpa-like: the owned field removed.
@@ -259,11 +254,11 @@ func TestManagedFieldsManagers(t *testing.T) {
 // (b) argocd-cm's resource.customizations.ignoreDifferences.<group_kind> and .all, from GET /api/v1/settings or
 // from an argocd-cm file, and the status ignoring of resource.compareoptions.
 func TestSystemIgnoreDifferences(t *testing.T) {
-	cmBase := one(t, configMap("color: blue, extra: a"))
-	cmEdited := one(t, configMap("color: blue, extra: edited"))
-	other := one(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {color: red, extra: b}\n")
+	cmBase := objtest.Obj(t, configMap("color: blue, extra: a"))
+	cmEdited := objtest.Obj(t, configMap("color: blue, extra: edited"))
+	other := objtest.Obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {color: red, extra: b}\n")
 	withStatus := func(doc string, replicas int64) *unstructured.Unstructured {
-		o := one(t, doc)
+		o := objtest.Obj(t, doc)
 		o.Object["status"] = map[string]any{"replicas": replicas}
 		return o
 	}
@@ -335,17 +330,17 @@ func TestSystemIgnoreDifferences(t *testing.T) {
 		},
 		{
 			name: "status in a render is ignored by default", settings: defaultSettings,
-			base: []*unstructured.Unstructured{one(t, deployStatus)},
+			base: []*unstructured.Unstructured{objtest.Obj(t, deployStatus)},
 			items: func() []v1alpha1.ResourceDiff {
-				return []v1alpha1.ResourceDiff{item(t, inCluster(t, withStatus(deployment(1, "web:1"), 3), one(t, deployStatus)), one(t, deployStatus), nil)}
+				return []v1alpha1.ResourceDiff{item(t, inCluster(t, withStatus(deployment(1, "web:1"), 3), objtest.Obj(t, deployStatus)), objtest.Obj(t, deployStatus), nil)}
 			},
 			wantDrift: []string{},
 		},
 		{
 			name: "ignoreResourceStatusField none: status is compared", cmFile: noStatusFile,
-			base: []*unstructured.Unstructured{one(t, deployStatus)},
+			base: []*unstructured.Unstructured{objtest.Obj(t, deployStatus)},
 			items: func() []v1alpha1.ResourceDiff {
-				return []v1alpha1.ResourceDiff{item(t, inCluster(t, withStatus(deployment(1, "web:1"), 3), one(t, deployStatus)), one(t, deployStatus), nil)}
+				return []v1alpha1.ResourceDiff{item(t, inCluster(t, withStatus(deployment(1, "web:1"), 3), objtest.Obj(t, deployStatus)), objtest.Obj(t, deployStatus), nil)}
 			},
 			wantDrift: []string{"apps/Deployment web/web"},
 		},
@@ -531,9 +526,9 @@ func TestMaskedSecretValues(t *testing.T) {
 // (d) Live resources in no render: IgnoreExtraneous ones are reported as ignored, not drift; the ones Argo CD
 // reports requiresPruning as extraneous (a sync with prune deletes them).
 func TestExtraneous(t *testing.T) {
-	cm := one(t, configMap("color: blue"))
-	ignored := one(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: scratch\n  annotations: {argocd.argoproj.io/compare-options: 'IgnoreExtraneous'}\ndata: {a: b}\n")
-	orphan := one(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leftover}\ndata: {a: b}\n")
+	cm := objtest.Obj(t, configMap("color: blue"))
+	ignored := objtest.Obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: scratch\n  annotations: {argocd.argoproj.io/compare-options: 'IgnoreExtraneous'}\ndata: {a: b}\n")
+	orphan := objtest.Obj(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leftover}\ndata: {a: b}\n")
 	app := webApp()
 	app.Status.Resources = []v1alpha1.ResourceStatus{
 		{Kind: "ConfigMap", Namespace: "web", Name: "web", Version: "v1", Status: v1alpha1.SyncStatusCodeSynced},

@@ -24,6 +24,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ArgoCD is what the comparison needs of Argo CD's API (*argocd.Client implements it).
@@ -218,7 +219,7 @@ func (c *Comparer) system(ctx context.Context) (System, string) {
 	}
 	st, err := c.argo.Settings(ctx)
 	if err != nil {
-		return DefaultSystem(), "Argo CD's settings could not be read (" + oneLine(err) + "): its resource.customizations.ignoreDifferences were not applied"
+		return DefaultSystem(), "Argo CD's settings could not be read (" + text.FirstLine(err.Error()) + "): its resource.customizations.ignoreDifferences were not applied"
 	}
 	sys := System{Overrides: st.ResourceOverrides, AppLabelKey: st.AppLabelKey, TrackingMethod: st.TrackingMethod}
 	if sys.Overrides == nil {
@@ -233,7 +234,7 @@ func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *
 		return &report.Live{Missing: true, Drift: []string{}, LiveDiff: []diff.Resource{}}
 	}
 	if err != nil {
-		return &report.Live{Error: oneLine(err), Drift: []string{}, LiveDiff: []diff.Resource{}}
+		return &report.Live{Error: text.FirstLine(err.Error()), Drift: []string{}, LiveDiff: []diff.Resource{}}
 	}
 	ignore := la.App.Spec.IgnoreDifferences
 	if len(ignore) == 0 {
@@ -245,7 +246,7 @@ func (c *Comparer) compareApp(ctx context.Context, la preview.LiveApp, argoApp *
 		System: &sys, Resources: argoApp.Status.Resources,
 	})
 	if err != nil {
-		return &report.Live{Error: oneLine(err), Drift: []string{}, LiveDiff: []diff.Resource{}}
+		return &report.Live{Error: text.FirstLine(err.Error()), Drift: []string{}, LiveDiff: []diff.Resource{}}
 	}
 	return l
 }
@@ -742,12 +743,4 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

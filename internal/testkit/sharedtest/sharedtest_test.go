@@ -38,7 +38,7 @@ func TestFindBesideModule(t *testing.T) {
 	if want := filepath.Join(filepath.Dir(root), "shared", "fidelity"); p != want {
 		t.Fatalf("Find(fidelity) = %q, want %q", p, want)
 	}
-	if _, err := os.Stat(filepath.Join(root, "internal", "sharedtest")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "internal", "testkit", "sharedtest")); err != nil {
 		t.Fatalf("module root %s is not this repository's: %v", root, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // maxStall caps the interval between reads of an app the stream is silent about.
@@ -105,7 +106,7 @@ func (r *appRun) run(ctx context.Context, revision string) {
 		if !r.t.resolved(cur) && !opts.DryRun {
 			var err error
 			rctx, rcancel := context.WithTimeout(ctx, opts.ResolveTimeout)
-			cur, err = r.waitUntil(rctx, "its targetRevision to resolve to "+short(revision), r.t.resolved)
+			cur, err = r.waitUntil(rctx, "its targetRevision to resolve to "+text.ShortRev(revision), r.t.resolved)
 			rcancel()
 			if ctx.Err() != nil {
 				r.fail(cur, "%v", err)
@@ -114,12 +115,12 @@ func (r *appRun) run(ctx context.Context, revision string) {
 		}
 		if !r.t.resolved(cur) {
 			if opts.RequireResolved {
-				r.fail(cur, "targetRevision %q resolves to %s, not %s", targetRevision(cur), short(cur.Status.Sync.Revision), short(revision))
+				r.fail(cur, "targetRevision %q resolves to %s, not %s", targetRevision(cur), text.ShortRev(cur.Status.Sync.Revision), text.ShortRev(revision))
 				return
 			}
 			pinned = true
 			r.note("targetRevision %q resolves to %s: syncing to %s explicitly (Argo CD will show OutOfSync)",
-				targetRevision(cur), short(cur.Status.Sync.Revision), short(revision))
+				targetRevision(cur), text.ShortRev(cur.Status.Sync.Revision), text.ShortRev(revision))
 		}
 	}
 
@@ -130,7 +131,7 @@ func (r *appRun) run(ctx context.Context, revision string) {
 		observed := false
 		if inFlight(cur) {
 			if opts.DryRun {
-				r.finish(OutcomeDryRun, cur, "would wait for the operation in progress, then sync to %s unless it applies it", short(revision))
+				r.finish(OutcomeDryRun, cur, "would wait for the operation in progress, then sync to %s unless it applies it", text.ShortRev(revision))
 				return
 			}
 			var err error
@@ -171,7 +172,7 @@ func (r *appRun) run(ctx context.Context, revision string) {
 				continue
 			}
 			if r.syncedHealthy(cur) {
-				r.finish(OutcomeSkipped, cur, "already Synced and Healthy at %s", short(revision))
+				r.finish(OutcomeSkipped, cur, "already Synced and Healthy at %s", text.ShortRev(revision))
 				return
 			}
 		}
@@ -182,7 +183,7 @@ func (r *appRun) run(ctx context.Context, revision string) {
 			return
 		}
 		if opts.DryRun {
-			r.finish(OutcomeDryRun, cur, "would sync to %s (sync %s, health %s)", short(revision), cur.Status.Sync.Status, cur.Status.Health.Status)
+			r.finish(OutcomeDryRun, cur, "would sync to %s (sync %s, health %s)", text.ShortRev(revision), cur.Status.Sync.Status, cur.Status.Health.Status)
 			return
 		}
 		if attempt >= opts.MaxSyncAttempts {
@@ -248,7 +249,7 @@ func (r *appRun) run(ctx context.Context, revision string) {
 			return
 		}
 		if !r.t.applied(cur) {
-			r.fail(cur, "the operation applied %s, not %s", short(appliedRevision(cur)), short(revision))
+			r.fail(cur, "the operation applied %s, not %s", text.ShortRev(appliedRevision(cur)), text.ShortRev(revision))
 			return
 		}
 		r.awaitHealthy(ctx, cur, OutcomeSynced, pinned)
@@ -277,9 +278,9 @@ func (r *appRun) awaitHealthy(ctx context.Context, cur *v1alpha1.Application, ou
 	case inFlight(cur) || !sameOperation(cur, op):
 		r.fail(cur, "another operation started before the app became Healthy")
 	case cur.Status.Health.Status == health.HealthStatusDegraded:
-		r.fail(cur, "Degraded after the sync to %s%s", short(r.t.revision), healthMessage(cur))
+		r.fail(cur, "Degraded after the sync to %s%s", text.ShortRev(r.t.revision), healthMessage(cur))
 	default:
-		msg := "applied " + short(r.t.revision) + ", Healthy"
+		msg := "applied " + text.ShortRev(r.t.revision) + ", Healthy"
 		if !pinned && cur.Status.Sync.Status != v1alpha1.SyncStatusCodeSynced {
 			msg += fmt.Sprintf(" (sync status %s: live state differs from Git)", cur.Status.Sync.Status)
 		}
@@ -480,12 +481,4 @@ func healthMessage(app *v1alpha1.Application) string {
 		}
 	}
 	return ""
-}
-
-// short abbreviates a commit SHA for messages.
-func short(rev string) string {
-	if len(rev) == 40 || len(rev) == 64 {
-		return rev[:10]
-	}
-	return rev
 }
