@@ -428,6 +428,9 @@ func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, 
 		if src.Directory != nil {
 			dir = *src.Directory
 		}
+		if !tgt.DirectoryExtensionFilterOption() {
+			dir.DisableExtensionFilter = false // a field the release does not have
+		}
 		objs, err = directory.Render(ctx, directory.Input{FS: fsys, AppPath: appPath, Directory: dir, Env: env, MaxManifestBytes: r.opts.Limits.MaxOutputBytes, Output: caps})
 	case v1alpha1.ApplicationSourceTypePlugin:
 		err = ErrPluginSource

@@ -284,3 +284,30 @@ func TestParseApplicationRejectsOtherKinds(t *testing.T) {
 		}
 	}
 }
+
+// A directory's disableExtensionFilter is read as Argo CD 3.6 reads it, and ignored as earlier releases, which
+// do not have the field, ignore it: a file of another extension is rendered only as 3.6.
+func TestDirectoryExtensionFilterByRelease(t *testing.T) {
+	root := filetest.Tree(t, map[string]string{
+		"d/cm.yaml":         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
+		"d/secret.yaml.enc": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other-extension}\n",
+		"d/notes.md":        "not a manifest, excluded\n",
+	})
+	for _, tc := range []struct{ version, want string }{
+		{"3.6", "other-extension"},
+		{"3.5", ""},
+		{"3.2", ""},
+	} {
+		req := mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  destination: {namespace: n}\n"+
+			"  source: {repoURL: r, path: d, directory: {disableExtensionFilter: true, exclude: '*.md'}}\n")
+		req.Repos = func(string) (string, bool) { return root, true }
+		req.Settings.ArgoCDVersion = tc.version
+		out, _, err := renderYAML(t, render.New(render.Options{}), req)
+		if err != nil {
+			t.Fatalf("as %s: %v", tc.version, err)
+		}
+		if !strings.Contains(out, "name: plain") || strings.Contains(out, "other-extension") != (tc.want != "") {
+			t.Errorf("as %s: rendered\n%s", tc.version, out)
+		}
+	}
+}

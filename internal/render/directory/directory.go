@@ -98,7 +98,7 @@ func render(ctx context.Context, in Input) (objs []*unstructured.Unstructured, e
 		max = 0 // Argo CD's "no limit"
 	}
 	d := in.Directory
-	manifests, err := potentiallyValidManifests(ctx, in.FS, appPath, d.Recurse, d.Include, d.Exclude, max)
+	manifests, err := potentiallyValidManifests(ctx, in.FS, appPath, d.Recurse, d.DisableExtensionFilter, d.Include, d.Exclude, max)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get potentially valid manifests: %w", err)
 	}
@@ -167,7 +167,7 @@ func render(ctx context.Context, in Input) (objs []*unstructured.Unstructured, e
 
 // potentiallyValidManifests mirrors getPotentiallyValidManifests: a filepath.Walk of the application directory
 // (lexical order, symbolic links not followed into directories), the combined size cap on non-Jsonnet files.
-func potentiallyValidManifests(ctx context.Context, repo *repofs.FS, appPath string, recurse bool, include, exclude string, max int64) ([]manifest, error) {
+func potentiallyValidManifests(ctx context.Context, repo *repofs.FS, appPath string, recurse, anyExtension bool, include, exclude string, max int64) ([]manifest, error) {
 	st, err := repo.Stat(appPath)
 	if err != nil {
 		return nil, err
@@ -196,7 +196,7 @@ func potentiallyValidManifests(ctx context.Context, repo *repofs.FS, appPath str
 				}
 				continue
 			}
-			m, size, ok, err := potentiallyValidManifest(repo, appPath, rel, e, include, exclude)
+			m, size, ok, err := potentiallyValidManifest(repo, appPath, rel, e, anyExtension, include, exclude)
 			if err != nil {
 				return fmt.Errorf("invalid manifest file %q: %w", rel, err)
 			}
@@ -220,13 +220,14 @@ func potentiallyValidManifests(ctx context.Context, repo *repofs.FS, appPath str
 	return out, nil
 }
 
-// potentiallyValidManifest mirrors getPotentiallyValidManifestFile.
-func potentiallyValidManifest(repo *repofs.FS, appPath, rel string, e fs.DirEntry, include, exclude string) (manifest, int64, bool, error) {
+// potentiallyValidManifest mirrors getPotentiallyValidManifestFile. anyExtension is the directory's
+// disableExtensionFilter (Argo CD 3.6): every file name is a candidate, include and exclude the only filters.
+func potentiallyValidManifest(repo *repofs.FS, appPath, rel string, e fs.DirEntry, anyExtension bool, include, exclude string) (manifest, int64, bool, error) {
 	relPath := strings.TrimPrefix(rel, appPath+"/")
 	if appPath == "." {
 		relPath = rel
 	}
-	if !manifestFile.MatchString(e.Name()) {
+	if !anyExtension && !manifestFile.MatchString(e.Name()) {
 		return manifest{}, 0, false, nil
 	}
 	info, err := e.Info()

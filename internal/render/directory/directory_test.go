@@ -37,6 +37,7 @@ var tree = map[string]string{
 	"app/c.yml":             cm("c"),
 	"app/notes.yaml":        "just: some\nunrelated: yaml\n",
 	"app/readme.txt":        cm("txt"),
+	"app/s.yaml.sealed":     cm("sealed"),
 	"app/skip.yaml":         "# +argocd:skip-file-rendering\n" + cm("skipped"),
 	"app/sub/d.yaml":        cm("d"),
 	"app/sub/deeper/e.yaml": cm("e"),
@@ -60,6 +61,9 @@ func TestWalk(t *testing.T) {
 		{name: "include alternatives", dir: v1alpha1.ApplicationSourceDirectory{Recurse: true, Include: "{sub/*,*.json}"}, want: "b,d,e"},
 		{name: "exclude", dir: v1alpha1.ApplicationSourceDirectory{Recurse: true, Include: "{*-dep.yaml,*.yml}", Exclude: "*-db-*"}, want: "c,zdep"},
 		{name: "bad pattern matches nothing", dir: v1alpha1.ApplicationSourceDirectory{Include: "[a"}, want: ""},
+		// Argo CD 3.6's disableExtensionFilter: any file name, include/exclude the only filters.
+		{name: "extension filter off", dir: v1alpha1.ApplicationSourceDirectory{DisableExtensionFilter: true, Include: "*.{sealed,txt}"}, want: "txt,sealed"},
+		{name: "extension filter off, no include", dir: v1alpha1.ApplicationSourceDirectory{DisableExtensionFilter: true, Exclude: "*.json"}, want: "a,a2,c,txt,sealed,zdbdep,zdep"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -121,6 +121,13 @@ func (v Version) HelmVersionError(got string) error {
 // before, a pattern is an ordinary path that names no file.
 func (v Version) ValueFileGlobs() bool { return v.atLeast(3, 4) }
 
+// DirectoryExtensionFilterOption reports that a directory source's disableExtensionFilter is read: added in Argo
+// CD 3.6 (pkg/apis/application/v1alpha1/types.go ApplicationSourceDirectory.DisableExtensionFilter,
+// reposerver/repository/repository.go getPotentiallyValidManifestFile: with it set, files of any name are
+// candidates and include/exclude are the only filters). Before, the field does not exist: only .yaml, .yml, .json
+// and .jsonnet files are read, whatever the Application says.
+func (v Version) DirectoryExtensionFilterOption() bool { return v.atLeast(3, 6) }
+
 // ClusterVersion is the destination cluster's version as the application controller hands it to manifest
 // generation, given the cluster's full version ("v1.30.5", "v1.30.5-eks-1234"). Since 3.4 Argo CD stores
 // "v<major>.<minor>.<patch>" (gitops-engine pkg/utils/kube/ctl.go GetServerVersion, argo-cd #26469, "More
