@@ -37,8 +37,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/stream/applications", s.handleStream)
 	mux.HandleFunc("GET /api/v1/clusters", s.handleClusters)
 	mux.HandleFunc("GET /api/v1/settings", s.handleSettings)
+	// The release it answers as: the one fleetwave links (go.mod) and renders as by default, so a test against the
+	// simulator renders as a real current Argo CD would be rendered.
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, map[string]string{"Version": "v3.2.11+argocdsim"})
+		writeJSON(w, map[string]string{"Version": "v3.6.1+argocdsim"})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(mux, w, r) })
 }
