@@ -57,14 +57,14 @@ data:
 	}{
 		{
 			name: "defaults", args: []string{"--app", app, "--repo-root", root},
-			contains: []string{`kube: v1.30.0`, `hasFoo: "false"`, "argocd.argoproj.io/tracking-id: web:/ConfigMap:shop/web", "helm: v4.2.4"},
+			contains: []string{`kube: v1.30.0`, `hasFoo: "false"`, "argocd.argoproj.io/tracking-id: web:/ConfigMap:shop/web", "helm: v4.3.1"},
 		},
 		{name: "Argo CD 3.4 renders with Helm 3", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.4"},
 			contains: []string{`kube: v1.30.0`, "helm: v3.19.4"}},
 		{name: "argocdVersion in the settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings-35.yaml")},
 			contains: []string{"helm: v4.2.1"}},
 		{name: "the flag wins over the settings file", args: []string{"--app", app, "--repo-root", root, "--settings", filepath.Join(root, "settings-35.yaml"), "--argocd-version", "v3.6.1"},
-			contains: []string{"helm: v4.2.4"}},
+			contains: []string{"helm: v4.3.1"}},
 		{name: "before 3.4 the cluster version is major.minor", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.3", "--kube-version", "v1.29.3"},
 			contains: []string{`kube: v1.29`, "helm: v3.19.4"}},
 		{name: "unsupported Argo CD version", args: []string{"--app", app, "--repo-root", root, "--argocd-version", "3.1"}, code: 2,
