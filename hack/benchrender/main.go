@@ -5,9 +5,11 @@
 // With -fleetwave, it then compares one large chart (-large, default kube-prometheus-stack: 147 objects, 5 MB of
 // YAML, mostly CRDs) as fresh processes, as a user runs them: `fleetwave render` against `helm template` on the
 // same chart and values, wall and CPU time (the process and its render worker), median of -runs alternating
-// runs, with `fleetwave version` for the binary's start-up.
+// runs, with `fleetwave version` for the binary's start-up. -before adds another fleetwave binary (a build before a
+// change) to the same alternation, so before and after are measured under the same load; -large-only skips the
+// corpus comparison.
 //
-//	go run ./hack/benchrender -helm <helm binary> -kustomize <kustomize binary> [-runs 5] [-fleetwave bin/fleetwave]
+//	go run ./hack/benchrender -helm <helm binary> -kustomize <kustomize binary> [-runs 5] [-fleetwave bin/fleetwave [-before old-binary] [-large-only]]
 package main
 
 import (
@@ -34,6 +36,8 @@ func main() {
 	runs := flag.Int("runs", 5, "timed runs per case and tool")
 	fleetwave := flag.String("fleetwave", "", "fleetwave binary: also compare one large chart as fresh processes")
 	large := flag.String("large", "helm-kube-prometheus-stack", "the corpus case -fleetwave compares")
+	before := flag.String("before", "", "with -fleetwave: another fleetwave binary (before a change) in the same alternation")
+	largeOnly := flag.Bool("large-only", false, "with -fleetwave: only the large chart, not the corpus comparison")
 	flag.Parse()
 	// Kustomize's deprecation warnings about the corpus's kustomizations (the standard logger, and
 	// fmt.Fprintf(os.Stderr) in kusttarget.go Load): the in-process renders here would print them raw, once per
@@ -44,7 +48,7 @@ func main() {
 		os.Stderr = devNull
 	}
 
-	if *corpus == "" || *helmBin == "" || *kustBin == "" {
+	if *corpus == "" || *helmBin == "" || (*kustBin == "" && !*largeOnly) {
 		fmt.Fprintln(stderr, "benchrender: -corpus, -helm and -kustomize are required")
 		os.Exit(2)
 	}
@@ -53,9 +57,11 @@ func main() {
 		fmt.Fprintln(stderr, "benchrender:", err)
 		os.Exit(1)
 	}
-	err = run(*corpus, *helmBin, *kustBin, *runs, scratch)
+	if !*largeOnly || *fleetwave == "" {
+		err = run(*corpus, *helmBin, *kustBin, *runs, scratch)
+	}
 	if err == nil && *fleetwave != "" {
-		err = processes(filepath.Join(*corpus, "cases", *large), *fleetwave, *helmBin, *runs, scratch)
+		err = processes(filepath.Join(*corpus, "cases", *large), *fleetwave, *before, *helmBin, *runs, scratch)
 	}
 	os.RemoveAll(scratch)
 	if err != nil {
@@ -200,8 +206,8 @@ func median(n int, f func() error) time.Duration {
 // processes compares one case as fresh processes: `fleetwave render` (its render worker included, as a user runs
 // it) against the `helm template` Argo CD ran, and `fleetwave version` for the binary's start-up; runs
 // alternating runs of each, medians of wall and CPU time (user+system of the process and the children it
-// waited for).
-func processes(dir, fleetwave, helmBin string, runs int, scratch string) error {
+// waited for). With before, that binary's render runs in the same alternation.
+func processes(dir, fleetwave, before, helmBin string, runs int, scratch string) error {
 	helmCmd, ok := replayable(filepath.Join(dir, "expected-helm3-commands.json"), dir, helmBin, helmBin, scratch)
 	if !ok {
 		return fmt.Errorf("%s: no replayable helm command", filepath.Base(dir))
@@ -210,6 +216,11 @@ func processes(dir, fleetwave, helmBin string, runs int, scratch string) error {
 		"--settings", "render-env.yaml", "--argocd-version", "3.4"}}
 	fwVersion := command{dir: dir, argv: []string{fleetwave, "version"}}
 	cmds := []command{helmCmd, fwRender, fwVersion}
+	if before != "" {
+		old := fwRender
+		old.argv = append([]string{before}, fwRender.argv[1:]...)
+		cmds = append(cmds, old, command{dir: dir, argv: []string{before, "version"}})
+	}
 	walls, cpus := make([][]time.Duration, len(cmds)), make([][]time.Duration, len(cmds))
 	var size int
 	for i := -1; i < runs; i++ { // one warm-up round: the binaries into the page cache
@@ -241,8 +252,16 @@ func processes(dir, fleetwave, helmBin string, runs int, scratch string) error {
 	fmt.Printf("| helm template (helm CLI, Argo CD 3.4's command) | %s | %s |\n", ms(w[0]), ms(c[0]))
 	fmt.Printf("| fleetwave render (with its render worker) | %s | %s |\n", ms(w[1]), ms(c[1]))
 	fmt.Printf("| of which start-up: fleetwave version | %s | %s |\n", ms(w[2]), ms(c[2]))
+	if before != "" {
+		fmt.Printf("| -before: fleetwave render | %s | %s |\n", ms(w[3]), ms(c[3]))
+		fmt.Printf("| -before: fleetwave version | %s | %s |\n", ms(w[4]), ms(c[4]))
+	}
 	fmt.Printf("\nfleetwave render / helm template: %.2f× wall, %.2f× CPU; render starts two processes (itself and its worker): start-up ≈ %.0f%% of its CPU\n",
 		float64(w[1])/float64(w[0]), float64(c[1])/float64(c[0]), 100*2*float64(c[2])/float64(c[1]))
+	if before != "" {
+		fmt.Printf("-before: %.2f× wall, %.2f× CPU of helm template; after / before: %.2f× wall, %.2f× CPU\n",
+			float64(w[3])/float64(w[0]), float64(c[3])/float64(c[0]), float64(w[1])/float64(w[3]), float64(c[1])/float64(c[3]))
+	}
 	return nil
 }
 

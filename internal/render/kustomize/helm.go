@@ -26,6 +26,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 )
 
@@ -284,6 +285,17 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 	if err != nil {
 		return nil, err
 	}
+	// The output caps, on the release as helm's SDK returns it (no hook while it renders), before it is
+	// assembled and kustomize parses it; the ResMap is checked again once the whole build is done.
+	m := outputcap.Meter{Limits: h.cfg.output}
+	if err := m.AddText(relz.Manifest); err != nil {
+		return nil, err
+	}
+	for _, hk := range relz.Hooks {
+		if err := m.AddText(hk.Manifest); err != nil {
+			return nil, err
+		}
+	}
 	var out helmtemplate.Output
 	out.Release(relz.Manifest)
 	for _, h := range relz.Hooks {
@@ -313,7 +325,7 @@ func (h *helmRun) template4(ctx context.Context, chrt *chart.Chart, client *acti
 	o := helm4.Options{
 		ReleaseName: client.ReleaseName, Namespace: client.Namespace, KubeVersion: kubeVersion,
 		APIVersions: p.ApiVersions, IncludeCRDs: client.IncludeCRDs, SkipTests: p.SkipTests,
-		DisableHooks: client.DisableHooks,
+		DisableHooks: client.DisableHooks, Output: h.cfg.output,
 		ValidateValues: func(coalesced map[string]any) error {
 			c, err := loader.LoadFiles(bufferedFiles(chrt.Raw))
 			if err != nil {

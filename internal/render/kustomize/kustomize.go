@@ -179,6 +179,7 @@ func (e *Engine) build(ctx context.Context, in Input) ([]*unstructured.Unstructu
 		cli := helm4.CLIs[in.Target.HelmCLI()]
 		st.opts.helm.helm4 = &cli
 	}
+	st.opts.helm.output = in.Output
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
+	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 )
 
 // buildOptions is what `kustomize build` makes of its command line (kustomize v5.8.1 commands/build).
@@ -29,6 +30,8 @@ type helmConfig struct {
 	kubeVersion string
 	apiVersions []string
 	helm4       *helm4.CLI // the helm 4 release to render with; nil: helm v3.19.4
+	// output caps each chart's rendered text (Input.Output) as helm returns it, before kustomize parses it
+	output outputcap.Limits
 }
 
 // buildArgs reproduces the argument list Argo CD passes to `kustomize build` (util/kustomize/kustomize.go,

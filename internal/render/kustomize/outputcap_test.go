@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
+	"github.com/fleetwave/fleetwave/internal/render/target"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
@@ -91,5 +92,47 @@ func TestOutputCapsSpareMemory(t *testing.T) {
 	t.Logf("allocated: %d MiB refused on the ResMap, %d MiB encoded and split (%.2f×)", early>>20, late>>20, float64(late)/float64(early))
 	if early*2 > late {
 		t.Errorf("the early refusal allocated %d bytes, more than half of the %d without it", early, late)
+	}
+}
+
+// TestOutputCapsHelmCharts: a helmCharts chart whose output is over a cap is refused as helm returns it, before
+// kustomize parses it (the error comes from the chart's inflation, not from the finished ResMap), with helm 3
+// (Argo CD 3.4) and helm 4.
+func TestOutputCapsHelmCharts(t *testing.T) {
+	files := map[string]string{
+		"app/kustomization.yaml":             "helmCharts:\n- {name: bomb, releaseName: rel}\n",
+		"app/charts/bomb/Chart.yaml":         "apiVersion: v2\nname: bomb\nversion: 0.1.0\n",
+		"app/charts/bomb/values.yaml":        "{}\n",
+		"app/charts/bomb/templates/cms.yaml": "{{ range $i := until 50 }}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c{{ $i }}}\n{{ end }}",
+	}
+	for _, tc := range []struct {
+		name   string
+		target target.Version
+	}{
+		{"helm 3", target.Version{Major: 3, Minor: 4}},
+		{"helm 4", target.Newest},
+	} {
+		for _, c := range []struct {
+			caps outputcap.Limits
+			want string
+		}{
+			{outputcap.Limits{MaxDocuments: 50}, ""},
+			{outputcap.Limits{MaxDocuments: 49}, "refused (document-count): more than 49 objects"},
+			{outputcap.Limits{MaxBytes: 1000}, "refused (output-size): manifests exceed 1000 bytes"},
+		} {
+			t.Run(fmt.Sprintf("%s/%+v", tc.name, c.caps), func(t *testing.T) {
+				fsys := repofstest.Open(t, filetest.Tree(t, files))
+				objs, err := New().Build(context.Background(), Input{FS: fsys, AppPath: "app", BuildOptions: "--enable-helm", Target: tc.target, Output: c.caps})
+				if c.want == "" {
+					if err != nil || len(objs) != 50 {
+						t.Fatalf("%d objects, %v; want 50", len(objs), err)
+					}
+					return
+				}
+				if err == nil || !strings.Contains(err.Error(), `helmCharts "bomb": `+c.want) {
+					t.Fatalf("err = %v; want %q from the chart's inflation", err, c.want)
+				}
+			})
+		}
 	}
 }
