@@ -162,7 +162,10 @@ var hostileCases = []hostileCase{
 	{"output bomb: doubling to 8 GiB", "{repoURL: R, path: output-doubling}", "", []string{"memory-limit", "output-size", "time-limit"}},
 	{"object bomb: 5M documents", "{repoURL: R, path: object-bomb}", "", []string{"memory-limit", "document-count", "time-limit", "output-size"}},
 	{"output bomb: 80 MB, over the 64 MiB cap", "{repoURL: R, path: output-over-cap}", "", []string{"output-size"}},
-	{"object bomb: a million documents", "{repoURL: R, path: object-million}", "", []string{"document-count"}},
+	// Counted as Helm's engine returns (0.4 s alone), unless the engine's own loop outlasts the 3 s cap first, as it
+	// can under the race detector on a loaded machine (make test, 3.1 s): either rule ends it. The early count
+	// itself is proven by internal/render/helm's TestOutputCapsSpareMemory.
+	{"object bomb: a million documents", "{repoURL: R, path: object-million}", "", []string{"document-count", "time-limit"}},
 	{"object bomb: 130,000 plain documents", "{repoURL: R, path: object-plain}", "", []string{"document-count"}},
 	{"object bomb: 20,000 Jsonnet objects", "{repoURL: R, path: object-jsonnet}", "", []string{"document-count"}},
 	{"object bomb: 200k-item List", "{repoURL: R, path: object-list}", "", []string{"memory-limit", "document-count", "time-limit", "output-size"}},
