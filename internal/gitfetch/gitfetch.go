@@ -176,16 +176,17 @@ func (f *Fetcher) repository(repoURL string) (repocreds.Repository, error) {
 	return r, nil
 }
 
-// Checkout returns repoURL's tree at revision (a targetRevision as an Application writes it).
-func (f *Fetcher) Checkout(ctx context.Context, repoURL, revision string) (*Tree, error) {
-	t, err := f.checkout(ctx, repoURL, revision)
+// Checkout returns repoURL's tree at revision (a targetRevision as an Application writes it). tagPrefix is the
+// source's tagPrefix (Argo CD 3.6; "" for none): a semver revision is resolved among the tags that carry it.
+func (f *Fetcher) Checkout(ctx context.Context, repoURL, revision, tagPrefix string) (*Tree, error) {
+	t, err := f.checkout(ctx, repoURL, revision, tagPrefix)
 	if err != nil {
 		return nil, f.redact(err)
 	}
 	return t, nil
 }
 
-func (f *Fetcher) checkout(ctx context.Context, repoURL, revision string) (*Tree, error) {
+func (f *Fetcher) checkout(ctx context.Context, repoURL, revision, tagPrefix string) (*Tree, error) {
 	repo, err := f.repository(repoURL)
 	if err != nil {
 		return nil, err
@@ -199,8 +200,11 @@ func (f *Fetcher) checkout(ctx context.Context, repoURL, revision string) (*Tree
 	}
 	mirror := f.cache.MirrorDir(remote.URL)
 	label := fmt.Sprintf("repository %s at %q", repocreds.RedactURL(repoURL), revision)
+	if tagPrefix != "" {
+		label += fmt.Sprintf(" (tagPrefix %q)", tagPrefix)
+	}
 
-	commit, ref, err := f.resolve(ctx, remote, mirror, revision)
+	commit, ref, err := f.resolve(ctx, remote, mirror, revision, tagPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, explain(err))
 	}
@@ -331,7 +335,7 @@ var (
 )
 
 // resolve is nativeGitClient.lsRemote: the commit revision names, and the ref it was found as ("" for an id).
-func (f *Fetcher) resolve(ctx context.Context, remote gitcache.Remote, mirror, revision string) (commit, ref string, err error) {
+func (f *Fetcher) resolve(ctx context.Context, remote gitcache.Remote, mirror, revision, tagPrefix string) (commit, ref string, err error) {
 	revision = strings.TrimSpace(revision)
 	if fullSHA.MatchString(revision) {
 		return strings.ToLower(revision), "", nil
@@ -349,9 +353,10 @@ func (f *Fetcher) resolve(ctx context.Context, remote gitcache.Remote, mirror, r
 			tags = append(tags, t)
 		}
 	}
-	// argo-cd v3.6 util/git/client.go lsRemote passes the source's tagPrefix (new in 3.6); fleetwave does not read
-	// it yet, so every tag is a candidate, as before 3.6.
-	if v, err := versions.MaxVersion(revision, tags, ""); err == nil {
+	// argo-cd v3.6 util/git/client.go lsRemote: the source's tagPrefix scopes and is stripped from the tags, and
+	// the version found keeps it; an error (no match, or a prefix with a revision that is no constraint) leaves
+	// the revision as written.
+	if v, err := versions.MaxVersion(revision, tags, tagPrefix); err == nil {
 		revision = v
 	}
 	byName := map[string]gitcache.RemoteRef{}

@@ -47,11 +47,13 @@ func upstream(t *testing.T) (root, first, second string) {
 	gittest.Run(t, work, "commit", "-q", "-m", "one")
 	first = gittest.Run(t, work, "rev-parse", "HEAD")
 	gittest.Run(t, work, "tag", "-a", "-m", "v1.0.0", "v1.0.0")
+	gittest.Run(t, work, "tag", "svc/v1.5.0") // a tag of one component of the repository (tagPrefix "svc/")
 	gittest.Run(t, work, "branch", "release")
 	write("two\n")
 	gittest.Run(t, work, "commit", "-q", "-am", "two")
 	second = gittest.Run(t, work, "rev-parse", "HEAD")
 	gittest.Run(t, work, "tag", "v1.1.0")
+	gittest.Run(t, work, "tag", "svc/v1.6.0")
 	gittest.Run(t, root, "clone", "-q", "--bare", work, dir)
 	return root, first, second
 }
@@ -119,7 +121,7 @@ func TestResolveAsArgoCD(t *testing.T) {
 		{first[:9], first, "one\n"}, // an abbreviated one
 	} {
 		t.Run(tc.revision, func(t *testing.T) {
-			tree, err := f.Checkout(context.Background(), url, tc.revision)
+			tree, err := f.Checkout(context.Background(), url, tc.revision, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,6 +135,39 @@ func TestResolveAsArgoCD(t *testing.T) {
 	}
 }
 
+// A source's tagPrefix (Argo CD 3.6) scopes a semver revision to the tags that carry it, compared without it; a
+// revision that is no version or constraint is resolved as written (util/git/client.go lsRemote ignores
+// MaxVersion's error).
+func TestTagPrefixAsArgoCD(t *testing.T) {
+	root, first, second := upstream(t)
+	srv := gitfetchtest.Start(t, root, user, password)
+	url := srv.URL + "/platform.git"
+	f := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{})
+	for _, tc := range []struct {
+		revision, prefix, commit string
+	}{
+		{"^1.5.0", "svc/", second},        // svc/v1.6.0
+		{">=1.0.0 <1.6.0", "svc/", first}, // svc/v1.5.0, not v1.1.0: the other tags are not candidates
+		{"v1.5.0", "svc/", first},         // an exact version: the prefixed tag
+		{"main", "svc/", second},          // no constraint: the branch
+		{">=1.0.0 <1.6.0", "", second},    // without the prefix: v1.1.0
+	} {
+		t.Run(tc.prefix+tc.revision, func(t *testing.T) {
+			tree, err := f.Checkout(context.Background(), url, tc.revision, tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tree.Commit != tc.commit {
+				t.Errorf("commit %s, want %s", tree.Commit, tc.commit)
+			}
+		})
+	}
+	_, err := f.Checkout(context.Background(), url, "^3.0.0", "svc/")
+	if err == nil || !strings.Contains(err.Error(), `tagPrefix "svc/"`) {
+		t.Errorf("no svc/ tag matches ^3.0.0: got %v, want an error naming the prefix", err)
+	}
+}
+
 func TestSecondUseAsksNothing(t *testing.T) {
 	root, first, _ := upstream(t)
 	srv := gitfetchtest.Start(t, root, user, password)
@@ -141,7 +176,7 @@ func TestSecondUseAsksNothing(t *testing.T) {
 	f := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{CacheDir: cache})
 	ctx := context.Background()
 	for _, rev := range []string{"v1.0.0", "main", first, first[:9]} {
-		if _, err := f.Checkout(ctx, url, rev); err != nil {
+		if _, err := f.Checkout(ctx, url, rev, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +186,7 @@ func TestSecondUseAsksNothing(t *testing.T) {
 	}
 	// A second pull request on the same revisions: everything is known.
 	for _, rev := range []string{"v1.0.0", "main", first, first[:9]} {
-		if _, err := f.Checkout(ctx, url, rev); err != nil {
+		if _, err := f.Checkout(ctx, url, rev, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +195,7 @@ func TestSecondUseAsksNothing(t *testing.T) {
 	}
 	// After a restart, a commit id is found in the mirror kept on disk.
 	f2 := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{CacheDir: cache})
-	if tree, err := f2.Checkout(ctx, url, first); err != nil || read(t, tree) != "one\n" {
+	if tree, err := f2.Checkout(ctx, url, first, ""); err != nil || read(t, tree) != "one\n" {
 		t.Fatalf("after restart: %v", err)
 	}
 	if got := srv.Requests()[n:]; len(got) != 0 {
@@ -186,7 +221,7 @@ func TestFailures(t *testing.T) {
 		{name: "helm type", set: allowed(t, url, password, "  type: helm\n"), url: url, rev: "main", is: gitfetch.ErrNotAllowed},
 		{name: "wrong password", set: allowed(t, url, "wrong-"+password, ""), url: url, rev: "main", is: gitfetch.ErrUnauthorized, want: "HTTP 401"},
 		{name: "unknown revision", set: allowed(t, url, password, ""), url: url, rev: "relase",
-			is: gitfetch.ErrUnknownRevision, want: `unable to resolve "relase" to a commit SHA (nearest refs: release, main, v1.0.0, v1.1.0)`},
+			is: gitfetch.ErrUnknownRevision, want: `unable to resolve "relase" to a commit SHA (nearest refs: release, main, svc/v1.5.0, svc/v1.6.0, v1.0.0)`},
 		{name: "oversized tree", set: allowed(t, url, password, ""), url: url, rev: "main", opts: gitfetch.Options{Limits: sourceLimits(1)},
 			is: gitfetch.ErrRefused, want: "tree-size"},
 		{name: "oversized repository", set: allowed(t, url, password, ""), url: url, rev: "main", opts: gitfetch.Options{MaxRepoBytes: 1},
@@ -198,7 +233,7 @@ func TestFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFetcher(t, srv, tc.set, tc.opts)
-			_, err := f.Checkout(ctx, tc.url, tc.rev)
+			_, err := f.Checkout(ctx, tc.url, tc.rev, "")
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -231,7 +266,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	defer redirector.Close()
 	url := redirector.URL + "/platform.git"
 	f := newFetcher(t, srv, allowed(t, url, password, "  insecure: \"true\"\n"), gitfetch.Options{})
-	_, err := f.Checkout(context.Background(), url, "main")
+	_, err := f.Checkout(context.Background(), url, "main", "")
 	if err == nil || strings.Contains(err.Error(), password) {
 		t.Fatalf("error %v, want a refusal without the password", err)
 	}
@@ -252,7 +287,7 @@ func TestSlowServerIsCutOff(t *testing.T) {
 	srv.SetDelay(5 * time.Second)
 	f := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{Timeout: time.Second})
 	start := time.Now()
-	_, err := f.Checkout(context.Background(), url, "main")
+	_, err := f.Checkout(context.Background(), url, "main", "")
 	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("error %v, want a timeout", err)
 	}
@@ -268,7 +303,7 @@ func TestCredentialsStayOutOfTheCache(t *testing.T) {
 	url := srv.URL + "/platform.git"
 	cache := t.TempDir()
 	f := newFetcher(t, srv, allowed(t, url, password, ""), gitfetch.Options{CacheDir: cache})
-	if _, err := f.Checkout(context.Background(), url, "main"); err != nil {
+	if _, err := f.Checkout(context.Background(), url, "main", ""); err != nil {
 		t.Fatal(err)
 	}
 	err := filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {

@@ -32,6 +32,7 @@ func platformRepo(t *testing.T) (srv *gitfetchtest.Server, v1, v2 string) {
 		"kustomize/base/deploy.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: web:1.0\n",
 	})
 	p.Tag("v1.0.0", "first")
+	p.Tag("cm/v2.0.0", "") // a component's tag (tagPrefix "cm/")
 	v2 = p.Commit("v2", map[string]string{
 		"manifests/cm.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform\ndata:\n  version: two\n",
 		"kustomize/base/deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: web:1.1\n",
@@ -96,6 +97,30 @@ spec:
 	}
 }
 
+// A git source's tagPrefix is read as Argo CD 3.6 reads it (only the prefixed tags are candidates for its semver
+// targetRevision) and ignored as earlier releases, which have no such field, ignore it: there no tag matches.
+func TestRenderGitTagPrefixByRelease(t *testing.T) {
+	srv, _, _ := platformRepo(t)
+	platform := srv.URL + "/platform.git"
+	r := gitRenderer(t, srv, gitSecrets(platform))
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: platform, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: platform}
+  source: {repoURL: `+platform+`, path: manifests, targetRevision: "^2.0.0", tagPrefix: cm/}
+`)
+	req.Settings.ArgoCDVersion = "3.6"
+	out, _, err := renderYAML(t, r, req)
+	if err != nil || !strings.Contains(out, "version: one") {
+		t.Errorf("as 3.6: %v\n%s\nwant the commit tagged cm/v2.0.0 (version: one)", err, out)
+	}
+	req.Settings.ArgoCDVersion = "3.5"
+	if _, _, err := renderYAML(t, r, req); err == nil || !strings.Contains(err.Error(), `"^2.0.0"`) {
+		t.Errorf("as 3.5: %v, want ^2.0.0 unresolved (no tag without the prefix matches)", err)
+	}
+}
+
 func TestRenderMultiSourceWithValuesInAnotherGitRepository(t *testing.T) {
 	srv, v1, _ := platformRepo(t)
 	platform, values := srv.URL+"/platform.git", srv.URL+"/values.git"
@@ -154,7 +179,7 @@ func TestGitSourceFailures(t *testing.T) {
 		{"two refs on one repository at two revisions, as 3.5", gitRenderer(t, srv, gitSecrets(platform, values)),
 			as("3.5", app("  sources:\n  - repoURL: "+platform+"\n    path: charts/web\n    targetRevision: v1.0.0\n    helm: {valueFiles: [$a/prod/web.yaml, $b/prod/web.yaml]}\n  - {repoURL: "+values+", targetRevision: main, ref: a}\n  - {repoURL: "+values+", targetRevision: HEAD, ref: b}\n")),
 			false, `cannot reference multiple revisions for the same repository ($b references "HEAD" while $a references "main")`},
-		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, main)`},
+		{"unknown revision", gitRenderer(t, srv, gitSecrets(platform)), app("  source: {repoURL: " + platform + ", path: manifests, targetRevision: v9}\n"), false, `unable to resolve "v9" to a commit SHA (nearest refs: v1.0.0, v1.1.0, cm/v2.0.0, main)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.renderer.Render(context.Background(), tc.req)

@@ -23,12 +23,12 @@ import (
 // are not recorded: they are not the repository's, and the Application's targetRevision (its definition) is what
 // changes them.
 func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, src *v1alpha1.ApplicationSource,
-	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error) (*repofs.FS, string, string, error) {
+	open func(*v1alpha1.ApplicationSource) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error) (*repofs.FS, string, string, error) {
 	if err := externalRef(app, src, refs, refErrs); err != nil {
 		return nil, "", "", err
 	}
 	if !src.IsHelm() && !src.IsOCI() {
-		f, commit, err := open(src.RepoURL, src.TargetRevision)
+		f, commit, err := open(src)
 		return f, src.Path, commit, err
 	}
 	if r.opts.Charts == nil {
@@ -66,13 +66,14 @@ func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, sr
 	return f, ".", "", nil
 }
 
-// gitTree fetches repoURL at revision through the allowed repositories (Options.Git). Without a fetcher, or for a
-// repository that is not allowed, the source is external: one line saying which.
-func (r *Renderer) gitTree(ctx context.Context, repoURL, revision string) (*gitfetch.Tree, error) {
+// gitTree fetches repoURL at revision (resolved among the tags with tagPrefix, "" for all) through the allowed
+// repositories (Options.Git). Without a fetcher, or for a repository that is not allowed, the source is external:
+// one line saying which.
+func (r *Renderer) gitTree(ctx context.Context, repoURL, revision, tagPrefix string) (*gitfetch.Tree, error) {
 	if r.opts.Git == nil {
 		return nil, fmt.Errorf("%w: %s", ErrExternalSource, repocreds.RedactURL(repoURL))
 	}
-	tree, err := r.opts.Git.Checkout(ctx, repoURL, revision)
+	tree, err := r.opts.Git.Checkout(ctx, repoURL, revision, tagPrefix)
 	switch {
 	case err == nil:
 		return tree, nil
@@ -94,7 +95,7 @@ func (r *Renderer) remoteBases() kustengine.RemoteFetcher {
 		return nil
 	}
 	return func(ctx context.Context, repoURL, revision string) (*repofs.FS, error) {
-		tree, err := r.gitTree(ctx, repoURL, revision)
+		tree, err := r.gitTree(ctx, repoURL, revision, "") // a kustomize base's ?ref= names no tag prefix
 		if err != nil {
 			return nil, err
 		}

@@ -85,7 +85,7 @@ type Options struct {
 // parent's fetcher across the pipe. A repository that is not allowed is an error wrapping gitfetch.ErrNotAllowed
 // (or, across the pipe, ErrExternalSource).
 type GitFetcher interface {
-	Checkout(ctx context.Context, repoURL, revision string) (*gitfetch.Tree, error)
+	Checkout(ctx context.Context, repoURL, revision, tagPrefix string) (*gitfetch.Tree, error)
 }
 
 // ChartFetcher fetches charts from the allowed Helm repositories: a *chartfetch.Fetcher, or in a render worker
@@ -265,11 +265,16 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 	// open returns the files of repoURL at revision, and the commit they are at ("" for the checkout: the
 	// side's revision). The checkout's reads are recorded; a fetched repository's are not (they are not this
 	// repository's files: the Application's targetRevision is what changes them).
-	open := func(repoURL, revision string) (*repofs.FS, string, error) {
+	tagPrefixes := s.Target().GitTagPrefix()
+	open := func(src *v1alpha1.ApplicationSource) (*repofs.FS, string, error) {
+		repoURL, revision, tagPrefix := src.RepoURL, src.TargetRevision, ""
+		if tagPrefixes {
+			tagPrefix = src.TagPrefix
+		}
 		root, ok := repos(repoURL)
 		commit := ""
 		if !ok {
-			tree, err := r.gitTree(ctx, repoURL, revision)
+			tree, err := r.gitTree(ctx, repoURL, revision, tagPrefix)
 			if err != nil {
 				return nil, "", err
 			}
@@ -298,7 +303,7 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 			if src.Ref == "" {
 				continue
 			}
-			if f, commit, err := open(src.RepoURL, src.TargetRevision); err == nil {
+			if f, commit, err := open(&src); err == nil {
 				refs["$"+src.Ref] = f
 				refRevs["$"+src.Ref] = refRev{repoURL: src.RepoURL, targetRevision: src.TargetRevision, commit: commit}
 			} else if r.opts.Git != nil {
@@ -368,7 +373,7 @@ func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
 }
 
 func (r *Renderer) renderSource(ctx context.Context, app *v1alpha1.Application, instance string, src *v1alpha1.ApplicationSource,
-	open func(string, string) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error, refRevs map[string]refRev,
+	open func(*v1alpha1.ApplicationSource) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error, refRevs map[string]refRev,
 	s Settings) ([]*unstructured.Unstructured, string, error) {
 	fsys, appPath, commit, err := r.openSource(ctx, app, src, open, refs, refErrs)
 	if err != nil {

@@ -15,7 +15,7 @@ func (p *Pool) fetchGit(ctx context.Context, fc *fetchCall) *fetchReply {
 	if g == nil {
 		return &fetchReply{Err: toWire(errors.New("no git repositories are configured"))}
 	}
-	tree, err := g.Checkout(ctx, fc.RepoURL, fc.Revision)
+	tree, err := g.Checkout(ctx, fc.RepoURL, fc.Revision, fc.TagPrefix)
 	if errors.Is(err, gitfetch.ErrNotAllowed) {
 		err = render.NotAllowedError(err)
 	}

@@ -22,6 +22,7 @@ func TestPoolFetchesGitThroughTheParent(t *testing.T) {
 	repo := gitfetchtest.NewRepo(t, root, "platform.git")
 	repo.Commit("one", map[string]string{"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform}\ndata: {version: one}\n"})
 	repo.Tag("v1", "")
+	repo.Tag("svc/v2.0.0", "") // found only with the source's tagPrefix, which must cross the pipe
 	srv := gitfetchtest.Start(t, root, "reader", password)
 	url := srv.URL + "/platform.git"
 	set, err := repocreds.Parse("repositories.yaml", []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: platform\n  labels: {argocd.argoproj.io/secret-type: repository}\n"+
@@ -52,6 +53,10 @@ func TestPoolFetchesGitThroughTheParent(t *testing.T) {
 	}
 	if w, g := yamlOf(t, want), yamlOf(t, got); w != g || !strings.Contains(g, "version: one") {
 		t.Errorf("worker render:\n%s\nin-process:\n%s", g, w)
+	}
+	prefixed := appReq(t, "platform", "{repoURL: '"+url+"', path: manifests, targetRevision: '^2.0.0', tagPrefix: svc/}", t.TempDir())
+	if got, err := pool.Render(context.Background(), prefixed); err != nil || !strings.Contains(yamlOf(t, got), "version: one") {
+		t.Errorf("tagPrefix through the worker: %v", err)
 	}
 	_, err = pool.Render(context.Background(), appReq(t, "other", "{repoURL: '"+srv.URL+"/other.git', path: manifests, targetRevision: main}", t.TempDir()))
 	if !errors.Is(err, render.ErrExternalSource) || !strings.Contains(err.Error(), "other.git is not in the allowed repositories") ||

@@ -61,6 +61,8 @@ type fetchCall struct {
 	RepoURL  string `json:"repoURL"`
 	Chart    string `json:"chart"`
 	Revision string `json:"revision"`
+	// TagPrefix is a git source's tagPrefix (GitFetcher.Checkout), as the render target reads it.
+	TagPrefix string `json:"tagPrefix,omitempty"`
 }
 
 type fetchReply struct {

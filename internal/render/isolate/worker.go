@@ -312,8 +312,8 @@ func (c *chartProxy) Archive(_ context.Context, repository, chart, constraint st
 // the worker reads the tree the parent exported.
 type gitProxy struct{ c *chartProxy }
 
-func (g *gitProxy) Checkout(_ context.Context, repoURL, revision string) (*gitfetch.Tree, error) {
-	r, err := g.c.call(fetchCall{Git: true, RepoURL: repoURL, Revision: revision})
+func (g *gitProxy) Checkout(_ context.Context, repoURL, revision, tagPrefix string) (*gitfetch.Tree, error) {
+	r, err := g.c.call(fetchCall{Git: true, RepoURL: repoURL, Revision: revision, TagPrefix: tagPrefix})
 	if err != nil {
 		return nil, err
 	}

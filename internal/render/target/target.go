@@ -121,6 +121,12 @@ func (v Version) HelmVersionError(got string) error {
 // before, a pattern is an ordinary path that names no file.
 func (v Version) ValueFileGlobs() bool { return v.atLeast(3, 4) }
 
+// GitTagPrefix reports that a git source's tagPrefix is read: added in Argo CD 3.6 (ApplicationSource.TagPrefix;
+// reposerver/repository/repository.go passes git.WithTagPrefix(source.TagPrefix), util/git/client.go lsRemote
+// hands it to util/versions/tags.go MaxVersion): only tags with the prefix are candidates for a semver
+// targetRevision, compared without it, and the tag found keeps it. Before, the field does not exist.
+func (v Version) GitTagPrefix() bool { return v.atLeast(3, 6) }
+
 // DirectoryExtensionFilterOption reports that a directory source's disableExtensionFilter is read: added in Argo
 // CD 3.6 (pkg/apis/application/v1alpha1/types.go ApplicationSourceDirectory.DisableExtensionFilter,
 // reposerver/repository/repository.go getPotentiallyValidManifestFile: with it set, files of any name are
