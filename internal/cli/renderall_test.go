@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
@@ -29,9 +30,7 @@ spec:
   source: {repoURL: ` + fleetURL + `, targetRevision: main, path: does/not/exist}
   destination: {server: https://kubernetes.default.svc, namespace: broken}
 `
-	if err := os.WriteFile(filepath.Join(dir, "apps", "broken.yaml"), []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	filetest.Write(t, dir, "apps/broken.yaml", broken)
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	gittest.Run(t, dir, "remote", "add", "origin", fleetURL)
 	gittest.Run(t, dir, "add", "-A")

@@ -3,7 +3,6 @@ package renderall
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 	"github.com/fleetwave/fleetwave/internal/testkit/fleetgen"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
@@ -75,13 +75,7 @@ func fleet(t *testing.T, clusters int) string {
 		t.Fatal(err)
 	}
 	for p, c := range extra {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		filetest.Write(t, dir, p, c)
 	}
 	gittest.Run(t, dir, "init", "-q", "-b", "main")
 	gittest.Run(t, dir, "remote", "add", "origin", repoURL)
