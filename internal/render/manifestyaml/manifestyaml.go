@@ -225,8 +225,13 @@ func mightBeJSON(data []byte) bool {
 }
 
 // Marshal is sigsyaml.Marshal(obj) for an object as JSON decoding makes them (maps with string keys, slices,
-// strings, int64, float64, bool and nil), as WriteYAML and the diff's YAML use it.
+// strings, int64, float64, bool and nil), as WriteYAML and the diff's YAML use it. The encoder of encode.go
+// writes yaml.v2's bytes itself; what it leaves to the libraries goes to yaml.v2's encoder, given obj as it is
+// when direct holds, else yamlValue's copy, else to sigsyaml.Marshal.
 func Marshal(obj map[string]interface{}) ([]byte, error) {
+	if out, ok := encode(obj, 512); ok {
+		return out, nil
+	}
 	if direct(obj, 0) {
 		return yaml.Marshal(obj)
 	}
