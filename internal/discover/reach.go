@@ -11,6 +11,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/discover/plainyaml"
 )
 
 // Reach is a superset of the repository files an app's render can read, computed from its definition and the
@@ -447,6 +449,11 @@ func yamlStrings(data []byte) []string {
 		}
 	}
 	for _, d := range docs {
+		// plainyaml's value is yaml.v3's for the documents it takes (most kustomization files): the same strings.
+		if v, ok := plainyaml.Parse(d); ok {
+			walk(v)
+			continue
+		}
 		var v any
 		if yamlv3.Unmarshal(d, &v) == nil {
 			walk(v)
