@@ -247,6 +247,12 @@ func (c *Clusters) Resolve(dest v1alpha1.ApplicationDestination) (Cluster, error
 
 // splitDocuments splits a YAML stream into its documents (empty ones dropped).
 func splitDocuments(data []byte) ([][]byte, error) {
+	if doc, ok := singleDocument(data); ok {
+		if len(bytes.TrimSpace(doc)) == 0 {
+			return nil, nil
+		}
+		return [][]byte{doc}, nil
+	}
 	rd := utilyaml.NewYAMLReader(bufioReader(data))
 	var docs [][]byte
 	for {
@@ -262,6 +268,20 @@ func splitDocuments(data []byte) ([][]byte, error) {
 		}
 		docs = append(docs, d)
 	}
+}
+
+// singleDocument is what the YAMLReader returns for a stream without a line starting with "---" (its separator)
+// and without a carriage return (its LineReader drops the one before a line feed): the stream as one document,
+// its last line ended with a line feed (apimachinery util/yaml/decoder.go YAMLReader.Read, LineReader.Read). ok is
+// false for other streams, which the YAMLReader splits.
+func singleDocument(data []byte) (doc []byte, ok bool) {
+	if bytes.HasPrefix(data, []byte("---")) || bytes.Contains(data, []byte("\n---")) || bytes.IndexByte(data, '\r') >= 0 {
+		return nil, false
+	}
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data[:len(data):len(data)], '\n')
+	}
+	return data, true
 }
 
 func firstDocument(data []byte) []byte {
