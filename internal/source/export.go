@@ -62,6 +62,10 @@ type ExportOptions struct {
 	// Lazy writes no file when the checkout is made: ReadFile reads from git's objects, and Materialise writes
 	// the parts a reader of the directory needs (see lazy.go).
 	Lazy bool
+	// Keep names files (by base name) whose content a lazy checkout keeps in memory from its index pass, when
+	// small, as it keeps the indexed files': files read one by one all over the tree (kustomization files, for the
+	// reach of every app), which ReadFile would otherwise ask git for one round trip at a time.
+	Keep []string
 }
 
 // Checkout is one revision of the repository materialised in a temporary directory.
@@ -73,6 +77,7 @@ type Checkout struct {
 	entries map[string]entry
 	files   []string
 	index   []string
+	keep    []string
 	marksMu sync.Mutex
 	marks   map[string]uint64 // path -> bit i set when the file contains index[i]
 	skipped []string
@@ -191,7 +196,7 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 	if err != nil {
 		return nil, fmt.Errorf("creating checkout directory: %w", err)
 	}
-	co := &Checkout{Dir: dir, Rev: treeish, entries: make(map[string]entry, len(entries)), index: opts.Index, marks: map[string]uint64{}, skipped: skipped}
+	co := &Checkout{Dir: dir, Rev: treeish, entries: make(map[string]entry, len(entries)), index: opts.Index, keep: opts.Keep, marks: map[string]uint64{}, skipped: skipped}
 	for _, e := range entries {
 		co.entries[e.path] = e
 		co.files = append(co.files, e.path)

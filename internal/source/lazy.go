@@ -212,8 +212,14 @@ func (c *Checkout) written(p string) bool {
 // their sizes, link targets and Index marks, keeping the content of small indexed files. Blobs from knows (same
 // content, same index) are not read again; each other blob is read once however many paths hold it.
 func (r *Repo) index(ctx context.Context, co *Checkout, from *Checkout, entries []entry, lim Limits) error {
-	share := from != nil && from.lazy && slices.Equal(co.index, from.index)
+	share := from != nil && from.lazy && slices.Equal(co.index, from.index) && slices.Equal(co.keep, from.keep)
 	var read []entry
+	keep := map[string]bool{} // by blobKey: content kept whatever its marks
+	for _, e := range entries {
+		if e.mode != "120000" && slices.Contains(co.keep, path.Base(e.path)) {
+			keep[blobKey(e)] = true
+		}
+	}
 	for _, e := range entries {
 		k := blobKey(e)
 		if _, ok := co.blobs[k]; ok {
@@ -227,7 +233,7 @@ func (r *Repo) index(ctx context.Context, co *Checkout, from *Checkout, entries 
 		read = append(read, e)
 	}
 	if len(read) > 0 {
-		if err := r.readIndex(ctx, co, read, lim); err != nil {
+		if err := r.readIndex(ctx, co, read, keep, lim); err != nil {
 			return err
 		}
 	}
@@ -255,7 +261,7 @@ func (c *Checkout) knows(k string) (blob, bool) {
 	return b, ok
 }
 
-func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, lim Limits) error {
+func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, keep map[string]bool, lim Limits) error {
 	cmd := r.command(ctx, "cat-file", "--batch")
 	var in bytes.Buffer
 	for _, e := range read {
@@ -271,7 +277,7 @@ func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, lim Li
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting git cat-file: %w", err)
 	}
-	readErr := co.indexBlobs(bufio.NewReaderSize(stdout, 256<<10), read, lim)
+	readErr := co.indexBlobs(bufio.NewReaderSize(stdout, 256<<10), read, keep, lim)
 	if readErr != nil {
 		_ = cmd.Process.Kill()
 		_, _ = io.Copy(io.Discard, stdout)
@@ -289,8 +295,9 @@ func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, lim Li
 	return nil
 }
 
-// indexBlobs reads `git cat-file --batch` answers for entries, in order.
-func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, lim Limits) error {
+// indexBlobs reads `git cat-file --batch` answers for entries, in order, keeping the small ones with marks or in
+// keep (by blobKey).
+func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string]bool, lim Limits) error {
 	var total int64
 	longest := 0
 	for _, x := range c.index {
@@ -319,7 +326,7 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, lim Limits) err
 			if err != nil {
 				return fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 			}
-			if m = c.marksOf(data); m != 0 {
+			if m = c.marksOf(data); m != 0 || keep[blobKey(e)] {
 				b.data = data
 			}
 		default:

@@ -213,3 +213,37 @@ func TestLazyDeriveSharesIndexAndLinksWrittenFiles(t *testing.T) {
 		t.Fatalf("base after head's Close: %q, %v", b, err)
 	}
 }
+
+// Files named by ExportOptions.Keep are read from memory, as the indexed ones are; others still from git, the same
+// content either way, in the checkout and in one derived from it.
+func TestLazyKeepsNamedFiles(t *testing.T) {
+	_, r := lazyRepo(t)
+	ctx := context.Background()
+	opts := ExportOptions{TempDir: t.TempDir(), Index: []string{"argoproj.io"}, Lazy: true, Keep: []string{"Chart.yaml"}}
+	base, err := r.Checkout(ctx, "HEAD", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	head, err := r.Derive(ctx, base, "HEAD", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer head.Close()
+	for _, co := range []*Checkout{base, head} {
+		for file, want := range map[string]string{"charts/web/Chart.yaml": "name: web\n", "apps/web.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: Application\n"} {
+			if got, err := co.ReadFile(file); err != nil || string(got) != want {
+				t.Fatalf("ReadFile(%s) = %q, %v", file, got, err)
+			}
+		}
+		if co.blobRd != nil {
+			t.Fatal("a kept file was read from git")
+		}
+		if got, err := co.ReadFile("values/web.yaml"); err != nil || string(got) != "replicas: 1\n" {
+			t.Fatalf("ReadFile(values/web.yaml) = %q, %v", got, err)
+		}
+		if co.blobRd == nil {
+			t.Fatal("a file neither indexed nor kept was read from memory")
+		}
+	}
+}
