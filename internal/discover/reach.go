@@ -369,8 +369,20 @@ func (c *reachCalc) chartDeps(dir string) *reachSet {
 	return rs
 }
 
+// kustomizationNames are the names of a kustomization file, in the order Kustomize looks for them
+// (sigs.k8s.io/kustomize/api konfig/general.go RecognizedKustomizationFileNames).
+func kustomizationNames() []string {
+	return []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+}
+
+// ReadByName lists the names of the files Reach reads wherever the tree holds them: kustomization files (every
+// Kustomize app's) and chart definitions. A Reader that has them at hand spares Reach a read of each.
+func ReadByName() []string {
+	return append(kustomizationNames(), "Chart.yaml", "requirements.yaml")
+}
+
 func kustomizationIn(t *dirTree, dir string) string {
-	for _, n := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+	for _, n := range kustomizationNames() {
 		if p := path.Join(dir, n); t.has(p) {
 			return p
 		}

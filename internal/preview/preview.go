@@ -258,34 +258,31 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 
 	// Lazy: discovery reads the files it needs from git's objects, and each render first writes what it can read
-	// (its reach): a change to a repository of thousands of apps writes the files of the apps it renders.
-	exportOpts := source.ExportOptions{TempDir: in.TempDir, Index: []string{needleArgo, needleApplication}, Lazy: true}
+	// (its reach): a change to a repository of thousands of apps writes the files of the apps it renders. The
+	// files the reach of every app reads (kustomization files) are kept in memory from the checkout's index pass.
+	exportOpts := source.ExportOptions{TempDir: in.TempDir, Index: []string{needleArgo, needleApplication}, Lazy: true, Keep: discover.ReadByName()}
 	baseCo, err := repo.Checkout(ctx, baseSHA, exportOpts)
 	if err != nil {
 		return nil, err
 	}
 	defer baseCo.Close()
-	headCo, err := repo.Derive(ctx, baseCo, headTree, exportOpts)
-	if err != nil {
-		return nil, err
+	// The head's checkout is derived while the base is discovered: listing and indexing it is mostly waiting for
+	// git, discovering the base mostly parsing.
+	type derived struct {
+		co  *source.Checkout
+		err error
 	}
-	defer headCo.Close()
-	baseSide, headSide := newSide(baseCo), newSide(headCo)
+	headDerived := make(chan derived, 1)
+	go func() {
+		co, err := repo.Derive(ctx, baseCo, headTree, exportOpts)
+		headDerived <- derived{co, err}
+	}()
 
 	conc := in.Concurrency
 	if conc <= 0 {
 		conc = max(2, runtime.GOMAXPROCS(0))
 	}
 	settings := in.Settings.WithDefaults()
-	remote, _ := in.Live.(RemoteRenderer)
-	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
-		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
-	p.budget = in.RenderBudget
-	if p.budget == 0 {
-		p.budget = DefaultRenderBudget
-	}
-	p.base.settings, p.head.settings = settings, settings
-	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
 	var generate discover.GenerateFunc
 	if g, ok := in.Live.(AppSetGenerator); ok {
 		generate = func(set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
@@ -296,7 +293,25 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		return discover.Options{Root: s.co.Dir, Files: s.co.Files(), Reader: s.co, Cache: in.Discovered, Mentions: s.mentions, Clusters: in.Clusters,
 			IsThisRepo: matcher.Match, ControlPlaneNamespace: settings.ControlPlaneNamespace, Generate: generate}
 	}
-	p.base.inv = discover.Discover(discoverOpts(p.base))
+	baseSide := newSide(baseCo)
+	baseSide.inv = discover.Discover(discoverOpts(baseSide))
+	d := <-headDerived
+	if d.err != nil {
+		return nil, d.err
+	}
+	headCo := d.co
+	defer headCo.Close()
+	headSide := newSide(headCo)
+
+	remote, _ := in.Live.(RemoteRenderer)
+	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
+		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
+	p.budget = in.RenderBudget
+	if p.budget == 0 {
+		p.budget = DefaultRenderBudget
+	}
+	p.base.settings, p.head.settings = settings, settings
+	p.base.settings.Revision, p.head.settings.Revision = baseSHA, headSHA
 	headOpts := discoverOpts(p.head)
 	headOpts.Reuse, headOpts.Changed = p.base.inv, map[string]bool{}
 	for _, f := range p.changed {
