@@ -48,15 +48,22 @@ type encoder struct {
 	out        []byte
 	column     int
 	indent     int
-	whitespace bool // the last character written is whitespace
-	indention  bool // the line holds only indentation so far
-	keys       []string
+	whitespace bool    // the last character written is whitespace
+	indention  bool    // the line holds only indentation so far
+	entries    []entry // the entries of the mappings being written, a stack
+}
+
+// entry is a mapping's key and value, sorted together.
+type entry struct {
+	key   string
+	value interface{}
 }
 
 // encode returns what sigsyaml.Marshal(v) returns for v (yaml.v2's bytes for the value json.Marshal(v) reads
-// back as), or false when v holds anything the encoder leaves to the libraries (see the comment above).
-func encode(v interface{}, sizeHint int) ([]byte, bool) {
-	e := encoder{out: make([]byte, 0, sizeHint), indent: -1, whitespace: true, indention: true}
+// back as), or false when v holds anything the encoder leaves to the libraries (see the comment above). It
+// writes over buf's storage, grown as needed.
+func encode(v interface{}, buf []byte) ([]byte, bool) {
+	e := encoder{out: buf[:0], indent: -1, whitespace: true, indention: true}
 	// emitterc.go: the first document's start is implicit (nothing written), its end writes an indent
 	// (the final line break) and no "...".
 	if !e.node(v, false, 0) {
@@ -108,7 +115,7 @@ func (e *encoder) node(v interface{}, mapping bool, depth int) bool {
 			return false
 		}
 	case string:
-		if !printable(t) {
+		if !printableText(t) {
 			return false
 		}
 		e.scalar(t, analyzeScalar(t), requestedStyle(t), false)
@@ -144,6 +151,7 @@ func (e *encoder) plainWord(s string) {
 	if !e.whitespace {
 		e.put(' ')
 	}
+	e.reserve(len(s) + 1)
 	e.out = append(e.out, s...)
 	e.column += len(s)
 	e.whitespace = false
@@ -161,23 +169,23 @@ func (e *encoder) emptyFlow(open, closing byte) {
 // blockMapping is emitterc.go's yaml_emitter_emit_block_mapping_key and _value for a mapping's keys in
 // keyList order (encode.go mapv).
 func (e *encoder) blockMapping(m map[string]interface{}, depth int) bool {
-	start := len(e.keys)
-	for k := range m {
-		if len(k) > maxKeyBytes || !printable(k) {
-			e.keys = e.keys[:start]
+	start := len(e.entries)
+	for k, v := range m {
+		if len(k) > maxKeyBytes || !printableText(k) {
+			e.entries = e.entries[:start]
 			return false
 		}
-		e.keys = append(e.keys, k)
+		e.entries = append(e.entries, entry{k, v})
 	}
-	end := len(e.keys)
-	if !sortKeys(e.keys[start:end]) {
-		e.keys = e.keys[:start]
+	end := len(e.entries)
+	if !sortEntries(e.entries[start:end]) {
+		e.entries = e.entries[:start]
 		return false
 	}
 	saved := e.indent
 	e.increaseIndent(false, false)
 	for i := start; i < end; i++ {
-		k := e.keys[i]
+		k, v := e.entries[i].key, e.entries[i].value
 		e.writeIndent()
 		a := analyzeScalar(k)
 		// yaml_emitter_check_simple_key: a scalar key is simple unless it is multi-line or longer than 128
@@ -191,12 +199,12 @@ func (e *encoder) blockMapping(m map[string]interface{}, depth int) bool {
 			e.writeIndent()
 			e.writeIndicator(':', true, false, true)
 		}
-		if !e.node(m[k], true, depth+1) {
-			e.keys = e.keys[:start]
+		if !e.node(v, true, depth+1) {
+			e.entries = e.entries[:start]
 			return false
 		}
 	}
-	e.keys = e.keys[:start]
+	e.entries = e.entries[:start]
 	e.indent = saved
 	return true
 }
@@ -309,6 +317,16 @@ func analyzeScalar(value string) scalarAnalysis {
 	}
 	precededByWS = true
 	for i, w := 0, 0; i < len(value); i += w {
+		if i > 0 && ordinary(value[i]) {
+			// A run of characters that only reset the previous-character flags.
+			j := i + 1
+			for j < len(value) && ordinary(value[j]) {
+				j++
+			}
+			w = j - i
+			previousSpace, previousBreak, precededByWS = false, false, false
+			continue
+		}
 		w = width(value[i])
 		followedByWS := i+w >= len(value) || isBlank(value, i+w)
 		if i == 0 {
@@ -389,6 +407,29 @@ func analyzeScalar(value string) scalarAnalysis {
 	return a
 }
 
+// ordinary reports whether yaml_emitter_analyze_scalar, past a value's first character, does no more with c than
+// clear its previous-space, previous-break and preceded-by-whitespace flags: printable ASCII that is neither
+// blank nor a break, and neither ':' nor '#' (indicators after a space or before one; the other indicators
+// only set flow_indicators, which block output does not read).
+func ordinary(c byte) bool {
+	return c > ' ' && c < 0x7F && c != ':' && c != '#'
+}
+
+// printableText is printable, eight bytes at a time over the ASCII (but DEL) that starts most strings.
+func printableText(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte from 0x7F up has its high bit set, or gets it when one is added (no carry below it: a byte
+		// that carries is 0xFF, caught itself).
+		if (w|(w+0x0101010101010101))&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	return printable(s[i:])
+}
+
 // Character classes of yamlprivateh.go, on a valid UTF-8 string.
 
 func width(b byte) int {
@@ -433,19 +474,44 @@ func startsWithBOM(b string) bool {
 
 // Writers of emitterc.go: put, put_break, write, write_break.
 
+// reserve makes room for n more bytes, doubling the output (append grows large slices by a quarter, which
+// allocates about five times the output of a large object in all).
+func (e *encoder) reserve(n int) {
+	if cap(e.out)-len(e.out) < n {
+		e.out = slices.Grow(e.out, max(n, cap(e.out), 512))
+	}
+}
+
 func (e *encoder) put(c byte) {
+	e.reserve(1)
 	e.out = append(e.out, c)
 	e.column++
 }
 
 func (e *encoder) putBreak() {
+	e.reserve(1)
 	e.out = append(e.out, '\n')
 	e.column = 0
+}
+
+// writeRun copies the characters of s from *i up to the first that stop tells apart, for a stop that holds
+// for every byte from utf8.RuneSelf up, so that each byte copied is a character and counts one column, as
+// write counts them.
+func (e *encoder) writeRun(s string, i *int, stop func(byte) bool) {
+	j := *i
+	for j < len(s) && !stop(s[j]) {
+		j++
+	}
+	e.reserve(j - *i)
+	e.out = append(e.out, s[*i:j]...)
+	e.column += j - *i
+	*i = j
 }
 
 // write copies the character at s[*i] and counts one column for it.
 func (e *encoder) write(s string, i *int) {
 	w := width(s[*i])
+	e.reserve(w)
 	e.out = append(e.out, s[*i:*i+w]...)
 	e.column++
 	*i += w
@@ -468,11 +534,17 @@ func (e *encoder) writeIndent() {
 		e.putBreak()
 	}
 	for e.column < indent {
-		e.put(' ')
+		n := min(indent-e.column, len(spaces))
+		e.reserve(n)
+		e.out = append(e.out, spaces[:n]...)
+		e.column += n
 	}
 	e.whitespace = true
 	e.indention = true
 }
+
+// spaces are what writeIndent writes at most at once.
+const spaces = "                                                                "
 
 // writeIndicator is yaml_emitter_write_indicator (emitterc.go) for a one-character indicator.
 func (e *encoder) writeIndicator(c byte, needWhitespace, isWhitespace, isIndention bool) {
@@ -512,13 +584,38 @@ func (e *encoder) writePlain(value string, allowBreaks bool) {
 			if breaks {
 				e.writeIndent()
 			}
-			e.write(value, &i)
+			if value[i] < utf8.RuneSelf && value[i] != '\r' {
+				e.writeRun(value, &i, plainStop)
+			} else {
+				e.write(value, &i)
+			}
 			e.indention = false
 			spaces, breaks = false, false
 		}
 	}
 	e.whitespace = false
 	e.indention = false
+}
+
+// plainStop ends a run of characters writePlain copies as they are: a space, a break, non-ASCII.
+func plainStop(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c >= utf8.RuneSelf
+}
+
+// singleQuotedStop ends a run of characters writeSingleQuoted copies as they are: plainStop's and a quote.
+func singleQuotedStop(c byte) bool {
+	return plainStop(c) || c == '\''
+}
+
+// doubleQuotedStop ends a run of characters writeDoubleQuoted copies as they are: a space, a character it
+// escapes, non-ASCII.
+func doubleQuotedStop(c byte) bool {
+	return c <= ' ' || c >= 0x7F || c == '"' || c == '\\'
+}
+
+// literalStop ends a run of characters writeLiteral copies as they are: a break, non-ASCII.
+func literalStop(c byte) bool {
+	return c == '\n' || c == '\r' || c >= utf8.RuneSelf
 }
 
 // writeSingleQuoted is yaml_emitter_write_single_quoted_scalar (emitterc.go).
@@ -548,8 +645,12 @@ func (e *encoder) writeSingleQuoted(value string, allowBreaks bool) {
 			}
 			if value[i] == '\'' {
 				e.put('\'')
+				e.write(value, &i)
+			} else if value[i] < utf8.RuneSelf && value[i] != '\r' {
+				e.writeRun(value, &i, singleQuotedStop)
+			} else {
+				e.write(value, &i)
 			}
-			e.write(value, &i)
 			e.indention = false
 			spaces, breaks = false, false
 		}
@@ -630,7 +731,11 @@ func (e *encoder) writeDoubleQuoted(value string, allowBreaks bool) {
 			}
 			spaces = true
 		default:
-			e.write(value, &i)
+			if value[i] < utf8.RuneSelf {
+				e.writeRun(value, &i, doubleQuotedStop)
+			} else {
+				e.write(value, &i)
+			}
 			spaces = false
 		}
 	}
@@ -678,7 +783,11 @@ func (e *encoder) writeLiteral(value string) {
 		if breaks {
 			e.writeIndent()
 		}
-		e.write(value, &i)
+		if value[i] < utf8.RuneSelf && value[i] != '\r' {
+			e.writeRun(value, &i, literalStop)
+		} else {
+			e.write(value, &i)
+		}
 		e.indention = false
 		breaks = false
 	}
@@ -798,24 +907,24 @@ func parseTimestamp(s string) bool {
 	return false
 }
 
-// sortKeys sorts keys as yaml.v2 sorts a map's keys (encode.go mapv: sort.Sort(keyList)), and reports false
+// sortEntries sorts a mapping's entries as yaml.v2 sorts a map's keys (encode.go mapv: sort.Sort(keyList)), and reports false
 // when keyList.Less does not order them consistently: it compares runs of digits as numbers from the first
 // difference on, which is not transitive (for "0001", "000a" and "001" it holds a cycle), and on such keys
 // yaml.v2's order depends on the order Go's map iteration gave it. Keys without a digit are ordered
 // lexicographically by (is a letter, code point), a total order; others are checked pairwise.
-func sortKeys(keys []string) bool {
-	slices.SortFunc(keys, func(a, b string) int {
+func sortEntries(entries []entry) bool {
+	slices.SortFunc(entries, func(a, b entry) int {
 		switch {
-		case a == b:
+		case a.key == b.key:
 			return 0
-		case keyLess(a, b):
+		case keyLess(a.key, b.key):
 			return -1
 		}
 		return 1
 	})
 	digits := false
-	for _, k := range keys {
-		if mayHoldDigit(k) {
+	for _, en := range entries {
+		if mayHoldDigit(en.key) {
 			digits = true
 			break
 		}
@@ -823,9 +932,9 @@ func sortKeys(keys []string) bool {
 	if !digits {
 		return true
 	}
-	for i := range keys {
-		for j := i + 1; j < len(keys); j++ {
-			if !keyLess(keys[i], keys[j]) {
+	for i := range entries {
+		for j := i + 1; j < len(entries); j++ {
+			if !keyLess(entries[i].key, entries[j].key) {
 				return false
 			}
 		}

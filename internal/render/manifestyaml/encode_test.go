@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v2"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
@@ -19,7 +20,7 @@ import (
 // itself where yaml.v2 writes obj as sigsyaml.Marshal does (direct).
 func checkEncode(t *testing.T, obj map[string]interface{}) {
 	t.Helper()
-	got, ok := encode(obj, 0)
+	got, ok := encode(obj, nil)
 	if !ok {
 		t.Fatalf("encode gave up on %#v", obj)
 	}
@@ -148,13 +149,28 @@ func TestEncodeGivesUp(t *testing.T) {
 		{"too deep", deep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := encode(tc.obj, 0); ok {
+			if _, ok := encode(tc.obj, nil); ok {
 				t.Fatalf("encode covered %.200v", tc.obj)
 			}
 			if tc.name != "keys keyList.Less does not order" { // yaml.v2's own order varies there
 				checkMarshal(t, tc.obj)
 			}
 		})
+	}
+}
+
+// TestPrintableText compares printableText with printable on strings with each kind of character at each
+// position of an eight-byte word.
+func TestPrintableText(t *testing.T) {
+	for _, c := range []string{"a", "~", "\x00", "\x7f", "\u0080", "\u0085", "\u00ff", "\ufeff", "\ufffe", "\U0001F680", "\xff", "\xc3"} {
+		for pre := 0; pre < 20; pre++ {
+			for _, post := range []string{"", "x", "abcdefghijklmnop"} {
+				s := strings.Repeat("x", pre) + c + post
+				if printableText(s) != printable(s) {
+					t.Fatalf("printableText(%q) = %v, printable: %v", s, printableText(s), printable(s))
+				}
+			}
+		}
 	}
 }
 
@@ -221,4 +237,214 @@ func TestEncodeCorpus(t *testing.T) {
 		t.Fatal("no objects in the fidelity corpus")
 	}
 	t.Logf("%d files, %d objects", len(files), objects)
+}
+
+// fuzzPieces are the alphabet of FuzzMarshal's strings: indicators, words YAML resolves, breaks, blanks,
+// escapes, multi-byte characters and what the encoder leaves to the libraries (NEL, DEL).
+var fuzzPieces = []string{
+	"a", "b", "Z", "0", "1", "9", " ", "  ", "\n", "\t", "\r", ":", ": ", "#", " #", "-", "- ", "?", "'", "\"", "\\",
+	"@", "`", "!", "&", "*", "|", ">", "%", ",", "[", "]", "{", "}", ".", "...", "---", "~", "_", "+",
+	"true", "no", "null", "0x1F", "1e3", "1.5", "2001-12-14", "1:20", "<<",
+	"é", "日", "🚀", "\u00a0", "\u2028", "\u2029", "\ufeff", "\x00", "\x01", "\x1b", "\u0085", "\x7f",
+	"word", "longerword", "abcdefghijklmnopqrstuvwxyz",
+}
+
+// fuzzObject builds an object from fuzz bytes: nested mappings and sequences of strings, numbers, booleans,
+// nulls, nil and empty containers, keys and strings drawn from fuzzPieces.
+type fuzzObject struct {
+	in []byte
+}
+
+func (f *fuzzObject) next() int {
+	if len(f.in) == 0 {
+		return 0
+	}
+	b := f.in[0]
+	f.in = f.in[1:]
+	return int(b)
+}
+
+func (f *fuzzObject) str() string {
+	n := f.next() % 24
+	if n >= 20 { // long: a piece repeated past the folding width
+		p := fuzzPieces[f.next()%len(fuzzPieces)] + fuzzPieces[f.next()%len(fuzzPieces)]
+		return strings.Repeat(p, 1+f.next()%60)
+	}
+	var b strings.Builder
+	for range n {
+		b.WriteString(fuzzPieces[f.next()%len(fuzzPieces)])
+	}
+	return b.String()
+}
+
+func (f *fuzzObject) value(depth int) interface{} {
+	switch k := f.next() % 16; {
+	case k < 6 || depth > 6:
+		return f.str()
+	case k == 6:
+		return int64(f.next()-128) * int64(1+f.next()) * int64(1+f.next()*f.next())
+	case k == 7:
+		return []interface{}{nil, true, false}[f.next()%3]
+	case k == 8:
+		return []float64{0.5, 2, 1e21, 1e20, 1e-7, math.Copysign(0, -1), 1.8e19, -123.25, math.NaN()}[f.next()%9]
+	case k == 9:
+		return []interface{}{map[string]interface{}(nil), []interface{}(nil), map[string]interface{}{}, []interface{}{}}[f.next()%4]
+	case k < 13:
+		return f.mapping(depth + 1)
+	default:
+		s := make([]interface{}, f.next()%5)
+		for i := range s {
+			s[i] = f.value(depth + 1)
+		}
+		return s
+	}
+}
+
+func (f *fuzzObject) mapping(depth int) map[string]interface{} {
+	m := map[string]interface{}{}
+	for n := f.next() % 6; n > 0; n-- {
+		m[f.str()] = f.value(depth)
+	}
+	return m
+}
+
+// orderable reports whether every mapping in v has keys that keyList.Less orders consistently (elsewhere yaml.v2's
+// output follows Go's map iteration order and cannot be compared).
+func orderable(v interface{}) bool {
+	switch t := v.(type) {
+	case map[string]interface{}:
+		entries := make([]entry, 0, len(t))
+		for k, e := range t {
+			if !orderable(e) {
+				return false
+			}
+			entries = append(entries, entry{k, e})
+		}
+		return sortEntries(entries)
+	case []interface{}:
+		for _, e := range t {
+			if !orderable(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// coverable reports whether the encoder must cover v (given orderable keys): printable strings and keys, keys
+// within maxKeyBytes, finite numbers.
+func coverable(v interface{}) bool {
+	switch t := v.(type) {
+	case string:
+		return printable(t)
+	case float64:
+		return !math.IsNaN(t) && !math.IsInf(t, 0)
+	case map[string]interface{}:
+		for k, e := range t {
+			if len(k) > maxKeyBytes || !printable(k) || !coverable(e) {
+				return false
+			}
+		}
+	case []interface{}:
+		for _, e := range t {
+			if !coverable(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FuzzMarshal compares the encoder with yaml.v2 and sigsyaml.Marshal on random objects, and Marshal with
+// sigsyaml.Marshal where the encoder gives up.
+func FuzzMarshal(f *testing.F) {
+	f.Add([]byte("\x0a\x03\x05\x01\x02\x00\x0b\x02\x14\x03\x04\x05\x10"))
+	f.Add([]byte(strings.Repeat("\x0c\x04\x14\x30\x31\x20", 8)))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		obj := (&fuzzObject{in: in}).mapping(0)
+		if !orderable(obj) {
+			return
+		}
+		got, ok := encode(obj, nil)
+		want, wantErr := sigsyaml.Marshal(obj)
+		if !ok {
+			if coverable(obj) {
+				t.Fatalf("encode gave up on %#v", obj)
+			}
+			checkMarshal(t, obj)
+			return
+		}
+		if wantErr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("encode of %#v:\n%s\nsigsyaml.Marshal (%v):\n%s", obj, got, wantErr, want)
+		}
+		if direct(obj, 0) {
+			if v2, err := yaml.Marshal(obj); err != nil || !bytes.Equal(got, v2) {
+				t.Fatalf("encode of %#v:\n%s\nyaml.v2 (%v):\n%s", obj, got, err, v2)
+			}
+		}
+	})
+}
+
+// BenchmarkMarshalGeneratedCRDs is BenchmarkMarshalLargeChart on generated objects shaped like a chart's CRDs
+// (deep openAPIV3Schema properties with long descriptions), for a clone without the fidelity corpus: about
+// 40 objects, 2.5 MB of YAML.
+func BenchmarkMarshalGeneratedCRDs(b *testing.B) {
+	objs := make([]*unstructured.Unstructured, 40)
+	for i := range objs {
+		objs[i] = &unstructured.Unstructured{Object: generatedCRD(i)}
+	}
+	benchmarkMarshal(b, objs)
+}
+
+// generatedCRD is a CustomResourceDefinition whose schema nests objects four levels deep, each property with a
+// description long enough to fold, an enum, a pattern and the usual Kubernetes keys.
+func generatedCRD(n int) map[string]interface{} {
+	var props func(depth int) map[string]interface{}
+	props = func(depth int) map[string]interface{} {
+		m := map[string]interface{}{}
+		for i := 0; i < 7; i++ {
+			p := map[string]interface{}{
+				"description": fmt.Sprintf("Field %d of level %d. ", i, depth) + strings.Repeat("It configures how the operator reconciles the resource, see the docs. ", 1+i%3),
+				"type":        "string",
+			}
+			switch {
+			case depth < 3 && i%3 == 0:
+				p["type"] = "object"
+				p["properties"] = props(depth + 1)
+				p["required"] = []interface{}{"name", "key"}
+				p["x-kubernetes-map-type"] = "atomic"
+			case i%3 == 1:
+				p["type"] = "array"
+				p["items"] = map[string]interface{}{"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"}
+			default:
+				p["enum"] = []interface{}{"Always", "IfNotPresent", "Never"}
+				p["default"] = "IfNotPresent"
+				p["format"] = "int-or-string"
+				p["x-kubernetes-int-or-string"] = true
+			}
+			m[fmt.Sprintf("field%dName%s", i, strings.Repeat("x", depth))] = p
+		}
+		return m
+	}
+	return map[string]interface{}{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata": map[string]interface{}{
+			"name":        fmt.Sprintf("things%d.example.com", n),
+			"annotations": map[string]interface{}{"controller-gen.kubebuilder.io/version": "v0.16.1", "argocd.argoproj.io/sync-options": "ServerSideApply=true"},
+			"labels":      map[string]interface{}{"app.kubernetes.io/name": "thing", "helm.sh/chart": "thing-1.2.3"},
+		},
+		"spec": map[string]interface{}{
+			"group": "example.com",
+			"names": map[string]interface{}{"kind": "Thing", "listKind": "ThingList", "plural": "things", "singular": "thing"},
+			"scope": "Namespaced",
+			"versions": []interface{}{map[string]interface{}{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
+					"type":       "object",
+					"properties": map[string]interface{}{"spec": map[string]interface{}{"type": "object", "properties": props(0)}},
+				}},
+			}},
+		},
+	}
 }

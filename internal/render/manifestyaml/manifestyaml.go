@@ -229,7 +229,7 @@ func mightBeJSON(data []byte) bool {
 // writes yaml.v2's bytes itself; what it leaves to the libraries goes to yaml.v2's encoder, given obj as it is
 // when direct holds, else yamlValue's copy, else to sigsyaml.Marshal.
 func Marshal(obj map[string]interface{}) ([]byte, error) {
-	if out, ok := encode(obj, 512); ok {
+	if out, ok := encode(obj, nil); ok {
 		return out, nil
 	}
 	if direct(obj, 0) {
@@ -242,7 +242,9 @@ func Marshal(obj map[string]interface{}) ([]byte, error) {
 	return yaml.Marshal(v)
 }
 
-// MarshalEach is Marshal of each object, on all CPUs: out[i] and errs[i] are Marshal(objs[i]).
+// MarshalEach is Marshal of each object, on all CPUs: out[i] and errs[i] are Marshal(objs[i]). Each CPU
+// encodes in a buffer of its own and copies each object's bytes out of it: one allocation of the output's
+// size per object.
 func MarshalEach(objs []map[string]interface{}) (out [][]byte, errs []error) {
 	out, errs = make([][]byte, len(objs)), make([]error, len(objs))
 	var next atomic.Int64
@@ -251,7 +253,12 @@ func MarshalEach(objs []map[string]interface{}) (out [][]byte, errs []error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte
 			for i := int(next.Add(1) - 1); i < len(objs); i = int(next.Add(1) - 1) {
+				if b, ok := encode(objs[i], buf); ok {
+					out[i], buf = bytes.Clone(b), b
+					continue
+				}
 				out[i], errs[i] = Marshal(objs[i])
 			}
 		}()
