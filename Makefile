@@ -43,12 +43,13 @@ test: ## fast tests, with the race detector
 FUZZTIME ?= 30s
 
 .PHONY: fuzz
-fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml against yaml.v2
+fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml and manifestyaml's encoder against yaml.v2
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render/directory
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/blockyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/manifestyaml
 
 # The PR comment as GitHub shows it: GitHub-flavoured Markdown and Mermaid (pinned in hack/commentshot, from the
 # npm registry) in Debian's chromium. make test runs the browser check when they are installed (it skips otherwise;
