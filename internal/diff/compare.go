@@ -8,7 +8,8 @@ import (
 
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 )
 
 // Change classifies a resource between base and head.
@@ -314,12 +315,13 @@ func index(objs []*unstructured.Unstructured) map[Key]*unstructured.Unstructured
 	return m
 }
 
-// toYAML serialises an object with sorted keys ("" for nil).
+// toYAML serialises an object with sorted keys ("" for nil), as sigs.k8s.io/yaml.Marshal writes it:
+// manifestyaml.Marshal writes the same bytes for any object, at a fraction of the cost.
 func toYAML(obj *unstructured.Unstructured) (string, error) {
 	if obj == nil {
 		return "", nil
 	}
-	b, err := yaml.Marshal(obj.Object)
+	b, err := manifestyaml.Marshal(obj.Object)
 	if err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package manifestyaml
 
 import (
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -94,7 +95,12 @@ func (e *encoder) node(v interface{}, mapping bool, depth int) bool {
 		e.plainWord(strconv.Itoa(t))
 	case float64:
 		// What yamlValue makes of it (json.Marshal's text as yaml.v2 resolves it), written as encode.go's
-		// intv, uintv or floatv writes it.
+		// intv, uintv or floatv writes it. An integer below 2^53, as JSON decoding into interface{} makes
+		// every number, is json.Marshal's digits (no exponent below 1e21), which yaml.v2 reads as an int.
+		if t == math.Trunc(t) && math.Abs(t) < 1<<53 {
+			e.plainWord(strconv.FormatInt(int64(t), 10))
+			return true
+		}
 		y, ok := yamlValue(t, depth)
 		if !ok {
 			return false

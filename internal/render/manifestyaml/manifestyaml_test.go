@@ -121,6 +121,7 @@ func TestMarshalMatchesSigsYAML(t *testing.T) {
 		{"floats", map[string]interface{}{"a": 2.0, "b": 0.1, "c": 1e21, "d": 1e-7, "e": math.Copysign(0, -1), "f": 1e20, "g": 123456789.0}},
 		{"NaN", map[string]interface{}{"a": math.NaN()}},
 		{"int32 and []string", map[string]interface{}{"a": int32(3), "b": []string{"x"}}},
+		{"map[string]string", map[string]interface{}{"a": map[string]string{"b": "c", "d": "true"}}},
 		{"nil map and slice", map[string]interface{}{"a": map[string]interface{}(nil), "b": []interface{}(nil), "c": nil}},
 		{"empty map and slice", map[string]interface{}{"a": map[string]interface{}{}, "b": []interface{}{}}},
 		{"NEL, BOM and line separators", map[string]interface{}{"a": "x\u0085y", "b": "\ufeffz", "c": "p\u2028q\u2029"}},
