@@ -78,13 +78,14 @@ func Affected(ev Evidence, changes []source.Change, isThisRepo func(string) bool
 		return Verdict{Affected: true, Reasons: []Reason{{Rule: RuleRemoved}}}
 	}
 	var v Verdict
-	if !DefinitionEqual(ev.Base, ev.Head) {
+	same := DefinitionEqual(ev.Base, ev.Head)
+	if !same {
 		v.Reasons = append(v.Reasons, Reason{Rule: RuleDefinition})
 	}
 	if ev.BaseRenderFailed {
 		v.Reasons = append(v.Reasons, Reason{Rule: RuleBaseRenderFailed})
 	}
-	evidence := fileEvidence(ev, changes, isThisRepo)
+	evidence := fileEvidence(ev, same, changes, isThisRepo)
 
 	if paths, ok := generatePaths(ev.Head, isThisRepo); ok {
 		files := source.Paths(changes)
@@ -128,8 +129,10 @@ func generatePaths(app *v1alpha1.Application, isThisRepo func(string) bool) ([]s
 	return paths, len(paths) > 0
 }
 
-// fileEvidence lists the changed files that an app's render depends on, by the read-set and static rules.
-func fileEvidence(ev Evidence, changes []source.Change, isThisRepo func(string) bool) []Reason {
+// fileEvidence lists the changed files that an app's render depends on, by the read-set and static rules. same
+// tells that both sides have the same spec, hence the same static paths: the head's are not listed again (a file
+// one of them matches, the base's list matches first).
+func fileEvidence(ev Evidence, same bool, changes []source.Change, isThisRepo func(string) bool) []Reason {
 	read := toSet(ev.ReadFiles)
 	listed := toSet(ev.ReadDirs)
 	var out []Reason
@@ -140,7 +143,10 @@ func fileEvidence(ev Evidence, changes []source.Change, isThisRepo func(string) 
 			out = append(out, Reason{Rule: rule, File: file})
 		}
 	}
-	static := append(staticPaths(ev.Base, isThisRepo), staticPaths(ev.Head, isThisRepo)...)
+	static := staticPaths(ev.Base, isThisRepo)
+	if !same {
+		static = append(static, staticPaths(ev.Head, isThisRepo)...)
+	}
 	for _, c := range changes {
 		for _, f := range []string{c.Path, c.OldPath} {
 			if f == "" {
@@ -198,7 +204,7 @@ func (s staticPath) matches(f string) bool {
 		ok, _ := path.Match(s.path, f)
 		return ok
 	case s.dir:
-		return f == s.path || strings.HasPrefix(f, s.path+"/")
+		return f == s.path || len(f) > len(s.path) && f[len(s.path)] == '/' && strings.HasPrefix(f, s.path)
 	default:
 		return f == s.path
 	}

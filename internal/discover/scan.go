@@ -239,15 +239,13 @@ func scanFile(tree *dirTree, rel string) *fileScan {
 
 // documentObject is what sigs.k8s.io/yaml.YAMLToJSON makes of a YAML document (js) and json.Unmarshal of that JSON
 // into a map (obj, nil for null). A document in plainyaml's subset — most Application files — is parsed by it
-// instead of yaml.v2 (most of discovery's time on a large repository), to the same value: js is then
-// json.Marshal of that value, as YAMLToJSON marshals what yaml.v2 decoded (sigs.k8s.io/yaml yaml.go
-// yamlToJSONTarget), and obj the same value with its integers as float64, as JSON decoding into an interface{}
-// makes them.
+// instead of yaml.v2 (most of discovery's time on a large repository), to the same value: js is then the JSON
+// json.Marshal writes of that value (plainyaml.AppendJSON), as YAMLToJSON marshals what yaml.v2 decoded
+// (sigs.k8s.io/yaml yaml.go yamlToJSONTarget), and obj the same value with its integers as float64, as JSON
+// decoding into an interface{} makes them.
 func documentObject(doc []byte) (obj map[string]any, js []byte, err error) {
 	if v, ok := plainyaml.Parse(doc); ok {
-		if js, err = json.Marshal(v); err != nil {
-			return nil, nil, err
-		}
+		js = plainyaml.AppendJSON(nil, v)
 		jsonNumbers(v)
 		return v, js, nil
 	}

@@ -16,8 +16,10 @@
 package plainyaml
 
 import (
-	"bytes"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Limits well inside both libraries' own (a simple key is at most 1024 characters in libyaml's scanner; nesting
@@ -57,23 +59,25 @@ type parser struct {
 
 // split cuts doc into its non-blank lines, comments removed: false for a byte outside the subset's alphabet.
 func (p *parser) split(doc []byte) bool {
-	for len(doc) > 0 {
-		var ln []byte
-		if i := bytes.IndexByte(doc, '\n'); i >= 0 {
-			ln, doc = doc[:i], doc[i+1:]
-		} else {
-			ln, doc = doc, nil
+	for _, c := range doc {
+		// Printable ASCII without the characters that start quoted scalars, escapes, anchors, aliases, tags,
+		// block scalars, directives and reserved indicators: none of them means anything in the subset.
+		if c < 0x20 && c != '\n' || c > 0x7e {
+			return false
 		}
-		for _, c := range ln {
-			// Printable ASCII without the characters that start quoted scalars, escapes, anchors, aliases,
-			// tags, block scalars, directives and reserved indicators: none of them means anything in the subset.
-			if c < 0x20 || c > 0x7e {
-				return false
-			}
-			switch c {
-			case '"', '\'', '\\', '&', '*', '!', '|', '>', '%', '@', '`', '?':
-				return false
-			}
+		switch c {
+		case '"', '\'', '\\', '&', '*', '!', '|', '>', '%', '@', '`', '?':
+			return false
+		}
+	}
+	s := string(doc) // one string: lines, keys and values are parts of it
+	p.lines = make([]line, 0, strings.Count(s, "\n")+1)
+	for len(s) > 0 {
+		var ln string
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			ln, s = s[:i], s[i+1:]
+		} else {
+			ln, s = s, ""
 		}
 		indent := 0
 		for indent < len(ln) && ln[indent] == ' ' {
@@ -84,14 +88,14 @@ func (p *parser) split(doc []byte) bool {
 			continue
 		}
 		// A comment starts at a '#' after a space (no quotes can hide one: they are refused above).
-		if i := bytes.Index(text, []byte(" #")); i >= 0 {
+		if i := strings.Index(text, " #"); i >= 0 {
 			text = text[:i]
 		}
-		text = bytes.TrimRight(text, " ")
-		if bytes.HasPrefix(text, []byte("---")) || bytes.HasPrefix(text, []byte("...")) {
+		text = strings.TrimRight(text, " ")
+		if strings.HasPrefix(text, "---") || strings.HasPrefix(text, "...") {
 			return false // document markers: the caller's reader splits documents
 		}
-		p.lines = append(p.lines, line{indent: indent, text: string(text)})
+		p.lines = append(p.lines, line{indent: indent, text: text})
 	}
 	return true
 }
@@ -482,4 +486,47 @@ func (f *flow) mapping(depth int) (any, bool) {
 			return nil, false
 		}
 	}
+}
+
+// AppendJSON appends to dst the JSON encoding/json's Marshal writes for a value Parse returned (map keys sorted,
+// no spaces): the subset's strings hold no character Marshal escapes (quotes, backslashes, control characters,
+// '<', '>', '&', U+2028, U+2029), so each is written as it is.
+func AppendJSON(dst []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...)
+	case string:
+		dst = append(dst, '"')
+		dst = append(dst, x...)
+		return append(dst, '"')
+	case int64:
+		return strconv.AppendInt(dst, x, 10)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendJSON(dst, e)
+		}
+		return append(dst, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, '"')
+			dst = append(dst, k...)
+			dst = append(dst, '"', ':')
+			dst = AppendJSON(dst, x[k])
+		}
+		return append(dst, '}')
+	}
+	panic(fmt.Sprintf("plainyaml: AppendJSON of a %T, which Parse does not return", v))
 }

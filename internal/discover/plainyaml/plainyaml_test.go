@@ -1,6 +1,7 @@
 package plainyaml
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -99,6 +100,10 @@ func check(t *testing.T, doc string) (map[string]any, bool) {
 	}
 	if !ok3 || !reflect.DeepEqual(any(got), want3) {
 		t.Fatalf("Parse differs from yaml.v3:\n%s\nParse:   %#v\nyaml.v3: %#v", doc, got, v3)
+	}
+	js, err := json.Marshal(got)
+	if err != nil || string(AppendJSON(nil, got)) != string(js) {
+		t.Fatalf("AppendJSON differs from json.Marshal (%v):\n%s\nAppendJSON:   %s\njson.Marshal: %s", err, doc, AppendJSON(nil, got), js)
 	}
 	return got, true
 }
