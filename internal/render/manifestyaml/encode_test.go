@@ -212,6 +212,60 @@ func TestKeyLess(t *testing.T) {
 	}
 }
 
+// TestKeyLessTransitiveWithoutDigits backs sortEntries' shortcut: on ASCII keys without a digit keyList.Less
+// is a total order (checked on all keys of up to two characters of an alphabet of letters and punctuation).
+func TestKeyLessTransitiveWithoutDigits(t *testing.T) {
+	all := []string{""}
+	for _, a := range "aZz-._/~ " {
+		all = append(all, string(a))
+		for _, b := range "aZz-._/~ " {
+			all = append(all, string(a)+string(b))
+		}
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if a == b || !keyLess(a, b) {
+				continue
+			}
+			if keyLess(b, a) {
+				t.Fatalf("keyLess(%q, %q) and keyLess(%q, %q)", a, b, b, a)
+			}
+			for _, c := range all {
+				if keyLess(b, c) && !keyLess(a, c) {
+					t.Fatalf("%q < %q < %q but not %q < %q", a, b, c, a, c)
+				}
+			}
+		}
+	}
+}
+
+// TestSortEntries checks the order sortEntries gives and that it refuses the keys keyList.Less does not order.
+func TestSortEntries(t *testing.T) {
+	for _, tc := range []struct {
+		keys []string
+		want []string // nil: refused
+	}{
+		{[]string{"b", "a", "B", "-", "ab"}, []string{"-", "B", "a", "ab", "b"}},
+		{[]string{"a10", "a2", "a1", "a01", "b"}, []string{"a1", "a01", "a2", "a10", "b"}},
+		{[]string{"001", "0001", "000a"}, nil},
+		{[]string{"x001", "x0001", "x000a", "y"}, nil},
+	} {
+		entries := make([]entry, len(tc.keys))
+		for i, k := range tc.keys {
+			entries[i] = entry{key: k}
+		}
+		ok := sortEntries(entries)
+		if ok != (tc.want != nil) {
+			t.Fatalf("sortEntries(%q) = %v", tc.keys, ok)
+		}
+		for i, w := range tc.want {
+			if entries[i].key != w {
+				t.Fatalf("sortEntries(%q): %v, want %q", tc.keys, entries, tc.want)
+			}
+		}
+	}
+}
+
 // TestEncodeCorpus checks the encoder on every object of the fidelity corpus: it covers all of them and writes
 // yaml.v2's bytes.
 func TestEncodeCorpus(t *testing.T) {
