@@ -33,7 +33,6 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
@@ -278,7 +277,7 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 }
 
 // decodeObjects decodes a worker's manifests as Argo CD's controller reads the repo-server's (integers stay
-// int64), on all CPUs: a large chart's are megabytes.
+// int64; decodeObject), on all CPUs: a large chart's are megabytes.
 func decodeObjects(raws []json.RawMessage) ([]*unstructured.Unstructured, error) {
 	objs := make([]*unstructured.Unstructured, len(raws))
 	errs := make([]error, len(raws))
@@ -289,9 +288,8 @@ func decodeObjects(raws []json.RawMessage) ([]*unstructured.Unstructured, error)
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1) - 1); i < len(raws); i = int(next.Add(1) - 1) {
-				var obj map[string]any
-				errs[i] = utiljson.Unmarshal(raws[i], &obj)
-				objs[i] = &unstructured.Unstructured{Object: obj}
+				obj, err := decodeObject(raws[i])
+				objs[i], errs[i] = &unstructured.Unstructured{Object: obj}, err
 			}
 		}()
 	}
