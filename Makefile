@@ -43,7 +43,7 @@ test: ## fast tests, with the race detector
 FUZZTIME ?= 30s
 
 .PHONY: fuzz
-fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml and manifestyaml's encoder against yaml.v2
+fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml and manifestyaml's encoder against yaml.v2, the worker pipe's JSON decoder against apimachinery's
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
