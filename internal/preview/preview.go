@@ -317,7 +317,15 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	for _, f := range p.changed {
 		headOpts.Changed[f] = true
 	}
-	p.head.inv = discover.Discover(headOpts)
+	// The head is discovered while the base renders (discovery reads only the base's parsed files, which nothing
+	// changes any more); not when discovery asks Argo CD to generate ApplicationSets, which would then be asked
+	// while it renders for the base.
+	headInv := make(chan *discover.Inventory, 1)
+	if generate == nil {
+		go func() { headInv <- discover.Discover(headOpts) }()
+	} else {
+		headInv <- discover.Discover(headOpts)
+	}
 
 	changed := discover.NewPaths(p.changed)
 	// Base: the apps the change can reach, and the possible app-of-apps, are rendered; what each render reads
@@ -332,6 +340,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		return o.objs, o.err
 	}, conc)
 
+	p.head.inv = <-headInv
 	// Head: affected apps rendered again; the others keep their base render.
 	p.head.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
 		o := p.renderHead(ctx, a)
