@@ -23,7 +23,8 @@ func limitBatchMemory(deps *Deps) {
 // marking objects that all stay live until written. GOGC 400 lets the heap grow to five times what is live
 // (≈ 60 MiB more on that chart) and the soft limit pulls it back to the default's behaviour past 512 MiB, so
 // an app near the output cap costs no more memory than before. The render itself runs in the worker, capped
-// on its own (internal/render/isolate), which this does not change.
+// on its own (internal/render/isolate): newAppRenderer gives it the same GOGC, under a soft limit of half its
+// memory cap (on kube-prometheus-stack ≈ 40 CPU-ms less, ≈ 70 MB more RSS).
 const (
 	renderGCPercent = 400
 	renderMemory    = 512 << 20

@@ -105,11 +105,11 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 		return usageErr(fmt.Errorf("render: %w", err))
 	}
 	// One app: one worker process (internal/render/isolate), as under serve.
-	r, closeRenderer, _, err := newRenderer(deps.Getenv, toolLog(deps.Stderr), render.Options{
+	r, closeRenderer, _, err := newAppRenderer(deps.Getenv, toolLog(deps.Stderr), render.Options{
 		AllowRemote: f.allowRemote, Charts: charts,
 		Limits: render.Limits{MaxFileBytes: f.maxFileBytes, MaxOutputBytes: f.maxOutputBytes,
 			MaxDocuments: f.maxDocuments, Timeout: f.timeout},
-	}, 1)
+	})
 	if err != nil {
 		return usageErr(fmt.Errorf("render: %w", err))
 	}

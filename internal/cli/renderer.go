@@ -29,7 +29,17 @@ import (
 //   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer);
 //   - FLEETWAVE_RENDER_CHANGE_OUTPUT (serve): the manifests of one change's preview (default 1GiB).
 func newRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, log, opts, workers, false)
+	return newSharedRenderer(getenv, log, opts, workers, false, 0)
+}
+
+// newAppRenderer is render --app's newRenderer: one worker, whose collector runs at renderGCPercent as the
+// command's own does (memlimit.go), unless GOGC sets it (the worker inherits the environment).
+func newAppRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
+	gc := renderGCPercent
+	if getenv != nil && getenv("GOGC") != "" {
+		gc = 0
+	}
+	return newSharedRenderer(getenv, log, opts, 1, false, gc)
 }
 
 // toolLog is the log of a command that is not serve: warnings and above, as text lines on w.
@@ -41,10 +51,10 @@ func toolLog(w io.Writer) *slog.Logger {
 // FLEETWAVE_RENDER_SHARE workers at once (default: all but one, at least one), so that one installation whose
 // renders all run to the time cap still leaves a worker to the others.
 func newServeRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, log, opts, 0, true)
+	return newSharedRenderer(getenv, log, opts, 0, true, 0)
 }
 
-func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int, shared bool) (r preview.Renderer, close func(), mode string, err error) {
+func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int, shared bool, gcPercent int) (r preview.Renderer, close func(), mode string, err error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
@@ -99,7 +109,7 @@ func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render
 			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_CHANGE_OUTPUT: %w", err)
 		}
 	}
-	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput, Log: log})
+	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput, Log: log, GCPercent: gcPercent})
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -73,6 +73,10 @@ type Options struct {
 	// Log receives, at warn level, each distinct line the workers' libraries print while rendering (Kustomize's
 	// deprecation warnings), once per pool, with the app that printed it first (nil: dropped).
 	Log *slog.Logger
+	// GCPercent sets the workers' garbage collector target (runtime/debug.SetGCPercent; 0: Go's default of 100),
+	// with a soft memory limit of half MemoryBytes. A command that renders one large app and holds all of it
+	// until written (render --app) trades memory for the collector's time; a server keeps the default.
+	GCPercent int
 }
 
 // ErrUnavailable is returned by New in a binary that does not call WorkerMain at its start.
@@ -487,6 +491,7 @@ type worker struct {
 	once   sync.Once
 	cgroup string // its cgroup v2 group ("": none), removed once it is reaped
 	oom    bool   // the kernel killed it at its group's memory.max
+	limits string // what the worker said of its limits when it started
 }
 
 func (p *Pool) spawn() (*worker, error) {
@@ -553,7 +558,7 @@ func (p *Pool) spawn() (*worker, error) {
 	}()
 
 	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU,
-		Charts: p.opts.Render.Charts != nil, Git: p.opts.Render.Git != nil}
+		Charts: p.opts.Render.Charts != nil, Git: p.opts.Render.Git != nil, GCPercent: p.opts.GCPercent}
 	if err := w.send(cfg); err != nil {
 		w.kill()
 		return nil, fmt.Errorf("%w: %s", err, w.stderr.firstLine())
@@ -563,6 +568,7 @@ func (p *Pool) spawn() (*worker, error) {
 	select {
 	case r, ok := <-w.resps:
 		if ok && r.Hello != nil {
+			w.limits = r.Hello.Limits
 			return w, nil
 		}
 		w.kill()

@@ -183,3 +183,34 @@ func TestPoolCallerGivesUpDuringStart(t *testing.T) {
 		t.Errorf("%d workers started; want the first one reused", n)
 	}
 }
+
+// TestWorkerCollector: a pool's GCPercent reaches its workers, with a soft memory limit of half their cap; by
+// default they keep Go's collector settings and no soft limit.
+func TestWorkerCollector(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		opts      isolate.Options
+		want, not string
+	}{
+		{"default", isolate.Options{Workers: 1, MemoryBytes: 512 << 20}, "", "GOGC"},
+		{"render --app", isolate.Options{Workers: 1, MemoryBytes: 512 << 20, GCPercent: 400}, "GOGC 400 under a soft limit of 256 MiB", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pool, err := isolate.New(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			if err := pool.Prestart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			limits := isolate.WorkerLimits(pool)
+			if len(limits) != 1 {
+				t.Fatalf("%d workers, want 1", len(limits))
+			}
+			if tt.want != "" && !strings.Contains(limits[0], tt.want) || tt.not != "" && strings.Contains(limits[0], tt.not) {
+				t.Errorf("worker limits %q: want %q, not %q", limits[0], tt.want, tt.not)
+			}
+		})
+	}
+}

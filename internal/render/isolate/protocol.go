@@ -35,6 +35,8 @@ type config struct {
 	// Git: the parent fetches revisions of other git repositories (render.Options.Git); the worker asks it for
 	// them during a render and reads the exported tree the parent names.
 	Git bool `json:"git,omitempty"`
+	// GCPercent is the worker's collector target (Options.GCPercent); 0 leaves Go's default.
+	GCPercent int `json:"gcPercent,omitempty"`
 }
 
 // hello is the worker's answer to its config.

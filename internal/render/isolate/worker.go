@@ -176,12 +176,22 @@ func applyLimits(cfg config) string {
 		} else {
 			desc = "RLIMIT_AS not set: " + err.Error()
 		}
-		// No soft memory limit for the collector: near it, a bomb's live heap would make the collector run
-		// without end until the time cap instead of passing the cap and ending at once.
+		// No soft memory limit for the collector by default: near it, a bomb's live heap would make the
+		// collector run (up to half the CPU) until the cap instead of passing the cap and ending at once.
 		debug.SetMaxStack(int(maxStack(cfg.MemoryBytes)))
 	}
 	if cfg.CPU > 0 {
 		desc += ", RLIMIT_CPU per render"
+	}
+	if cfg.GCPercent > 0 {
+		// The heap may grow to 1+GCPercent/100 times what is live, but not past half the memory cap: the soft
+		// limit makes the collector run before watchMemory would end the worker for its garbage.
+		debug.SetGCPercent(cfg.GCPercent)
+		desc += fmt.Sprintf(", GOGC %d", cfg.GCPercent)
+		if cfg.MemoryBytes > 0 {
+			debug.SetMemoryLimit(cfg.MemoryBytes / 2)
+			desc += fmt.Sprintf(" under a soft limit of %d MiB", cfg.MemoryBytes/2>>20)
+		}
 	}
 	return desc
 }
