@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -233,7 +235,7 @@ func (r *Repo) index(ctx context.Context, co *Checkout, from *Checkout, entries 
 		read = append(read, e)
 	}
 	if len(read) > 0 {
-		if err := r.readIndex(ctx, co, read, keep, lim); err != nil {
+		if err := r.readIndex(ctx, co, read, keep, lim, indexParts(len(read), runtime.GOMAXPROCS(0))); err != nil {
 			return err
 		}
 	}
@@ -261,7 +263,62 @@ func (c *Checkout) knows(k string) (blob, bool) {
 	return b, ok
 }
 
-func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, keep map[string]bool, lim Limits) error {
+// indexPartBlobs: more blobs than this to index are read by several git processes at once, each inflating its
+// part of them on its own core (git cat-file, not the reading, is most of a large tree's index pass).
+const indexPartBlobs = 2048
+
+// indexParts is the number of git processes that index n blobs with procs CPUs: at most 4.
+func indexParts(n, procs int) int {
+	return max(1, min(procs, 4, n/indexPartBlobs))
+}
+
+// readIndex indexes the blobs of read with parts git processes, each reading a contiguous part of them.
+func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, keep map[string]bool, lim Limits, parts int) error {
+	parts = max(1, min(parts, len(read)))
+	var total atomic.Int64 // bytes read by all parts, against lim.MaxBytes
+	results := make([][]indexed, parts)
+	// The first part to fail ends the others; its error is the one returned, not theirs of being ended.
+	partCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for i := range parts {
+		part := read[i*len(read)/parts : (i+1)*len(read)/parts]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.readIndexPart(partCtx, co, part, keep, lim, &total)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+				return
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return firstErr
+	}
+	for _, res := range results {
+		for _, x := range res {
+			co.blobs[x.key], co.oidMarks[x.key] = x.blob, x.marks
+		}
+	}
+	return nil
+}
+
+// indexed is what the index pass learnt of one blob.
+type indexed struct {
+	key   string // blobKey
+	blob  blob
+	marks uint64
+}
+
+func (r *Repo) readIndexPart(ctx context.Context, co *Checkout, read []entry, keep map[string]bool, lim Limits, total *atomic.Int64) ([]indexed, error) {
 	cmd := r.command(ctx, "cat-file", "--batch")
 	var in bytes.Buffer
 	for _, e := range read {
@@ -270,14 +327,14 @@ func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, keep m
 	cmd.Stdin = &in
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting git cat-file: %w", err)
+		return nil, fmt.Errorf("starting git cat-file: %w", err)
 	}
-	readErr := co.indexBlobs(bufio.NewReaderSize(stdout, 256<<10), read, keep, lim)
+	res, readErr := co.indexBlobs(bufio.NewReaderSize(stdout, 256<<10), read, keep, lim, total)
 	if readErr != nil {
 		_ = cmd.Process.Kill()
 		_, _ = io.Copy(io.Discard, stdout)
@@ -285,20 +342,20 @@ func (r *Repo) readIndex(ctx context.Context, co *Checkout, read []entry, keep m
 	waitErr := cmd.Wait()
 	switch {
 	case readErr != nil:
-		return readErr
+		return nil, readErr
 	case waitErr != nil:
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
-		return fmt.Errorf("git cat-file: %v: %s", waitErr, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("git cat-file: %v: %s", waitErr, strings.TrimSpace(stderr.String()))
 	}
-	return nil
+	return res, nil
 }
 
 // indexBlobs reads `git cat-file --batch` answers for entries, in order, keeping the small ones with marks or in
-// keep (by blobKey).
-func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string]bool, lim Limits) error {
-	var total int64
+// keep (by blobKey); total counts the bytes read, by every part of the index pass.
+func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string]bool, lim Limits, total *atomic.Int64) ([]indexed, error) {
+	out := make([]indexed, 0, len(entries))
 	longest := 0
 	for _, x := range c.index {
 		longest = max(longest, len(x))
@@ -306,11 +363,10 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 	for _, e := range entries {
 		size, err := readHeader(rd, e.oid)
 		if err != nil {
-			return fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
+			return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 		}
-		total += size
-		if total > lim.MaxBytes {
-			return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.MaxBytes)
+		if total.Add(size) > lim.MaxBytes {
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.MaxBytes)
 		}
 		b := blob{size: size}
 		var m uint64
@@ -318,13 +374,13 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 		case e.mode == "120000":
 			t, err := readBody(rd, size)
 			if err != nil {
-				return fmt.Errorf("reading link %s: %w", e.path, err)
+				return nil, fmt.Errorf("reading link %s: %w", e.path, err)
 			}
 			b.target = string(t)
 		case size <= cachedBlobBytes:
 			data, err := readBody(rd, size)
 			if err != nil {
-				return fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
+				return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 			}
 			if m = c.marksOf(data); m != 0 || keep[blobKey(e)] {
 				b.data = data
@@ -338,7 +394,7 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 				start := len(buf)
 				buf = buf[:start+int(n)]
 				if _, err := io.ReadFull(rd, buf[start:]); err != nil {
-					return fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
+					return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 				}
 				m |= c.marksOf(buf)
 				left -= n
@@ -348,12 +404,11 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 			}
 		}
 		if nl, err := rd.ReadByte(); err != nil || nl != '\n' {
-			return fmt.Errorf("reading blob %s (%s): missing terminator", e.oid, e.path)
+			return nil, fmt.Errorf("reading blob %s (%s): missing terminator", e.oid, e.path)
 		}
-		c.blobs[blobKey(e)] = b
-		c.oidMarks[blobKey(e)] = m
+		out = append(out, indexed{key: blobKey(e), blob: b, marks: m})
 	}
-	return nil
+	return out, nil
 }
 
 func (c *Checkout) marksOf(data []byte) uint64 {

@@ -247,3 +247,50 @@ func TestLazyKeepsNamedFiles(t *testing.T) {
 		}
 	}
 }
+
+// A large tree's index pass is read by several git processes: what it learns is the same, and a limit met in any
+// part ends the pass with ErrTooLarge.
+func TestIndexInParts(t *testing.T) {
+	_, r := lazyRepo(t)
+	ctx := context.Background()
+	entries, _, err := r.listTree(ctx, "HEAD", Limits{}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := func(parts int, lim Limits) (*Checkout, error) {
+		co := &Checkout{index: []string{"argoproj.io", "kind"}, keep: []string{"Chart.yaml"}, marks: map[string]uint64{},
+			blobs: map[string]blob{}, oidMarks: map[string]uint64{}}
+		var read []entry
+		for _, e := range entries {
+			if _, ok := co.blobs[blobKey(e)]; !ok {
+				co.blobs[blobKey(e)] = blob{}
+				read = append(read, e)
+			}
+		}
+		return co, r.readIndex(ctx, co, read, map[string]bool{}, lim.withDefaults(), parts)
+	}
+	one, err := index(1, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one.blobs) < 8 || len(one.oidMarks) != len(one.blobs) {
+		t.Fatalf("%d blobs indexed, %d with marks", len(one.blobs), len(one.oidMarks))
+	}
+	for _, parts := range []int{2, 3, 100} {
+		co, err := index(parts, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(co.blobs, one.blobs) || !reflect.DeepEqual(co.oidMarks, one.oidMarks) {
+			t.Fatalf("%d parts learn another index than one", parts)
+		}
+		if _, err := index(parts, Limits{MaxBytes: 1000}); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("%d parts over the size limit: %v", parts, err)
+		}
+	}
+	for _, tc := range []struct{ n, procs, want int }{{100, 2, 1}, {2047, 8, 1}, {4096, 2, 2}, {10568, 2, 2}, {10568, 1, 1}, {100000, 16, 4}} {
+		if got := indexParts(tc.n, tc.procs); got != tc.want {
+			t.Errorf("indexParts(%d, %d) = %d, want %d", tc.n, tc.procs, got, tc.want)
+		}
+	}
+}
