@@ -503,9 +503,9 @@ func (e *encoder) putBreak() {
 // writeRun copies the characters of s from *i up to the first that stop tells apart, for a stop that holds
 // for every byte from utf8.RuneSelf up, so that each byte copied is a character and counts one column, as
 // write counts them.
-func (e *encoder) writeRun(s string, i *int, stop func(byte) bool) {
+func (e *encoder) writeRun(s string, i *int, stop asciiSet) {
 	j := *i
-	for j < len(s) && !stop(s[j]) {
+	for j < len(s) && !stop.stops(s[j]) {
 		j++
 	}
 	e.reserve(j - *i)
@@ -591,7 +591,7 @@ func (e *encoder) writePlain(value string, allowBreaks bool) {
 				e.writeIndent()
 			}
 			if value[i] < utf8.RuneSelf && value[i] != '\r' {
-				e.writeRun(value, &i, plainStop)
+				e.writeRun(value, &i, asciiSet{lo: plainStopsLo})
 			} else {
 				e.write(value, &i)
 			}
@@ -603,26 +603,27 @@ func (e *encoder) writePlain(value string, allowBreaks bool) {
 	e.indention = false
 }
 
-// plainStop ends a run of characters writePlain copies as they are: a space, a break, non-ASCII.
-func plainStop(c byte) bool {
-	return c == ' ' || c == '\n' || c == '\r' || c >= utf8.RuneSelf
+// asciiSet is a set of ASCII characters, a bit each: lo for 0x00-0x3F, hi for 0x40-0x7F.
+type asciiSet struct{ lo, hi uint64 }
+
+// stops reports whether c ends a run: c is in the set, or not ASCII.
+func (a asciiSet) stops(c byte) bool {
+	if c < 0x40 {
+		return a.lo&(1<<c) != 0
+	}
+	return c >= utf8.RuneSelf || a.hi&(1<<(c-0x40)) != 0
 }
 
-// singleQuotedStop ends a run of characters writeSingleQuoted copies as they are: plainStop's and a quote.
-func singleQuotedStop(c byte) bool {
-	return plainStop(c) || c == '\''
-}
-
-// doubleQuotedStop ends a run of characters writeDoubleQuoted copies as they are: a space, a character it
-// escapes, non-ASCII.
-func doubleQuotedStop(c byte) bool {
-	return c <= ' ' || c >= 0x7F || c == '"' || c == '\\'
-}
-
-// literalStop ends a run of characters writeLiteral copies as they are: a break, non-ASCII.
-func literalStop(c byte) bool {
-	return c == '\n' || c == '\r' || c >= utf8.RuneSelf
-}
+// The characters that end a run each writer copies as it is (besides non-ASCII): for writePlain a space or
+// a break, for writeSingleQuoted those and a quote, for writeDoubleQuoted a control character, a space, a
+// quote, a backslash or DEL (what it escapes or may fold), for writeLiteral a break.
+const (
+	plainStopsLo        = 1<<' ' | 1<<'\n' | 1<<'\r'
+	singleQuotedStopsLo = plainStopsLo | 1<<'\''
+	doubleQuotedStopsLo = 1<<(' '+1) - 1 | 1<<'"'
+	doubleQuotedStopsHi = 1<<('\\'-0x40) | 1<<(0x7F-0x40)
+	literalStopsLo      = 1<<'\n' | 1<<'\r'
+)
 
 // writeSingleQuoted is yaml_emitter_write_single_quoted_scalar (emitterc.go).
 func (e *encoder) writeSingleQuoted(value string, allowBreaks bool) {
@@ -653,7 +654,7 @@ func (e *encoder) writeSingleQuoted(value string, allowBreaks bool) {
 				e.put('\'')
 				e.write(value, &i)
 			} else if value[i] < utf8.RuneSelf && value[i] != '\r' {
-				e.writeRun(value, &i, singleQuotedStop)
+				e.writeRun(value, &i, asciiSet{lo: singleQuotedStopsLo})
 			} else {
 				e.write(value, &i)
 			}
@@ -738,7 +739,7 @@ func (e *encoder) writeDoubleQuoted(value string, allowBreaks bool) {
 			spaces = true
 		default:
 			if value[i] < utf8.RuneSelf {
-				e.writeRun(value, &i, doubleQuotedStop)
+				e.writeRun(value, &i, asciiSet{lo: doubleQuotedStopsLo, hi: doubleQuotedStopsHi})
 			} else {
 				e.write(value, &i)
 			}
@@ -790,7 +791,7 @@ func (e *encoder) writeLiteral(value string) {
 			e.writeIndent()
 		}
 		if value[i] < utf8.RuneSelf && value[i] != '\r' {
-			e.writeRun(value, &i, literalStop)
+			e.writeRun(value, &i, asciiSet{lo: literalStopsLo})
 		} else {
 			e.write(value, &i)
 		}
