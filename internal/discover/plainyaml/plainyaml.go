@@ -1,18 +1,20 @@
 // Package plainyaml parses the plain subset of YAML most GitOps files are written in — block mappings and
-// sequences of unquoted scalars, one-line flow collections, comments — an order of magnitude faster than the YAML
-// libraries, to the same value they decode, and refuses everything else so that the caller asks the library.
+// sequences of unquoted (or simply double-quoted) scalars, one-line flow collections, comments — an order of
+// magnitude faster than the YAML libraries, to the same value they decode, and refuses everything else so that
+// the caller asks the library.
 //
 // Parse(doc) returns ok only for a document both go.yaml.in/yaml/v2 (what sigs.k8s.io/yaml's YAMLToJSON runs)
 // and gopkg.in/yaml.v3 decode without error into the same value, and returns that value: the library's decoding
 // into an interface{} with mappings as map[string]any (yaml.v2's map[interface{}]interface{} has only string keys
 // here), sequences as []any, integers as int64, strings, and nil. Where a construct's meaning takes more than a
-// line of reasoning to prove equal in both libraries it is outside the subset: quotes, escapes, anchors, aliases,
-// tags, block scalars (| and >), multi-line plain scalars, multi-line flow collections, explicit keys, document
-// markers and directives, tabs, carriage returns, anything not printable ASCII, duplicate keys, and every plain
-// scalar the libraries may resolve to something other than a string or a small decimal integer (the first
-// characters of resolve.go's resolveTable: signs, digits, '.', and the words of yaml.v2's resolveMap — yes, no,
-// on, off, true, null, ~…, a superset of yaml.v3's). The tests compare Parse with both libraries on a table and
-// under fuzzing.
+// line of reasoning to prove equal in both libraries it is outside the subset: single quotes, escapes, anchors,
+// aliases, tags, block scalars (| and >), multi-line scalars, multi-line flow collections, quoted keys, explicit
+// keys, document markers and directives, tabs, carriage returns, anything not printable ASCII, duplicate keys,
+// and every plain scalar the libraries may resolve to something other than a string or a small decimal integer
+// (the first characters of resolve.go's resolveTable: signs, digits, '.', and the words of yaml.v2's resolveMap —
+// yes, no, on, off, true, null, ~…, a superset of yaml.v3's). A double-quoted value on one line without a
+// backslash is a string, its content as it is. The tests compare Parse with both libraries on a table, on
+// generated documents and under fuzzing.
 package plainyaml
 
 import (
@@ -60,13 +62,14 @@ type parser struct {
 // split cuts doc into its non-blank lines, comments removed: false for a byte outside the subset's alphabet.
 func (p *parser) split(doc []byte) bool {
 	for _, c := range doc {
-		// Printable ASCII without the characters that start quoted scalars, escapes, anchors, aliases, tags,
-		// block scalars, directives and reserved indicators: none of them means anything in the subset.
+		// Printable ASCII without the characters that start single-quoted scalars, escapes, anchors, aliases,
+		// tags, block scalars, directives and reserved indicators: none of them means anything in the subset.
+		// Double quotes do: a one-line string without escapes (quoted).
 		if c < 0x20 && c != '\n' || c > 0x7e {
 			return false
 		}
 		switch c {
-		case '"', '\'', '\\', '&', '*', '!', '|', '>', '%', '@', '`', '?':
+		case '\'', '\\', '&', '*', '!', '|', '>', '%', '@', '`', '?':
 			return false
 		}
 	}
@@ -87,8 +90,9 @@ func (p *parser) split(doc []byte) bool {
 		if len(text) == 0 || text[0] == '#' {
 			continue
 		}
-		// A comment starts at a '#' after a space (no quotes can hide one: they are refused above).
-		if i := strings.Index(text, " #"); i >= 0 {
+		// A comment starts at a '#' after a space outside double quotes (without backslashes, every '"' opens or
+		// closes one).
+		if i := commentAt(text); i >= 0 {
 			text = text[:i]
 		}
 		text = strings.TrimRight(text, " ")
@@ -98,6 +102,34 @@ func (p *parser) split(doc []byte) bool {
 		p.lines = append(p.lines, line{indent: indent, text: text})
 	}
 	return true
+}
+
+// commentAt is the index of the " #" that starts a comment in t, or -1.
+func commentAt(t string) int {
+	inQuotes := false
+	for i := 0; i < len(t); i++ {
+		switch {
+		case t[i] == '"':
+			inQuotes = !inQuotes
+		case t[i] == '#' && i > 0 && t[i-1] == ' ' && !inQuotes:
+			return i - 1
+		}
+	}
+	return -1
+}
+
+// quoted is the content of a double-quoted scalar that is all of t ("..." on one line), false for any other t or
+// a content the subset does not take: a '"' (t is two scalars, or more), a '<' (json.Marshal escapes it; AppendJSON
+// does not). Backslashes, hence escapes, are refused before. Both libraries take such a content as it is, a string.
+func quoted(t string) (string, bool) {
+	if len(t) < 2 || t[0] != '"' || t[len(t)-1] != '"' {
+		return "", false
+	}
+	c := t[1 : len(t)-1]
+	if strings.ContainsAny(c, "\"<") {
+		return "", false
+	}
+	return c, true
 }
 
 func isSeqEntry(t string) bool { return t == "-" || len(t) > 1 && t[0] == '-' && t[1] == ' ' }
@@ -251,6 +283,12 @@ func inline(t string, depth int) (any, bool) {
 		}
 		return v, true
 	}
+	if t[0] == '"' {
+		if c, ok := quoted(t); ok {
+			return c, true
+		}
+		return nil, false
+	}
 	if !blockScalar(t) {
 		return nil, false
 	}
@@ -376,6 +414,14 @@ func (f *flow) value(depth int) (any, bool) {
 		return f.sequence(depth)
 	case '{':
 		return f.mapping(depth)
+	case '"':
+		end := strings.IndexByte(f.s[f.pos+1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		c, ok := quoted(f.s[f.pos : f.pos+end+2])
+		f.pos += end + 2
+		return c, ok
 	}
 	w, ok := f.word()
 	if !ok {

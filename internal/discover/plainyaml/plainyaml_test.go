@@ -171,6 +171,9 @@ func TestParseTakesPlainFiles(t *testing.T) {
 		"a: ../b\nc: ./d\ne: .\nf: [../g, ./h]\n",
 		"a:\n  -\n    b: c\n",
 		"a: b,c\n",
+		"stringData: {name: c-0000, server: \"https://c-0000.example.com\"}\n",
+		"a: \"1.2.3\"\nb: \"yes\"\nc: \"\"\nd: \" x #y \" # z\ne: [\"x/y\", \"a: b\", \"[c]\"]\n",
+		"a:\n- \"x\"\n- {b: \"c, d\"}\n",
 	} {
 		if _, ok := check(t, doc); !ok {
 			t.Errorf("Parse refuses a plain document:\n%s", doc)
@@ -186,10 +189,12 @@ func TestParseRefusesTheRest(t *testing.T) {
 		"a: yes\n", "a: on\n", "a: NULL\n", "a: ~\n", "a: true\n", "y: b\n",
 		"a: 1.5\n", "a: -1\n", "a: +1\n", "a: 012\n", "a: 0x1f\n", "a: 1_000\n", "a: 2001-12-14\n", "a: .inf\n",
 		"a: 1234567890123456789\n", "a: .5\n", "a: .nan\n", "a: d#e\n",
-		`a: "b"` + "\n", "a: 'b'\n", "a: &x b\nc: *x\n", "a: !!str 1\n", "a: |\n  b\n", "a: >\n  b\n",
+		"a: 'b'\n", "a: &x b\nc: *x\n", "a: !!str 1\n", "a: |\n  b\n", "a: >\n  b\n",
 		"a: b\n  c\n", "a:\n  b\n", "a: [b,\n  c]\n", "a: b\na: c\n", "a: {b: c, b: d}\n", "? a\n: b\n",
 		"a:\tb\n", "a: b\r\n", "a: é\n", "%YAML 1.1\n---\na: b\n", "a: b\n---\nc: d\n",
 		"a: b: c\n", "a: [b: c]\n", "a: [b, ]\n", "a: {b}\n", "a: {b:c}\n", "a: b\n- c\n", "a:\n    b: c\n  d: e\n",
+		"a: \"b\" c\n", "a: \"b\"c\"\n", "a: \"b\n", "\"a\": b\n", "a: \"<b>\"\n", "a: \"b\\n\"\n", "a: {\"b\": c}\n",
+		"a: [\"b\"c]\n", "a: b\"c\n", "- \"a: b\"\n", "a: \"b\n  c\"\n",
 		"- - a\n", "a:\n- - b\n", "a: -b\n", "<<: {a: b}\n", "a: b]\n", "a: @b\n", "a: `b`\n", "1: a\n", "a b: c\n",
 	} {
 		if _, ok := check(t, doc); ok {
@@ -199,7 +204,7 @@ func TestParseRefusesTheRest(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, doc := range []string{application, kustomization, "a: b\n", "a:\n- b\n- c: d\n  e: [f, {g: h}]\n"} {
+	for _, doc := range []string{application, kustomization, "a: b\n", "a:\n- b\n- c: d\n  e: [f, {g: h}]\n", "a: \"b #c\" # d\ne: {f: \"g\"}\n"} {
 		f.Add(doc)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
@@ -219,10 +224,12 @@ func ExampleParse() {
 func TestParseAgreesOnGeneratedDocuments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 5000))
 	good := []string{"a", "name", "path", "../../x/y.yaml", "./z", "c-0000", "https://e.x/f.git", "v1.2.3", "1", "42", "0",
-		"nope", ".", "$values/v.yaml", "k=v", "_x", "/abs", "{}", "[]", "[a, b]", "{a: [b, c]}", "[../a,b]", "a b", "x #c"}
+		"nope", ".", "$values/v.yaml", "k=v", "_x", "/abs", "{}", "[]", "[a, b]", "{a: [b, c]}", "[../a,b]", "a b", "x #c",
+		`"x"`, `"a b"`, `""`, `"x #y"`, `"1"`, `"yes"`, `"x: y"`, `["a", b]`, `{a: "b, c"}`, `"x/y"`, `"x" # c`}
 	odd := []string{"007", "1.5", "yes", "no", "on", "y", "true", "null", "~", "nope", "Off", ".", "..", ".5", ".inf", "x:y", "x: y",
 		"a b", "a  b", "$values/v.yaml", "k=v", "-x", "- x", "#x", "x #c", "x#c", "[x]", "{x: y}", "", "{}", "[]",
-		"[a, b]", "{a: [b, c]}", "[a,b]", "{a:b}", "[a, ]", "a,b", "2001-01-01", "0x10", "1e3", "<<", "=", "_x", "/abs"}
+		"[a, b]", "{a: [b, c]}", "[a,b]", "{a:b}", "[a, ]", "a,b", "2001-01-01", "0x10", "1e3", "<<", "=", "_x", "/abs",
+		`"<"`, `"a"b`, `"a`, `a"`, `"a" "b"`, `["a]`, `{"a": b}`}
 	keys := []string{"a", "b", "c", "name", "path", "values", "x.y/z", "k-1", "_k", "$k", "..k", "Key"}
 	key := func() string {
 		if rng.IntN(20) == 0 {
