@@ -2,6 +2,7 @@ package discover
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -124,8 +125,18 @@ func (r *reachSet) merge(o *reachSet) {
 		return
 	}
 	r.all = r.all || o.all
-	for d := range o.dirs {
-		r.dirs[d] = true
+	if len(o.dirs) > len(r.dirs) {
+		// Merging a closure into an app's reach of a few entries: a copy of the closure's map, which maps.Clone
+		// makes whole, takes the few instead of growing entry by entry.
+		dirs := maps.Clone(o.dirs)
+		for d := range r.dirs {
+			dirs[d] = true
+		}
+		r.dirs = dirs
+	} else {
+		for d := range o.dirs {
+			r.dirs[d] = true
+		}
 	}
 	r.globs = append(r.globs, o.globs...)
 }

@@ -245,7 +245,7 @@ func scanFile(tree *dirTree, rel string) *fileScan {
 // decoding into an interface{} makes them.
 func documentObject(doc []byte) (obj map[string]any, js []byte, err error) {
 	if v, ok := plainyaml.Parse(doc); ok {
-		js = plainyaml.AppendJSON(nil, v)
+		js = plainyaml.AppendJSON(make([]byte, 0, len(doc)+len(doc)/4), v) // JSON is about YAML's length
 		jsonNumbers(v)
 		return v, js, nil
 	}
