@@ -12,6 +12,9 @@
 // tests hold the two equal on tables, under fuzzing and on the fidelity corpus (96% of its YAML bytes are
 // decoded here).
 //
+// Strings lists a document's scalar values as written, a superset of the strings yaml.v2 and yaml.v3 decode
+// from it (held so under fuzzing against both), for callers after the paths and names a file mentions.
+//
 // Scalar resolution (resolve, parseTimestamp) is ported from go.yaml.in/yaml/v2 v2.4.4 resolve.go
 // (Apache-2.0), the decoding rules from its decode.go (quoted and block scalars are strings; a timestamp
 // decoded into an interface{} stays a string) and the scanning rules from its scannerc.go.
@@ -37,10 +40,46 @@ const (
 // uint64, float64, string, []interface{} or map[interface{}]interface{}) and true, or false when doc is not
 // in the subset this package decodes. doc is one document, as a YAML stream reader splits them.
 func Decode(doc []byte) (interface{}, bool) {
+	return decode(doc, false)
+}
+
+// Strings returns the text of every scalar value of doc (not of its keys), in document order: a plain scalar as
+// written (yaml.v2 and yaml.v3 resolve "yes", "on" or "1" differently, a caller after paths or names wants the
+// text), a quoted or literal one decoded; or false when doc is outside what Decode decodes. It is a superset of
+// the strings either library decodes from doc.
+func Strings(doc []byte) ([]string, bool) {
+	v, ok := decode(doc, true)
+	if !ok {
+		return nil, false
+	}
+	var out []string
+	var walk func(v interface{})
+	walk = func(v interface{}) {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case []interface{}:
+			for _, e := range x {
+				walk(e)
+			}
+		case *orderedMap:
+			for _, e := range x.values {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out, true
+}
+
+// orderedMap is a mapping's values in document order, what Strings walks.
+type orderedMap struct{ values []interface{} }
+
+func decode(doc []byte, text bool) (interface{}, bool) {
 	if !clean(doc) {
 		return nil, false
 	}
-	p := &parser{src: doc}
+	p := &parser{src: doc, text: text}
 	p.splitLines()
 	if p.marker {
 		return nil, false
@@ -93,6 +132,7 @@ type parser struct {
 	src    []byte
 	lines  []line
 	marker bool // a document marker or directive: left to yaml.v2
+	text   bool // plain scalars are kept as written, not resolved (Strings)
 }
 
 // marker reports a line yaml.v2 reads as a document start or end marker ("---", "...") or a directive ("%").
@@ -206,7 +246,7 @@ func (p *parser) value(t string, i, parent, depth int) (interface{}, int, bool) 
 				return nil, 0, false
 			}
 		}
-		v = resolve(s)
+		v = p.resolve(s)
 		i = next - 1
 	}
 	// Nothing more indented than the collection may follow a scalar (yaml.v2 reports an error there).
@@ -263,6 +303,10 @@ func (p *parser) folded(first string, i, parent int) (string, int, bool) {
 // mapping decodes a block mapping whose keys are at column col, the first on line i.
 func (p *parser) mapping(i, col, depth int) (interface{}, int, bool) {
 	m := map[interface{}]interface{}{}
+	var ordered *orderedMap
+	if p.text {
+		ordered = &orderedMap{}
+	}
 	first := true
 	for i < len(p.lines) {
 		ln := p.lines[i]
@@ -296,8 +340,15 @@ func (p *parser) mapping(i, col, depth int) (interface{}, int, bool) {
 		if !ok {
 			return nil, 0, false
 		}
-		m[key] = v // yaml.v2 (not strict): a later duplicate wins
+		if ordered != nil {
+			ordered.values = append(ordered.values, v)
+		} else {
+			m[key] = v // yaml.v2 (not strict): a later duplicate wins
+		}
 		i = p.skip(next)
+	}
+	if ordered != nil {
+		return ordered, i, true
 	}
 	return m, i, true
 }
@@ -594,6 +645,14 @@ func (p *parser) quoted(t string, i, parent int, multi bool) (string, string, in
 var simpleEscapes = map[byte]rune{
 	'0': 0, 'a': '\a', 'b': '\b', 't': '\t', '\t': '\t', 'n': '\n', 'v': '\v', 'f': '\f', 'r': '\r', 'e': 0x1B,
 	' ': ' ', '"': '"', '\'': '\'', '\\': '\\', 'N': 0x85, '_': 0xA0, 'L': 0x2028, 'P': 0x2029,
+}
+
+// resolve is resolve below, or the scalar as written in text mode.
+func (p *parser) resolve(in string) interface{} {
+	if p.text {
+		return in
+	}
+	return resolve(in)
 }
 
 // resolve is yaml.v2's resolve (resolve.go) for an untagged plain scalar, as decoded into an interface{}: a
