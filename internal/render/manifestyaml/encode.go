@@ -324,10 +324,18 @@ func analyzeScalar(value string) scalarAnalysis {
 	precededByWS = true
 	for i, w := 0, 0; i < len(value); i += w {
 		if i > 0 && ordinary(value[i]) {
-			// A run of characters that only reset the previous-character flags.
+			// A run of characters that only reset the previous-character flags: ordinary ones, and single
+			// spaces between them (a space followed by an ordinary character is neither leading nor
+			// trailing, follows no break and precedes no break, '#' or ':').
 			j := i + 1
-			for j < len(value) && ordinary(value[j]) {
-				j++
+			for j < len(value) {
+				if ordinary(value[j]) {
+					j++
+				} else if value[j] == ' ' && j+1 < len(value) && ordinary(value[j+1]) {
+					j += 2
+				} else {
+					break
+				}
 			}
 			w = j - i
 			previousSpace, previousBreak, precededByWS = false, false, false
