@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -259,21 +260,20 @@ func (inv *Inventory) Expand(ctx context.Context, render RenderFunc, concurrency
 			}
 			return
 		}
+		// concurrency workers take the apps in order: a goroutine per app grew a new stack for each of thousands
+		// of apps, most of which only compute their reach.
 		results := make([][]*unstructured.Unstructured, len(frontier))
-		sem := make(chan struct{}, concurrency)
+		var taken atomic.Int64
 		var wg sync.WaitGroup
-		for i, a := range frontier {
-			if ctx.Err() != nil {
-				break
-			}
+		for range min(concurrency, len(frontier)) {
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
-				objs, err := render(ctx, a)
-				if err == nil {
-					results[i] = objs
+				for i := int(taken.Add(1)) - 1; i < len(frontier) && ctx.Err() == nil; i = int(taken.Add(1)) - 1 {
+					objs, err := render(ctx, frontier[i])
+					if err == nil {
+						results[i] = objs
+					}
 				}
 			}()
 		}
