@@ -522,6 +522,28 @@ func (e *encoder) writeRun(s string, i *int, stop asciiSet) {
 	*i = j
 }
 
+// writeWords is writeRun for the flow scalar writers (plain, single- and double-quoted), across the single
+// spaces between runs that they write as they are: a space is folded (yaml_emitter_write_plain_scalar and
+// the quoted writers) only where breaks are allowed, the previous character is not a space, the next one
+// neither, and the column is past best_width; between two characters of a run only the column decides.
+func (e *encoder) writeWords(s string, i *int, stop asciiSet, allowBreaks bool) {
+	j := *i
+	for {
+		for j < len(s) && !stop.stops(s[j]) {
+			j++
+		}
+		if j+1 < len(s) && s[j] == ' ' && !stop.stops(s[j+1]) && (!allowBreaks || e.column+j-*i <= bestWidth) {
+			j++
+			continue
+		}
+		break
+	}
+	e.reserve(j - *i)
+	e.out = append(e.out, s[*i:j]...)
+	e.column += j - *i
+	*i = j
+}
+
 // write copies the character at s[*i] and counts one column for it.
 func (e *encoder) write(s string, i *int) {
 	w := width(s[*i])
@@ -599,7 +621,7 @@ func (e *encoder) writePlain(value string, allowBreaks bool) {
 				e.writeIndent()
 			}
 			if value[i] < utf8.RuneSelf && value[i] != '\r' {
-				e.writeRun(value, &i, asciiSet{lo: plainStopsLo})
+				e.writeWords(value, &i, asciiSet{lo: plainStopsLo}, allowBreaks)
 			} else {
 				e.write(value, &i)
 			}
@@ -662,7 +684,7 @@ func (e *encoder) writeSingleQuoted(value string, allowBreaks bool) {
 				e.put('\'')
 				e.write(value, &i)
 			} else if value[i] < utf8.RuneSelf && value[i] != '\r' {
-				e.writeRun(value, &i, asciiSet{lo: singleQuotedStopsLo})
+				e.writeWords(value, &i, asciiSet{lo: singleQuotedStopsLo}, allowBreaks)
 			} else {
 				e.write(value, &i)
 			}
@@ -747,7 +769,7 @@ func (e *encoder) writeDoubleQuoted(value string, allowBreaks bool) {
 			spaces = true
 		default:
 			if value[i] < utf8.RuneSelf {
-				e.writeRun(value, &i, asciiSet{lo: doubleQuotedStopsLo, hi: doubleQuotedStopsHi})
+				e.writeWords(value, &i, asciiSet{lo: doubleQuotedStopsLo, hi: doubleQuotedStopsHi}, allowBreaks)
 			} else {
 				e.write(value, &i)
 			}
