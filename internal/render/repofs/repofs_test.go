@@ -119,3 +119,45 @@ func TestNewRejectsFile(t *testing.T) {
 		t.Fatal("New on a file succeeded")
 	}
 }
+
+// TestResolveWithDirCache: the directory cache changes no answer of Resolve, whether the paths are asked once
+// or again, through links inside and outside the checkout, and after the checkout gains directories, files and
+// links (as a lazy checkout does while it is rendered).
+func TestResolveWithDirCache(t *testing.T) {
+	_, root := newRepo(t)
+	if err := os.Symlink("a", filepath.Join(root, "apps", "alias")); err != nil {
+		t.Fatal(err)
+	}
+	cached, err := New(root, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := *cached
+	plain.dirs = nil
+	paths := []string{".", "apps", "apps/a", "apps/a/values.yaml", "apps/alias/values.yaml", "apps/alias", "apps/b/link.yaml",
+		"apps/escape", "apps/escape/secret.txt", "apps/b/passwd", "apps/a/nope.yaml", "apps/new/x.yaml", "apps/new",
+		"apps/a/up/values.yaml", "apps/a/out/secret.txt", "apps/b/big.yaml/x"}
+	check := func(round string) {
+		t.Helper()
+		for _, p := range paths {
+			got, gotErr := cached.Resolve(p)
+			want, wantErr := plain.Resolve(p)
+			if got != want || (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Errorf("%s: Resolve(%q) = %q, %v; without the cache %q, %v", round, p, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	check("first")
+	check("again")
+	filetest.Write(t, root, "apps/new/x.yaml", "x: 1\n")
+	if err := os.Symlink("..", filepath.Join(root, "apps", "a", "up")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../escape", filepath.Join(root, "apps", "a", "out")); err != nil {
+		t.Fatal(err)
+	}
+	check("after the checkout grew")
+	if len(cached.dirs.m) < 3 {
+		t.Errorf("the cache holds %d directories: it is not used", len(cached.dirs.m))
+	}
+}
