@@ -91,6 +91,7 @@ type Checkout struct {
 	oidMarks   map[string]uint64 // by blobKey: the Index marks of a blob
 	matMu      sync.Mutex
 	done       map[string]bool // files written below Dir
+	made       map[string]bool // directories made below Dir
 	all        bool            // every file written
 	readerOnce sync.Once
 	blobRd     *blobReader
@@ -208,7 +209,7 @@ func (r *Repo) Derive(ctx context.Context, from *Checkout, treeish string, opts 
 	}
 	if opts.Lazy {
 		co.lazy, co.repo, co.from, co.lim = true, r, from, lim
-		co.blobs, co.oidMarks, co.done = map[string]blob{}, map[string]uint64{}, map[string]bool{}
+		co.blobs, co.oidMarks, co.done, co.made = map[string]blob{}, map[string]uint64{}, map[string]bool{}, map[string]bool{}
 		if err := r.index(ctx, co, from, entries, lim); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("exporting %s: %w", text.Short(treeish, 12), err)
@@ -277,8 +278,14 @@ func (r *Repo) materialise(ctx context.Context, co *Checkout, from *Checkout, en
 	}
 	sort.Strings(dirList) // parents sort before their children
 	for _, d := range dirList {
+		if co.made[d] {
+			continue // made by an earlier Materialise of this lazy checkout
+		}
 		if err := os.Mkdir(filepath.Join(co.Dir, filepath.FromSlash(d)), 0o755); err != nil && !(co.lazy && errors.Is(err, fs.ErrExist)) {
 			return fmt.Errorf("creating %s: %w", d, err)
+		}
+		if co.lazy {
+			co.made[d] = true
 		}
 	}
 

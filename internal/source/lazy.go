@@ -144,12 +144,15 @@ func (c *Checkout) Materialise(ctx context.Context, paths, globs []string) error
 			}
 		}
 	}
-	var todo []entry
-	for _, f := range c.files {
-		if want[f] && !c.done[f] {
-			todo = append(todo, c.entries[f])
+	// In the files' order, from the few wanted rather than from every file of the revision: one render's part of
+	// a large repository is small, and every render asks for its own.
+	todo := make([]entry, 0, len(want))
+	for f := range want {
+		if e, ok := c.entries[f]; ok && !c.done[f] {
+			todo = append(todo, e)
 		}
 	}
+	slices.SortFunc(todo, func(a, b entry) int { return strings.Compare(a.path, b.path) })
 	return c.write(ctx, todo)
 }
 
