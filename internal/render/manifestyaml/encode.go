@@ -74,8 +74,8 @@ func encode(v interface{}, buf []byte) ([]byte, bool) {
 	return e.out, true
 }
 
-// node is yaml_emitter_emit_node (emitterc.go) for the value v, with the mapping context it sets (keys go
-// through mappingKey, not here: node is never in a simple key's context).
+// node is yaml_emitter_emit_node (emitterc.go) for the value v, with the mapping context it sets (a key is
+// written by blockMapping, not here: node is never in a simple key's context).
 func (e *encoder) node(v interface{}, mapping bool, depth int) bool {
 	if depth > maxDepth {
 		return false
