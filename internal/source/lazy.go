@@ -337,7 +337,7 @@ func (r *Repo) readIndexPart(ctx context.Context, co *Checkout, read []entry, ke
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting git cat-file: %w", err)
 	}
-	res, readErr := co.indexBlobs(bufio.NewReaderSize(stdout, 256<<10), read, keep, lim, total)
+	res, readErr := co.indexBlobs(bufio.NewReaderSize(stdout, cachedBlobBytes), read, keep, lim, total)
 	if readErr != nil {
 		_ = cmd.Process.Kill()
 		_, _ = io.Copy(io.Discard, stdout)
@@ -381,12 +381,17 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 			}
 			b.target = string(t)
 		case size <= cachedBlobBytes:
-			data, err := readBody(rd, size)
+			// Looked at in the reader's buffer (readIndexPart's holds cachedBlobBytes) and copied only when kept:
+			// most blobs of a large tree are neither indexed nor kept.
+			data, err := rd.Peek(int(size))
 			if err != nil {
 				return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 			}
 			if m = c.marksOf(data); m != 0 || keep[blobKey(e)] {
-				b.data = data
+				b.data = bytes.Clone(data)
+			}
+			if _, err := rd.Discard(int(size)); err != nil {
+				return nil, fmt.Errorf("reading blob %s (%s): %w", e.oid, e.path, err)
 			}
 		default:
 			// Large: scanned in chunks that overlap by the longest needle, never held whole.
@@ -401,9 +406,9 @@ func (c *Checkout) indexBlobs(rd *bufio.Reader, entries []entry, keep map[string
 				}
 				m |= c.marksOf(buf)
 				left -= n
-				keep := min(len(buf), max(longest-1, 0))
-				copy(buf, buf[len(buf)-keep:])
-				buf = buf[:keep]
+				overlap := min(len(buf), max(longest-1, 0))
+				copy(buf, buf[len(buf)-overlap:])
+				buf = buf[:overlap]
 			}
 		}
 		if nl, err := rd.ReadByte(); err != nil || nl != '\n' {
