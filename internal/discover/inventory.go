@@ -408,10 +408,11 @@ func DefinitionEqual(a, b *v1alpha1.Application) bool {
 	return jsonEqual(strip(a.Annotations), strip(b.Annotations))
 }
 
-// jsonEqual reports whether a and b have the same JSON. Values equal as Go values have (json.Marshal's output
-// depends only on the value): most apps of a change are the same on both sides, and reflect.DeepEqual tells so
-// at a fraction of the cost of marshalling both. Unequal values may still marshal the same (a nil and an empty
-// omitempty slice): their JSON decides.
+// jsonEqual reports whether a and b have the same JSON. Values equal as Go values have the same JSON
+// (json.Marshal's output depends only on the value; the specs and annotations compared here always marshal, their
+// raw JSON fields being JSON decoded before): most apps of a change are the same on both sides, and
+// reflect.DeepEqual tells so at a fraction of the cost of marshalling both. Unequal values may still marshal the
+// same (a nil and an empty omitempty slice): their JSON decides.
 func jsonEqual(a, b any) bool {
 	if reflect.DeepEqual(a, b) {
 		return true
