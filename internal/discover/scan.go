@@ -388,12 +388,13 @@ type Reader interface {
 // dirTree is a Tree over a checkout directory: listed once, by walking it or from a given file list. With a
 // Reader, its files are read through it instead of from the directory.
 type dirTree struct {
-	rd    Reader
-	root  string
-	once  sync.Once
-	dirs  []string
-	files []string
-	err   error
+	rd       Reader
+	root     string
+	once     sync.Once
+	dirsOnce sync.Once
+	dirs     []string // made when first asked for (git directory generators): most inventories never are
+	files    []string
+	err      error
 }
 
 // NewTree returns the Tree of a checkout directory.
@@ -402,8 +403,9 @@ func NewTree(root string) Tree { return &dirTree{root: root} }
 // treeFromFiles is the Tree of a checkout whose files are known (slash paths).
 func treeFromFiles(root string, files []string) *dirTree {
 	t := &dirTree{root: root, files: append([]string(nil), files...)}
-	sort.Strings(t.files)
-	t.dirs = dirsOf(t.files)
+	if !sort.StringsAreSorted(t.files) { // a checkout's list is
+		sort.Strings(t.files)
+	}
 	t.once.Do(func() {})
 	return t
 }
@@ -447,12 +449,12 @@ func (t *dirTree) list() {
 			return nil
 		})
 		sort.Strings(t.files)
-		t.dirs = dirsOf(t.files)
 	})
 }
 
 func (t *dirTree) Dirs() ([]string, error) {
 	t.list()
+	t.dirsOnce.Do(func() { t.dirs = dirsOf(t.files) })
 	return t.dirs, t.err
 }
 
