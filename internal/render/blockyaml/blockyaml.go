@@ -1,16 +1,16 @@
-// Package blockyaml decodes the block-style YAML that emitters and templates write (block mappings and
-// sequences; plain, quoted and literal scalars, folded over lines as emitters fold them; empty flow
-// collections) into exactly the value go.yaml.in/yaml/v2's Unmarshal stores in an interface{}, four to five
-// times faster: no token queue, no node tree, no reflection. YAML parsing is a large part of a render's cost
-// on large charts (kube-prometheus-stack's 5 MB of CRDs), where Argo CD parses every document of helm's
-// output with yaml.v2 (gitops-engine's kube.SplitYAML) and fleetwave must too.
+// Package blockyaml decodes the YAML that emitters, templates and people write (block mappings and sequences;
+// plain, quoted and literal scalars, folded over lines as emitters fold them; flow collections on one line)
+// into exactly the value go.yaml.in/yaml/v2's Unmarshal stores in an interface{}, four to five times faster: no
+// token queue, no node tree, no reflection. YAML parsing is a large part of a render's cost on large charts
+// (kube-prometheus-stack's 5 MB of CRDs), where Argo CD parses every document of helm's output with yaml.v2
+// (gitops-engine's kube.SplitYAML) and fleetwave must too, and of discovery on large repositories.
 //
-// Anything else (anchors and aliases, tags, directives and document markers, flow collections with content,
-// folded and indentation-indicated block scalars, escaped line breaks, complex, merge and very long keys, tabs
-// outside block scalars, characters yaml.v2's reader refuses, and every syntax error) makes Decode report
-// false, and the caller asks yaml.v2: the result is then the library's own, errors included. Differential
-// tests hold the two equal on tables, under fuzzing and on the fidelity corpus (96% of its YAML bytes are
-// decoded here).
+// Anything else (anchors and aliases, tags, directives and document markers, flow collections over several
+// lines or with empty entries, folded and indentation-indicated block scalars, escaped line breaks, complex,
+// merge and very long keys, tabs outside block scalars, characters yaml.v2's reader refuses, and every syntax
+// error) makes Decode report false, and the caller asks yaml.v2: the result is then the library's own, errors
+// included. Differential tests hold the two equal on tables, under fuzzing and on the fidelity corpus (99% of
+// its YAML bytes are decoded here).
 //
 // Strings lists a document's scalar values as written, a superset of the strings yaml.v2 and yaml.v3 decode
 // from it (held so under fuzzing against both), for callers after the paths and names a file mentions.
@@ -225,16 +225,11 @@ func (p *parser) value(t string, i, parent, depth int) (interface{}, int, bool) 
 		}
 		v, i = s, last
 	case '{', '[':
-		switch {
-		case len(t) < 2 || !comment(t[2:]):
-			return nil, 0, false
-		case t[:2] == "{}":
-			v = map[interface{}]interface{}{}
-		case t[:2] == "[]":
-			v = []interface{}{}
-		default:
+		f, rest, ok := p.flow(t, depth)
+		if !ok || !comment(rest) {
 			return nil, 0, false
 		}
+		v = f
 	default:
 		s, commented, ok := plain(t)
 		if !ok {
@@ -472,6 +467,135 @@ func (p *parser) literal(t string, i, parent int) (interface{}, int, bool) {
 		return nil, 0, false
 	}
 	return b.String(), j, true
+}
+
+// flow decodes a flow collection starting t ("{" or "[") that ends on its line, and returns what follows it
+// (scannerc.go in flow context: a plain scalar ends at ",", "?", "[", "]", "{", "}" or ": "; a ":" followed by
+// anything else is an error). Pairs are "key: value" with a plain or quoted key; an empty key or value, a
+// single-pair mapping inside a sequence, "?", a trailing comment inside the collection (it goes on on the next
+// line) and anything else are left to yaml.v2.
+func (p *parser) flow(t string, depth int) (interface{}, string, bool) {
+	if depth > maxDepth {
+		return nil, "", false
+	}
+	closer := byte(']')
+	var m map[interface{}]interface{}
+	var ordered *orderedMap
+	var s []interface{}
+	if t[0] == '{' {
+		closer = '}'
+		if p.text {
+			ordered = &orderedMap{}
+		} else {
+			m = map[interface{}]interface{}{}
+		}
+	} else {
+		s = []interface{}{}
+	}
+	t = strings.TrimLeft(t[1:], " ")
+	for first := true; ; first = false {
+		if t == "" {
+			return nil, "", false // goes on on the next line
+		}
+		if t[0] == closer {
+			break
+		}
+		if !first {
+			if t[0] != ',' {
+				return nil, "", false
+			}
+			t = strings.TrimLeft(t[1:], " ")
+			if t == "" || t[0] == closer {
+				return nil, "", false // a trailing comma: left to yaml.v2
+			}
+		}
+		var key interface{}
+		if closer == '}' {
+			k, rest, ok := p.flowScalar(t, true)
+			if !ok {
+				return nil, "", false
+			}
+			rest = strings.TrimLeft(rest, " ")
+			if len(rest) < 2 || rest[0] != ':' || rest[1] != ' ' {
+				return nil, "", false
+			}
+			key, t = k, strings.TrimLeft(rest[1:], " ")
+		}
+		var v interface{}
+		var ok bool
+		if t != "" && (t[0] == '{' || t[0] == '[') {
+			v, t, ok = p.flow(t, depth+1)
+		} else {
+			v, t, ok = p.flowScalar(t, false)
+		}
+		if !ok {
+			return nil, "", false
+		}
+		t = strings.TrimLeft(t, " ")
+		switch {
+		case closer == ']' && t != "" && t[0] == ':':
+			return nil, "", false // a single-pair mapping in a sequence
+		case ordered != nil:
+			ordered.values = append(ordered.values, v)
+		case m != nil:
+			m[key] = v
+		default:
+			s = append(s, v)
+		}
+	}
+	switch {
+	case ordered != nil:
+		return ordered, t[1:], true
+	case m != nil:
+		return m, t[1:], true
+	}
+	return s, t[1:], true
+}
+
+// flowScalar decodes the quoted or plain scalar starting t inside a flow collection, and returns what follows.
+func (p *parser) flowScalar(t string, key bool) (interface{}, string, bool) {
+	if t == "" {
+		return nil, "", false
+	}
+	if t[0] == '\'' || t[0] == '"' {
+		s, rest, _, ok := p.quoted(t, 0, 0, false)
+		if !ok || key && len(s) > maxKeyBytes {
+			return nil, "", false
+		}
+		return s, rest, true
+	}
+	if !plainStart(t) || t[0] == '?' {
+		return nil, "", false
+	}
+	end := len(t)
+scan:
+	for j := 0; j < len(t); j++ {
+		switch t[j] {
+		case ',', '[', ']', '{', '}':
+			end = j
+			break scan
+		case '?', '\t':
+			return nil, "", false
+		case ':':
+			if j+1 < len(t) && t[j+1] != ' ' {
+				return nil, "", false // "found unexpected ':'", or a value glued to its key
+			}
+			end = j
+			break scan
+		case '#':
+			if j > 0 && t[j-1] == ' ' {
+				return nil, "", false // a comment inside the collection
+			}
+		}
+	}
+	text := strings.TrimRight(t[:end], " ")
+	if text == "" || key && (len(text) > maxKeyBytes || text == "<<") {
+		return nil, "", false
+	}
+	if key {
+		return resolve(text), t[end:], true
+	}
+	return p.resolve(text), t[end:], true
 }
 
 // mappingKey splits "key: rest" (or "key:" at the end of the line) into the decoded key and what follows the

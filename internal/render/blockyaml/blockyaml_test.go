@@ -124,8 +124,23 @@ func TestDecode(t *testing.T) {
 		// Left to yaml.v2.
 		{"anchor", "a: &x 1\nb: *x\n", false},
 		{"tag", "a: !!str 1\n", false},
-		{"flow sequence", "a: [1, 2]\n", false},
-		{"flow mapping", "a: {b: c}\n", false},
+		{"flow sequence", "a: [1, 2]\n", true},
+		{"flow mapping", "a: {b: c}\n", true},
+		{"flow collections", "a: {b: [1, 'x, y', \"z\"], c: {d: e}, f: ~, g: yes}  # c\nh: [ ]\ni: [a,b]\nj: {k: v:w}\n- x\n", false},
+		{"nested flow collections", "a: {b: [1, 'x, y', \"z\"], c: {d: e}, f: ~, g: yes}  # c\nh: [ ]\ni: [a,b]\nl: [{m: n}, [o]]\n", true},
+		{"flow in a sequence", "- [a, b]\n- {c: d}\n", true},
+		{"flow plain with colons", "a: [http://x, b:c]\n", false},
+		{"flow pair in a sequence", "a: [b: c]\n", false},
+		{"flow trailing comma", "a: [b, ]\n", false},
+		{"flow empty value", "a: {b: }\n", false},
+		{"flow key only", "a: {b}\n", false},
+		{"flow over lines", "a: [b,\n  c]\n", false},
+		{"flow comment inside", "a: [b #c\n  ]\n", false},
+		{"flow explicit key", "a: {? b: c}\n", false},
+		{"flow anchor", "a: [&x b, *x]\n", false},
+		{"flow quoted key", "a: {'b c': d, \"e\": f}\n", true},
+		{"flow glued value", "a: {\"b\":c}\n", false},
+		{"flow after text", "a: [b] c\n", false},
 		{"multi-line quoted with spaces", "a: 'b   \n    c\n\n  d  '\nb: \"x \n  \\u00e9\\ \n  y\"\n", true},
 		{"multi-line quoted ending at the margin", "a: 'b\nc'\n", false},
 		{"escaped line break", "a: \"b\\\n  c\"\n", false},
@@ -219,7 +234,8 @@ func FuzzDecode(f *testing.F) {
 		}
 		f.Add(string(data))
 	}
-	for _, s := range []string{"a: b\n", "- a\n- b: c\n  d: |\n    x\n", "a: 'x'\nb: \"\\u00e9\"\n", "a:\n- 1\n- true\n- ~\n"} {
+	for _, s := range []string{"a: b\n", "- a\n- b: c\n  d: |\n    x\n", "a: 'x'\nb: \"\\u00e9\"\n", "a:\n- 1\n- true\n- ~\n",
+		"a: {b: [1, 'x, y', \"z\"], c: {d: e}, f: ~}\ng: [a, {h: i}]\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
