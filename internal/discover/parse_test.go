@@ -2,6 +2,7 @@ package discover
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // splitDocuments' shortcut for a stream of one document gives what apimachinery's YAMLReader gives.
@@ -66,6 +68,41 @@ func TestDefinitionEqual(t *testing.T) {
 	} {
 		if got := DefinitionEqual(tc.a, tc.b); got != tc.want {
 			t.Errorf("DefinitionEqual(%+v, %+v) = %v", tc.a.Spec, tc.b.Spec, got)
+		}
+	}
+}
+
+// documentObject gives YAMLToJSON's bytes and what json.Unmarshal makes of them, whichever parser takes the
+// document: plainyaml, blockyaml (quotes, inline values, literal blocks) or yaml.v2 itself; and yamlStrings
+// finds every string yaml.v3 would, whichever takes the kustomization.
+func TestDocumentObjectAsSigsYAML(t *testing.T) {
+	docs := []string{
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: a\n  labels: {team: web}\nspec:\n  project: default\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: 'b', annotations: {\"x/y\": \"1\"}}\nspec:\n  source:\n" +
+			"    repoURL: \"https://example.com/r.git\"\n    targetRevision: 1.10\n    helm:\n      values: |\n        replicas: 2\n        on: yes\n" +
+			"      parameters:\n      - {name: a, value: 'true'}\n  syncPolicy: {automated: {prune: true}}\n",
+		"apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: &m {name: c}\nspec: {}\n", // aliases: yaml.v2's
+		"kind: List\nitems:\n- 1\n- 1.5\n- 1e3\n- 0x1F\n- 2001-12-14\n- ~\n",
+	}
+	for _, doc := range docs {
+		obj, js, err := documentObject([]byte(doc))
+		wantJS, wantErr := yaml.YAMLToJSON([]byte(doc))
+		var want map[string]any
+		if wantErr == nil {
+			wantErr = json.Unmarshal(wantJS, &want)
+		}
+		if (err == nil) != (wantErr == nil) || string(js) != string(wantJS) || !reflect.DeepEqual(obj, want) {
+			t.Errorf("documentObject(%q)\n = %s %#v %v\nwant %s %#v %v", doc, js, obj, err, wantJS, want, wantErr)
+		}
+	}
+	kust := "resources:\n- ../base\n- 'quoted.yaml'\npatches:\n- path: p.yaml\n- patch: |-\n    - op: add\n      path: /x\ngenerators: [gen.yaml]\n"
+	got := map[string]bool{}
+	for _, s := range yamlStrings([]byte(kust)) {
+		got[s] = true
+	}
+	for _, s := range []string{"../base", "quoted.yaml", "p.yaml", "gen.yaml"} {
+		if !got[s] {
+			t.Errorf("yamlStrings misses %q: %v", s, got)
 		}
 	}
 }

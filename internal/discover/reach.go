@@ -13,7 +13,7 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/discover/plainyaml"
+	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
 )
 
 // Reach is a superset of the repository files an app's render can read, computed from its definition and the
@@ -472,9 +472,14 @@ func yamlStrings(data []byte) []string {
 		}
 	}
 	for _, d := range docs {
-		// plainyaml's value is yaml.v3's for the documents it takes (most kustomization files): the same strings.
-		if v, ok := plainyaml.Parse(d); ok {
-			walk(v)
+		// blockyaml's strings are a superset of yaml.v3's for the documents it decodes (most kustomization files,
+		// their quoted names and literal patches included).
+		if strs, ok := blockyaml.Strings(d); ok {
+			for _, s := range strs {
+				if pathLike(s) {
+					out = append(out, s)
+				}
+			}
 			continue
 		}
 		var v any

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/discover/plainyaml"
+	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -238,16 +240,30 @@ func scanFile(tree *dirTree, rel string) *fileScan {
 }
 
 // documentObject is what sigs.k8s.io/yaml.YAMLToJSON makes of a YAML document (js) and json.Unmarshal of that JSON
-// into a map (obj, nil for null). A document in plainyaml's subset — most Application files — is parsed by it
-// instead of yaml.v2 (most of discovery's time on a large repository), to the same value: js is then the JSON
-// json.Marshal writes of that value (plainyaml.AppendJSON), as YAMLToJSON marshals what yaml.v2 decoded
-// (sigs.k8s.io/yaml yaml.go yamlToJSONTarget), and obj the same value with its integers as float64, as JSON
-// decoding into an interface{} makes them.
+// into a map (obj, nil for null), without yaml.v2 where it can (its parse was most of discovery's time on a
+// large repository), to the same value:
+//   - a document in plainyaml's subset (plain scalars, one-line flow collections: most generated Application
+//     files) is parsed by it, its JSON written by plainyaml.AppendJSON;
+//   - a mapping in blockyaml's (quoted and literal scalars too, such as inline Helm values) is decoded to the
+//     value yaml.v2 decodes, manifestyaml.JSONValue is that value as YAMLToJSON's JSON reads back, and js is
+//     json.Marshal of it, YAMLToJSON's bytes.
+//
+// Either way obj holds its integers as float64, as JSON decoding into an interface{} makes them.
 func documentObject(doc []byte) (obj map[string]any, js []byte, err error) {
 	if v, ok := plainyaml.Parse(doc); ok {
 		js = plainyaml.AppendJSON(make([]byte, 0, len(doc)+len(doc)/4), v) // JSON is about YAML's length
 		jsonNumbers(v)
 		return v, js, nil
+	}
+	if y, ok := blockyaml.Decode(doc); ok {
+		if v, ok := manifestyaml.JSONValue(y); ok {
+			if m, ok := v.(map[string]any); ok {
+				if js, err = json.Marshal(m); err == nil {
+					jsonNumbers(m)
+					return m, js, nil
+				}
+			}
+		}
 	}
 	js, err = yaml.YAMLToJSON(doc)
 	if err == nil {
@@ -256,8 +272,8 @@ func documentObject(doc []byte) (obj map[string]any, js []byte, err error) {
 	return obj, js, err
 }
 
-// jsonNumbers replaces, in place, plainyaml's int64s (at most 18 digits) by the float64 json.Unmarshal reads
-// from their JSON text: both are the nearest float64 to the integer.
+// jsonNumbers replaces, in place, the int64s of plainyaml's or JSONValue's value by the float64 json.Unmarshal
+// reads from their JSON text: both are the nearest float64 to the integer.
 func jsonNumbers(v any) {
 	switch x := v.(type) {
 	case map[string]any:
