@@ -2,32 +2,31 @@ package cli
 
 import "testing"
 
-// The batch commands lower the soft memory limit, unless GOMEMLIMIT sets one; without a setter (tests) nothing.
+// The batch commands lower the soft memory limit and raise GOGC under it, each unless the environment sets it
+// (GOGC only with the limit in place); without setters (tests) nothing.
 func TestLimitBatchMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		gomemlim  string
-		setter    bool
+		env       map[string]string
+		setters   bool
 		wantLimit int64
+		wantGC    int
 	}{
-		{"default", "", true, batchMemory},
-		{"GOMEMLIMIT wins", "1GiB", true, -1},
-		{"no setter", "", false, -1},
+		{"default", nil, true, batchMemory, batchGCPercent},
+		{"GOMEMLIMIT wins", map[string]string{"GOMEMLIMIT": "1GiB"}, true, -1, -2},
+		{"GOGC wins", map[string]string{"GOGC": "100"}, true, batchMemory, -2},
+		{"no setters", nil, false, -1, -2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := int64(-1)
-			deps := &Deps{Getenv: func(k string) string {
-				if k == "GOMEMLIMIT" {
-					return tc.gomemlim
-				}
-				return ""
-			}}
-			if tc.setter {
-				deps.SetMemoryLimit = func(n int64) int64 { got = n; return 0 }
+			limit, gc := int64(-1), -2
+			deps := &Deps{Getenv: func(k string) string { return tc.env[k] }}
+			if tc.setters {
+				deps.SetMemoryLimit = func(n int64) int64 { limit = n; return 0 }
+				deps.SetGCPercent = func(n int) int { gc = n; return 100 }
 			}
 			limitBatchMemory(deps)
-			if got != tc.wantLimit {
-				t.Fatalf("limit %d, want %d", got, tc.wantLimit)
+			if limit != tc.wantLimit || gc != tc.wantGC {
+				t.Fatalf("limit %d, GOGC %d; want %d, %d", limit, gc, tc.wantLimit, tc.wantGC)
 			}
 		})
 	}
@@ -50,7 +49,7 @@ func TestBatchCommandsLimitMemory(t *testing.T) {
 }
 
 // render --app raises GOGC and sets its soft memory limit, each unless the environment sets it; without
-// setters (tests) nothing; render --all keeps the batch limit alone.
+// setters (tests) nothing; render --all takes the batch settings.
 func TestLoosenRenderGC(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -81,8 +80,8 @@ func TestLoosenRenderGC(t *testing.T) {
 	deps := &Deps{Stdout: &discard{}, Stderr: &discard{}, Getenv: func(string) string { return "" },
 		SetGCPercent: func(n int) int { gc = n; return 100 }, SetMemoryLimit: func(int64) int64 { return 0 }}
 	Main(t.Context(), []string{"render", "--all", "--repo", t.TempDir()}, deps)
-	if gc != -2 {
-		t.Errorf("render --all set GOGC %d", gc)
+	if gc != batchGCPercent {
+		t.Errorf("render --all set GOGC %d, want %d", gc, batchGCPercent)
 	}
 }
 
