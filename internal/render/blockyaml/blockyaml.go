@@ -779,60 +779,68 @@ func (p *parser) resolve(in string) interface{} {
 	return resolve(in)
 }
 
-// resolve is yaml.v2's resolve (resolve.go) for an untagged plain scalar, as decoded into an interface{}: a
-// timestamp stays a string (decode.go scalar).
+// resolve is the value Resolve gives.
 func resolve(in string) interface{} {
+	v, _ := Resolve(in)
+	return v
+}
+
+// Resolve is go.yaml.in/yaml/v2's resolve (resolve.go) of an untagged plain scalar: the value its Unmarshal
+// stores in an interface{} (a timestamp stays the string it is, decode.go scalar), and whether its tag is a
+// string's, that is whether a string written plain reads back as itself (encode.go stringv asks this before
+// writing a string plain; "<<" and timestamps decode to strings but are not).
+func Resolve(in string) (v interface{}, str bool) {
 	hint := byte('N')
 	if in != "" {
 		hint = resolveTable(in[0])
 	}
 	if hint == 0 {
-		return in
+		return in, true
 	}
 	if v, ok := resolveMap[in]; ok {
-		return v
+		return v, false
 	}
 	switch hint {
 	case '.':
 		if f, err := strconv.ParseFloat(in, 64); err == nil {
-			return f
+			return f, false
 		}
 	case 'D', 'S':
 		if parseTimestamp(in) {
-			return in
+			return in, false
 		}
 		plain := strings.ReplaceAll(in, "_", "")
 		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
 			if i == int64(int(i)) {
-				return int(i)
+				return int(i), false
 			}
-			return i
+			return i, false
 		}
 		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return u
+			return u, false
 		}
 		if yamlStyleFloat.MatchString(plain) {
 			if f, err := strconv.ParseFloat(plain, 64); err == nil {
-				return f
+				return f, false
 			}
 		}
 		if strings.HasPrefix(plain, "0b") {
 			if i, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
 				if i == int64(int(i)) {
-					return int(i)
+					return int(i), false
 				}
-				return i
+				return i, false
 			}
 			if u, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-				return u
+				return u, false
 			}
 		} else if strings.HasPrefix(plain, "-0b") {
 			if i, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-				return int(i)
+				return int(i), false
 			}
 		}
 	}
-	return in
+	return in, true
 }
 
 // resolveTable is resolve.go's table of first characters.
@@ -862,6 +870,7 @@ var resolveMap = func() map[string]interface{} {
 		{math.NaN(), []string{".nan", ".NaN", ".NAN"}},
 		{math.Inf(+1), []string{".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"}},
 		{math.Inf(-1), []string{"-.inf", "-.Inf", "-.INF"}},
+		{"<<", []string{"<<"}}, // the merge key: a string when decoded as a value
 	} {
 		for _, s := range item.l {
 			m[s] = item.v

@@ -6,9 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
 )
 
 // This file is a direct YAML encoder for the values JSON decoding makes, writing the bytes go.yaml.in/yaml/v2
@@ -833,80 +834,12 @@ func (e *encoder) writeLiteral(value string) {
 // resolvesToString reports whether yaml.v2's resolve("", s) (resolve.go) gives a string's tag, that is whether
 // s written plain reads back as the same string.
 func resolvesToString(s string) bool {
-	if s == "" {
-		return false // resolveMap: null
-	}
-	c := s[0]
-	var hint byte
-	switch {
-	case c == '+' || c == '-':
-		hint = 'S'
-	case c >= '0' && c <= '9':
-		hint = 'D'
-	case strings.IndexByte("yYnNtTfFoO~", c) >= 0:
-		hint = 'M'
-	case c == '.':
-		hint = '.'
-	default:
-		return true
-	}
-	if inResolveMap(s) {
-		return false
-	}
-	switch hint {
-	case '.':
-		_, err := strconv.ParseFloat(s, 64)
-		return err != nil
-	case 'D', 'S':
-		if parseTimestamp(s) {
-			return false
-		}
-		plain := strings.ReplaceAll(s, "_", "")
-		if _, err := strconv.ParseInt(plain, 0, 64); err == nil {
-			return false
-		}
-		if _, err := strconv.ParseUint(plain, 0, 64); err == nil {
-			return false
-		}
-		if yamlStyleFloat.MatchString(plain) {
-			if _, err := strconv.ParseFloat(plain, 64); err == nil {
-				return false
-			}
-		}
-		if strings.HasPrefix(plain, "0b") {
-			if _, err := strconv.ParseInt(plain[2:], 2, 64); err == nil {
-				return false
-			}
-			if _, err := strconv.ParseUint(plain[2:], 2, 64); err == nil {
-				return false
-			}
-		} else if strings.HasPrefix(plain, "-0b") {
-			if _, err := strconv.ParseInt("-"+plain[3:], 2, 64); err == nil {
-				return false
-			}
-		}
-	}
-	return true
+	_, str := blockyaml.Resolve(s)
+	return str
 }
 
-// inResolveMap reports whether s is a key of resolve.go's resolveMap (booleans, nulls, special floats, "<<").
-func inResolveMap(s string) bool {
-	switch s {
-	case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON",
-		"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF",
-		"", "~", "null", "Null", "NULL",
-		".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-		"<<":
-		return true
-	}
-	return false
-}
-
-// yamlStyleFloat, base60float and the timestamp formats are resolve.go's and encode.go's.
-var (
-	yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
-	base60float    = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
-)
+// base60float is encode.go's.
+var base60float = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
 
 // isBase60Float is encode.go's isBase60Float: YAML 1.1 sexagesimal floats are quoted for other parsers.
 func isBase60Float(s string) bool {
@@ -918,30 +851,6 @@ func isBase60Float(s string) bool {
 		return false
 	}
 	return base60float.MatchString(s)
-}
-
-// parseTimestamp is resolve.go's parseTimestamp, reporting only whether s reads as a timestamp.
-func parseTimestamp(s string) bool {
-	i := 0
-	for ; i < len(s); i++ {
-		if c := s[i]; c < '0' || c > '9' {
-			break
-		}
-	}
-	if i != 4 || i == len(s) || s[i] != '-' {
-		return false
-	}
-	for _, format := range [...]string{
-		"2006-1-2T15:4:5.999999999Z07:00",
-		"2006-1-2t15:4:5.999999999Z07:00",
-		"2006-1-2 15:4:5.999999999",
-		"2006-1-2",
-	} {
-		if _, err := time.Parse(format, s); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // sortEntries sorts a mapping's entries as yaml.v2 sorts a map's keys (encode.go mapv: sort.Sort(keyList)), and reports false

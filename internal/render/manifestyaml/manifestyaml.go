@@ -9,9 +9,9 @@
 //   - Marshal is sigs.k8s.io/yaml.Marshal (yaml.go: json.Marshal, then JSONToYAML, which parses the JSON with
 //     yaml.v2 and marshals what it got). Marshal writes the bytes yaml.v2's encoder writes for the value it
 //     would have parsed from the JSON itself (encode.go), ported from go.yaml.in/yaml/v2 v2.4.4: the style of
-//     a string from encode.go (stringv) and resolve.go (resolve, parseTimestamp), the key order from sorter.go
-//     (keyList.Less), the layout, scalar analysis, style selection, line folding at 80 columns and escapes
-//     from emitterc.go (yaml_emitter_emit_block_*, yaml_emitter_analyze_scalar,
+//     a string from encode.go (stringv) and resolve.go (blockyaml.Resolve, shared with the decoder), the key
+//     order from sorter.go (keyList.Less), the layout, scalar analysis, style selection, line folding at 80
+//     columns and escapes from emitterc.go (yaml_emitter_emit_block_*, yaml_emitter_analyze_scalar,
 //     yaml_emitter_select_scalar_style, yaml_emitter_write_*), the character classes from yamlprivateh.go.
 //     What it does not cover goes to yaml.v2's encoder (also for key sets yaml.v2 itself orders by Go's
 //     map iteration, keyList.Less being intransitive on some keys with digits).
