@@ -198,7 +198,7 @@ func (p *parser) node(i, col, parent, depth int) (interface{}, int, bool) {
 	return p.value(t, i, parent, depth)
 }
 
-// value decodes a scalar or empty collection written after a key or a "- " on line i (t is that text, the
+// value decodes a scalar or flow collection written after a key or a "- " on line i (t is that text, the
 // separating spaces included) or on a line of its own; parent is the indentation of the collection holding it.
 func (p *parser) value(t string, i, parent, depth int) (interface{}, int, bool) {
 	t = strings.TrimLeft(t, " ")
