@@ -63,8 +63,8 @@ func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
 		return nil, nil
 	}
 	token := f.argocdToken
-	if token == "" && deps.Getenv != nil {
-		token = deps.Getenv("FLEETWAVE_ARGOCD_TOKEN")
+	if token == "" {
+		token = deps.env("FLEETWAVE_ARGOCD_TOKEN")
 	}
 	client, err := argocd.New(argocd.Options{BaseURL: f.argocdURL, Token: token, Insecure: f.argocdInsecure})
 	if err != nil {

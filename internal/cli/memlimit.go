@@ -17,17 +17,11 @@ const batchGCPercent = 400
 // unless the environment sets it (GOMEMLIMIT, GOGC: the Go runtime reads them; they win) or deps cannot set it
 // (tests, which share their process). GOGC is raised only with the limit in place.
 func limitBatchMemory(deps *Deps) {
-	getenv := func(k string) string {
-		if deps.Getenv == nil {
-			return ""
-		}
-		return deps.Getenv(k)
-	}
-	if deps.SetMemoryLimit == nil || getenv("GOMEMLIMIT") != "" {
+	if deps.SetMemoryLimit == nil || deps.env("GOMEMLIMIT") != "" {
 		return
 	}
 	deps.SetMemoryLimit(batchMemory)
-	if deps.SetGCPercent != nil && getenv("GOGC") == "" {
+	if deps.SetGCPercent != nil && deps.env("GOGC") == "" {
 		deps.SetGCPercent(batchGCPercent)
 	}
 }
@@ -48,16 +42,10 @@ const (
 // loosenRenderGC sets renderGCPercent and renderMemory, each unless the environment sets it (GOGC, GOMEMLIMIT:
 // the Go runtime reads them; they win) or deps cannot set it (tests, which share their process).
 func loosenRenderGC(deps *Deps) {
-	getenv := func(k string) string {
-		if deps.Getenv == nil {
-			return ""
-		}
-		return deps.Getenv(k)
-	}
-	if deps.SetGCPercent != nil && getenv("GOGC") == "" {
+	if deps.SetGCPercent != nil && deps.env("GOGC") == "" {
 		deps.SetGCPercent(renderGCPercent)
 	}
-	if deps.SetMemoryLimit != nil && getenv("GOMEMLIMIT") == "" {
+	if deps.SetMemoryLimit != nil && deps.env("GOMEMLIMIT") == "" {
 		deps.SetMemoryLimit(renderMemory)
 	}
 }

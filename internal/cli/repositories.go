@@ -30,10 +30,7 @@ func fetchers(deps *Deps, file string) (render.Options, error) {
 	if err != nil {
 		return render.Options{}, fmt.Errorf("--repositories: %w", err)
 	}
-	dir := ""
-	if deps != nil && deps.Getenv != nil {
-		dir = deps.Getenv("FLEETWAVE_CACHE_DIR")
-	}
+	dir := deps.env("FLEETWAVE_CACHE_DIR")
 	charts, err := newChartFetcher(set, dir)
 	if err != nil {
 		return render.Options{}, err
@@ -75,10 +72,7 @@ func chartFetcher(deps *Deps, file string) (*chartfetch.Fetcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--repositories: %w", err)
 	}
-	dir := ""
-	if deps != nil && deps.Getenv != nil {
-		dir = deps.Getenv("FLEETWAVE_CACHE_DIR")
-	}
+	dir := deps.env("FLEETWAVE_CACHE_DIR")
 	return newChartFetcher(set, dir)
 }
 

@@ -43,6 +43,14 @@ type Deps struct {
 	SetGCPercent func(int) int
 }
 
+// env is the environment variable key through d.Getenv, "" when there is no Getenv.
+func (d *Deps) env(key string) string {
+	if d == nil || d.Getenv == nil {
+		return ""
+	}
+	return d.Getenv(key)
+}
+
 // NewRootCmd builds the fleetwave command tree.
 func NewRootCmd(deps *Deps) *cobra.Command {
 	root := &cobra.Command{
