@@ -118,9 +118,14 @@ func runRender(cmd *cobra.Command, deps *Deps, f *renderFlags) error {
 		App:      app,
 		Repos:    func(string) (string, bool) { return f.repoRoot, true },
 		Settings: s,
+		YAML:     true, // the worker encodes: the objects need not cross the pipe and be decoded here
 	})
 	if err != nil {
 		return usageErr(err)
+	}
+	if res.YAML != nil {
+		_, err := deps.Stdout.Write(res.YAML)
+		return err
 	}
 	return render.WriteYAML(deps.Stdout, res.Objects)
 }

@@ -122,6 +122,9 @@ type Request struct {
 	Repos func(repoURL string) (root string, ok bool)
 	// Settings are the cluster and argocd-cm facts; zero fields take DefaultSettings.
 	Settings Settings
+	// YAML asks for Result.YAML, for a caller that only prints the manifests (render --app): a render worker
+	// (internal/render/isolate) then encodes them itself and sends that stream instead of the objects.
+	YAML bool
 }
 
 // Result is an application's rendered manifests.
@@ -137,6 +140,10 @@ type Result struct {
 	// JSON is each object's JSON encoding, the one measured against Limits.MaxOutputBytes, when Options.KeepJSON
 	// asks for it (a render worker sends it as is), else nil.
 	JSON []json.RawMessage
+	// YAML, when Request.YAML asked for it and a render worker sent it, is the objects as WriteYAML writes them;
+	// Objects is then nil. Otherwise YAML is nil and Objects holds the manifests: a caller that asks for YAML
+	// writes YAML when it is not nil and Objects (with WriteYAML) when it is.
+	YAML []byte
 }
 
 // ErrExternalSource marks a source that is not in the local checkout (another repository or a chart

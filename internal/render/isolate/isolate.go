@@ -187,7 +187,7 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 	if app == nil {
 		return nil, errors.New("render: no application")
 	}
-	wreq := &request{App: app, Settings: req.Settings}
+	wreq := &request{App: app, Settings: req.Settings, YAML: req.YAML}
 	if req.Repos != nil {
 		for _, src := range app.Spec.GetSources() {
 			if root, ok := req.Repos(src.RepoURL); ok {
@@ -270,8 +270,11 @@ func (p *Pool) render(ctx context.Context, tenant who, out *outputBudget, req re
 	if resp.Err != nil {
 		return nil, resp.Err.err()
 	}
-	if err := out.take(resp.Objects); err != nil {
+	if err := out.take(resp.outputBytes()); err != nil {
 		return fail(err)
+	}
+	if resp.YAML != nil {
+		return &render.Result{ReadFiles: resp.ReadFiles, ReadDirs: resp.ReadDirs, SourceTypes: resp.SourceTypes, YAML: resp.YAML}, nil
 	}
 	objs, err := decodeObjects(resp.Objects)
 	if err != nil {
@@ -540,10 +543,7 @@ func (p *Pool) spawn() (*worker, error) {
 		defer close(w.resps)
 		defer outR.Close()
 		br := bufio.NewReaderSize(outR, 1<<16)
-		maxObjects := p.opts.Render.Limits.MaxOutputBytes
-		if maxObjects <= 0 {
-			maxObjects = render.DefaultMaxOutputBytes
-		}
+		maxObjects := objectsCap(p.opts.Render.Limits)
 		for {
 			r, err := readResponse(br, maxObjects)
 			if err != nil {

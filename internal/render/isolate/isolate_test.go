@@ -77,6 +77,16 @@ func TestPoolRendersAsInProcess(t *testing.T) {
 		if w, g := yamlOf(t, want), yamlOf(t, got); w != g {
 			t.Errorf("%s: worker render differs:\n%s\nin-process:\n%s", src, g, w)
 		}
+		// Asked for YAML, the worker sends the stream the parent would have written.
+		yreq := req
+		yreq.YAML = true
+		gotYAML, err := pool.Render(ctx, yreq)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if gotYAML.YAML == nil || gotYAML.Objects != nil || string(gotYAML.YAML) != yamlOf(t, want) {
+			t.Errorf("%s: YAML %q (and %d objects), want %q", src, gotYAML.YAML, len(gotYAML.Objects), yamlOf(t, want))
+		}
 		if strings.Join(want.ReadFiles, ",") != strings.Join(got.ReadFiles, ",") || strings.Join(want.ReadDirs, ",") != strings.Join(got.ReadDirs, ",") ||
 			strings.Join(want.SourceTypes, ",") != strings.Join(got.SourceTypes, ",") {
 			t.Errorf("%s: read sets or types differ: %v %v %v, want %v %v %v", src, got.ReadFiles, got.ReadDirs, got.SourceTypes, want.ReadFiles, want.ReadDirs, want.SourceTypes)
@@ -106,7 +116,7 @@ func TestPoolRendersAsInProcess(t *testing.T) {
 		}
 	}
 	if n := pool.Started(); n > 2 {
-		t.Errorf("%d workers started for 6 renders; want them reused (at most 2)", n)
+		t.Errorf("%d workers started for 9 renders; want them reused (at most 2)", n)
 	}
 }
 
@@ -141,6 +151,50 @@ func TestPoolCancelKillsTheRender(t *testing.T) {
 	}
 	if n := pool.Started(); n != 2 {
 		t.Errorf("%d workers started; want the killed one replaced (2)", n)
+	}
+}
+
+// TestPoolYAMLPastItsBound: YAML indents what JSON brackets, so a deeply nested object's YAML outgrows its JSON
+// quadratically; past the bound for the output cap, the worker sends the objects instead, and the caller that
+// asked for YAML writes them as before.
+func TestPoolYAMLPastItsBound(t *testing.T) {
+	const depth = 150
+	nested := strings.Repeat("{a: ", depth) + "x" + strings.Repeat("}", depth)
+	root := filetest.Tree(t, map[string]string{
+		"deep/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: " + nested + "\n",
+		"flat/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n",
+	})
+	limits := render.Limits{MaxOutputBytes: 4000}
+	pool, err := isolate.New(isolate.Options{Workers: 1, Render: render.Options{Limits: limits}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	inproc := render.New(render.Options{Limits: limits})
+	for _, tc := range []struct {
+		path     string
+		wantYAML bool
+	}{{"flat", true}, {"deep", false}} {
+		req := appReq(t, "a", "{repoURL: https://example.com/r.git, path: "+tc.path+"}", root)
+		want, err := inproc.Render(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.YAML = true
+		got, err := pool.Render(context.Background(), req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		if (got.YAML != nil) != tc.wantYAML {
+			t.Fatalf("%s: YAML sent: %v, want %v (%d bytes of YAML in-process)", tc.path, got.YAML != nil, tc.wantYAML, len(yamlOf(t, want)))
+		}
+		gotYAML := string(got.YAML)
+		if got.YAML == nil {
+			gotYAML = yamlOf(t, got)
+		}
+		if gotYAML != yamlOf(t, want) {
+			t.Errorf("%s: the worker's render differs from the in-process one", tc.path)
+		}
 	}
 }
 

@@ -51,6 +51,8 @@ type request struct {
 	App      *v1alpha1.Application `json:"app"`
 	Repos    map[string]string     `json:"repos,omitempty"`
 	Settings render.Settings       `json:"settings"`
+	// YAML asks for the manifests as a YAML stream (render.Request.YAML): response.YAML instead of Objects.
+	YAML bool `json:"yaml,omitempty"`
 	// Fetched answers the worker's Fetch during a render (no App then).
 	Fetched *fetchReply `json:"fetched,omitempty"`
 }
@@ -81,10 +83,16 @@ type response struct {
 	ID          uint64            `json:"id"`
 	Objects     []json.RawMessage `json:"-"`                     // after the line (writeResponse, readResponse)
 	ObjectSizes []int             `json:"objectSizes,omitempty"` // of each of Objects
-	ReadFiles   []string          `json:"readFiles,omitempty"`
-	ReadDirs    []string          `json:"readDirs,omitempty"`
-	SourceTypes []string          `json:"sourceTypes,omitempty"`
-	Err         *wireError        `json:"err,omitempty"`
+	// YAML is the manifests as render.WriteYAML writes them, when the request asked for it and they encode
+	// within yamlCap (else Objects carry them as usual); after the objects. OutputBytes is then the size of
+	// their JSON encodings, which a change's output budget counts.
+	YAML        []byte     `json:"-"`
+	YAMLSize    int        `json:"yamlSize,omitempty"`
+	OutputBytes int64      `json:"outputBytes,omitempty"`
+	ReadFiles   []string   `json:"readFiles,omitempty"`
+	ReadDirs    []string   `json:"readDirs,omitempty"`
+	SourceTypes []string   `json:"sourceTypes,omitempty"`
+	Err         *wireError `json:"err,omitempty"`
 	// Warnings are the distinct lines the libraries printed during the render (liboutput.go).
 	Warnings []string `json:"warnings,omitempty"`
 	// Fetch asks the parent for a chart; the render goes on with its answer.
@@ -161,12 +169,38 @@ func shortenMessage(s string) string {
 	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }
 
-// writeResponse writes resp's line, then its objects, and flushes.
+// yamlCap bounds a response's YAML for an output cap of maxObjects bytes of JSON. YAML indents what JSON
+// brackets, so deep nesting makes it larger than the JSON (quadratically in the depth): past the bound, the
+// worker sends the objects and the parent encodes them as they are written.
+func yamlCap(maxObjects int64) int64 { return 4 * maxObjects }
+
+// objectsCap is the bound on a response's objects for the output cap of limits, as the worker renders under it.
+func objectsCap(limits render.Limits) int64 {
+	if limits.MaxOutputBytes <= 0 {
+		return render.DefaultMaxOutputBytes
+	}
+	return limits.MaxOutputBytes
+}
+
+// outputBytes is what a response's manifests count in a change's output budget: their JSON's size.
+func (r *response) outputBytes() int64 {
+	if r.YAML != nil {
+		return r.OutputBytes
+	}
+	var n int64
+	for _, o := range r.Objects {
+		n += int64(len(o))
+	}
+	return n
+}
+
+// writeResponse writes resp's line, then its objects or its YAML, and flushes.
 func writeResponse(w *bufio.Writer, enc *json.Encoder, resp *response) error {
 	resp.ObjectSizes = resp.ObjectSizes[:0]
 	for _, o := range resp.Objects {
 		resp.ObjectSizes = append(resp.ObjectSizes, len(o))
 	}
+	resp.YAMLSize = len(resp.YAML)
 	if err := enc.Encode(resp); err != nil {
 		return err
 	}
@@ -174,6 +208,9 @@ func writeResponse(w *bufio.Writer, enc *json.Encoder, resp *response) error {
 		if _, err := w.Write(o); err != nil {
 			return err
 		}
+	}
+	if _, err := w.Write(resp.YAML); err != nil {
+		return err
 	}
 	return w.Flush()
 }
@@ -188,6 +225,16 @@ func readResponse(r *bufio.Reader, maxObjects int64) (*response, error) {
 	resp := new(response)
 	if err := json.Unmarshal(line, resp); err != nil {
 		return nil, err
+	}
+	if resp.YAMLSize != 0 {
+		if resp.YAMLSize < 0 || int64(resp.YAMLSize) > yamlCap(maxObjects) || len(resp.ObjectSizes) != 0 {
+			return nil, fmt.Errorf("render worker: %d bytes of YAML past the bound of %d", resp.YAMLSize, yamlCap(maxObjects))
+		}
+		resp.YAML = make([]byte, resp.YAMLSize)
+		if _, err := io.ReadFull(r, resp.YAML); err != nil {
+			return nil, err
+		}
+		return resp, nil
 	}
 	if len(resp.ObjectSizes) == 0 {
 		return resp, nil

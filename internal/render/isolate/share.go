@@ -2,7 +2,6 @@ package isolate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,13 +27,9 @@ type outputBudget struct {
 }
 
 // take counts objects in, or refuses them past the budget (they are dropped before being decoded).
-func (b *outputBudget) take(objects []json.RawMessage) error {
+func (b *outputBudget) take(n int64) error {
 	if b == nil {
 		return nil
-	}
-	var n int64
-	for _, o := range objects {
-		n += int64(len(o))
 	}
 	if b.used.Add(n) > b.max {
 		b.used.Add(-n)

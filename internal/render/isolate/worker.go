@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
@@ -116,7 +117,7 @@ func serve(in io.Reader, out *os.File) int {
 			return exitProtocol
 		}
 		armCPU(cfg.CPU)
-		resp := handle(r, &req)
+		resp := handle(r, &req, yamlCap(objectsCap(cfg.Limits)))
 		if lib != nil {
 			resp.Warnings = lib.take()
 		}
@@ -127,7 +128,7 @@ func serve(in io.Reader, out *os.File) int {
 	}
 }
 
-func handle(r *render.Renderer, req *request) *response {
+func handle(r *render.Renderer, req *request, maxYAML int64) *response {
 	resp := &response{ID: req.ID}
 	repos := req.Repos
 	res, err := r.Render(context.Background(), render.Request{
@@ -142,9 +143,19 @@ func handle(r *render.Renderer, req *request) *response {
 		resp.Err = toWire(err)
 		return resp
 	}
+	resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
 	if len(res.JSON) == len(res.Objects) { // the render's own encoding (render.Options.KeepJSON)
+		if req.YAML {
+			var size int64
+			for _, b := range res.JSON {
+				size += int64(len(b))
+			}
+			if y, ok := encodeYAML(res.Objects, size, maxYAML); ok {
+				resp.YAML, resp.OutputBytes = y, size
+				return resp
+			}
+		}
 		resp.Objects = res.JSON
-		resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
 		return resp
 	}
 	resp.Objects = make([]json.RawMessage, 0, len(res.Objects))
@@ -156,8 +167,36 @@ func handle(r *render.Renderer, req *request) *response {
 		}
 		resp.Objects = append(resp.Objects, b)
 	}
-	resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
 	return resp
+}
+
+// encodeYAML is render.WriteYAML of objs, within max bytes: the bytes the parent would write had it received
+// the objects (manifestyaml.Marshal writes what sigs.k8s.io/yaml.Marshal does, from the objects' JSON, so the
+// objects here and the parent's decoding of their JSON encode alike). false when they encode past max or one
+// does not encode: the parent then gets the objects, and writes them or says why not, as before.
+func encodeYAML(objs []*unstructured.Unstructured, jsonSize, max int64) ([]byte, bool) {
+	// YAML is about the size of the JSON (it drops quotes and braces, indents instead): one allocation mostly.
+	b := &cappedBuffer{buf: make([]byte, 0, min(jsonSize+jsonSize/8, max)), max: max}
+	if err := render.WriteYAML(b, objs); err != nil {
+		return nil, false
+	}
+	return b.buf, true
+}
+
+// cappedBuffer is a bytes.Buffer that refuses to grow past max bytes.
+type cappedBuffer struct {
+	buf []byte
+	max int64
+}
+
+var errPastCap = errors.New("past the cap")
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if int64(len(b.buf))+int64(len(p)) > b.max {
+		return 0, errPastCap
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
 }
 
 // applyLimits sets the limits the kernel enforces on this process: its address space (a backstop above the heap
