@@ -298,7 +298,7 @@ func (f *FS) ReadFile(rel string) ([]byte, error) {
 	if st.Size() > f.maxFileBytes {
 		return nil, &Refusal{Rule: RuleFileTooLarge, Path: c, Detail: fmt.Sprintf("%d bytes, the cap is %d", st.Size(), f.maxFileBytes)}
 	}
-	b, err := io.ReadAll(io.LimitReader(file, f.maxFileBytes+1))
+	b, err := readAll(io.LimitReader(file, f.maxFileBytes+1), st.Size())
 	if err != nil {
 		return nil, relErr(err, c)
 	}
@@ -307,6 +307,26 @@ func (f *FS) ReadFile(rel string) ([]byte, error) {
 	}
 	f.rec.RecordFile(c)
 	return b, nil
+}
+
+// readAll is io.ReadAll into a buffer of the size the file had when stat'ed (and one byte to see its end),
+// as os.ReadFile reads: io.ReadAll's growth from 512 bytes copies and clears a chart's megabytes several times.
+// A file that grew meanwhile is read on, growing the buffer as io.ReadAll does.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, max(size, 0)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // Stat returns information about rel after following symbolic links (confined).
