@@ -238,16 +238,18 @@ func TestPoolCallerGivesUpDuringStart(t *testing.T) {
 	}
 }
 
-// TestWorkerCollector: a pool's GCPercent reaches its workers, with a soft memory limit of half their cap; by
+// TestWorkerCollector: a pool's GCPercent reaches its workers from their start-up (in their environment), with a
+// soft memory limit of half their cap; by
 // default they keep Go's collector settings and no soft limit.
 func TestWorkerCollector(t *testing.T) {
+	t.Setenv("GOGC", "") // a GOGC of the caller's would be the workers' (Pool.start)
 	for _, tt := range []struct {
 		name      string
 		opts      isolate.Options
 		want, not string
 	}{
 		{"default", isolate.Options{Workers: 1, MemoryBytes: 512 << 20}, "", "GOGC"},
-		{"render --app", isolate.Options{Workers: 1, MemoryBytes: 512 << 20, GCPercent: 400}, "GOGC 400 under a soft limit of 256 MiB", ""},
+		{"render --app", isolate.Options{Workers: 1, MemoryBytes: 512 << 20, GCPercent: 400}, "GOGC 400 from start-up under a soft limit of 256 MiB", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			pool, err := isolate.New(tt.opts)

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -227,6 +228,9 @@ func applyLimits(cfg config) string {
 		// limit makes the collector run before watchMemory would end the worker for its garbage.
 		debug.SetGCPercent(cfg.GCPercent)
 		desc += fmt.Sprintf(", GOGC %d", cfg.GCPercent)
+		if os.Getenv("GOGC") == strconv.Itoa(cfg.GCPercent) {
+			desc += " from start-up" // the parent set it in the environment (Pool.start)
+		}
 		if cfg.MemoryBytes > 0 {
 			debug.SetMemoryLimit(cfg.MemoryBytes / 2)
 			desc += fmt.Sprintf(" under a soft limit of %d MiB", cfg.MemoryBytes/2>>20)
