@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
@@ -333,25 +336,40 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 			return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
 		}
 		res.SourceTypes = append(res.SourceTypes, typ)
+		// The objects, flattened and tracked in order up to the first that fails (its error comes after what
+		// precedes it is measured, as when each object was done in turn)...
+		var targets []*unstructured.Unstructured
+		var targetErr error
+	collect:
 		for _, obj := range objs {
-			targets, err := flatten(obj)
+			ts, err := flatten(obj)
 			if err != nil {
-				return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+				targetErr = &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+				break
 			}
-			for _, t := range targets {
+			for _, t := range ts {
 				// GenerateManifests: tracking on everything but CRDs.
 				if s.AppLabelKey != "" && instance != "" && !kube.IsCRD(t) {
 					if err := setAppInstance(t, s.AppLabelKey, instance, app.Spec.Destination.Namespace, s.TrackingMethod, s.InstallationID); err != nil {
-						return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+						targetErr = &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: err}
+						break collect
 					}
 				}
-				b, err := json.Marshal(t.Object)
-				if err != nil {
-					return nil, &Error{App: app.Name, Err: err}
+				targets = append(targets, t)
+			}
+		}
+		// ...then encoded on all CPUs a batch at a time, each batch measured in order: the caps stop the
+		// encoding within a batch of where they are reached.
+		for start := 0; start < len(targets); start += encodeBatch {
+			batch := targets[start:min(start+encodeBatch, len(targets))]
+			encs, errs := marshalEach(batch)
+			for j, t := range batch {
+				if errs[j] != nil {
+					return nil, &Error{App: app.Name, Err: errs[j]}
 				}
-				size += int64(len(b))
+				size += int64(len(encs[j]))
 				if r.opts.KeepJSON {
-					res.JSON = append(res.JSON, b)
+					res.JSON = append(res.JSON, encs[j])
 				}
 				if size > r.opts.Limits.MaxOutputBytes {
 					return nil, &Error{App: app.Name, Path: sourceLabel(src, i, multi), Err: fmt.Errorf("refused (output-size): manifests exceed %d bytes", r.opts.Limits.MaxOutputBytes)}
@@ -362,10 +380,39 @@ func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos 
 				}
 			}
 		}
+		if targetErr != nil {
+			return nil, targetErr
+		}
 	}
 	res.ReadFiles = rec.Files()
 	res.ReadDirs = rec.Dirs()
 	return res, nil
+}
+
+// encodeBatch is how many objects a render encodes at once, on all CPUs (marshalEach).
+const encodeBatch = 64
+
+// marshalEach is json.Marshal of each object, on all CPUs: a large chart's objects are megabytes of JSON.
+func marshalEach(objs []*unstructured.Unstructured) ([][]byte, []error) {
+	encs, errs := make([][]byte, len(objs)), make([]error, len(objs))
+	workers := min(runtime.GOMAXPROCS(0), len(objs))
+	if workers <= 1 {
+		for i, o := range objs {
+			encs[i], errs[i] = json.Marshal(o.Object)
+		}
+		return encs, errs
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(objs); i = int(next.Add(1) - 1) {
+				encs[i], errs[i] = json.Marshal(objs[i].Object)
+			}
+		})
+	}
+	wg.Wait()
+	return encs, errs
 }
 
 func sourceLabel(src *v1alpha1.ApplicationSource, i int, multi bool) string {
@@ -520,7 +567,7 @@ func flatten(obj *unstructured.Unstructured) ([]*unstructured.Unstructured, erro
 	}
 	if obj.IsList() {
 		var out []*unstructured.Unstructured
-		err := obj.EachListItem(func(o runtime.Object) error {
+		err := obj.EachListItem(func(o kruntime.Object) error {
 			u, ok := o.(*unstructured.Unstructured)
 			if !ok {
 				return errors.New("resource list item has unexpected type")
