@@ -52,6 +52,8 @@ var splitCases = []string{
 	"a\n----\nb",
 	"x\n\n\n",
 	"\xff\n---\n\xfe",
+	"a\n---\n\u0085\n---\nb",
+	"a\n---\n\u00a0",
 }
 
 // sdkSplit3 is Helm 3's SplitManifests as a list, in the order BySplitManifestsOrder gives its keys.
@@ -106,13 +108,30 @@ func TestSplitManifestsDiffer(t *testing.T) {
 	}
 }
 
+// FuzzSplitManifests holds both splits to the SDKs', and the head of every document Helm 3's split gives to
+// sigs.k8s.io/yaml's (value and error).
 func FuzzSplitManifests(f *testing.F) {
 	for _, s := range splitCases {
 		f.Add(s)
 	}
+	for _, tc := range headCases {
+		f.Add(tc.doc)
+		f.Add("kind: Service\n---\n" + tc.doc + "\n---\nkind: Pod\n")
+	}
+	sorter := Sorter{Unmarshal: func(doc []byte) (SimpleHead, error) { return sdkHead(string(doc)) }}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := SplitManifests(s), sdkSplit3(s); !reflect.DeepEqual(got, want) {
-			t.Errorf("SplitManifests(%q) = %q, Helm 3's %q", s, got, want)
+		docs, want := SplitManifests(s), sdkSplit3(s)
+		if !reflect.DeepEqual(docs, want) {
+			t.Errorf("SplitManifests(%q) = %q, Helm 3's %q", s, docs, want)
+		}
+		for _, doc := range docs {
+			got, err := sorter.head(doc)
+			wantHead, wantErr := sdkHead(doc)
+			// On an error the SDK drops the head, which sigs.k8s.io/yaml may have half filled in a random
+			// order (convertToJSONableObject ranges over a map and allocates metadata as it meets it).
+			if !sameError(err, wantErr) || err == nil && !reflect.DeepEqual(got, wantHead) {
+				t.Errorf("head(%q) = %+v, %v; sigs.k8s.io/yaml %+v, %v", doc, got, err, wantHead, wantErr)
+			}
 		}
 		if got, want := SplitManifests4(s), sdkSplit4(s); !reflect.DeepEqual(got, want) {
 			t.Errorf("SplitManifests4(%q) = %q, helm 4's %q", s, got, want)
