@@ -2,11 +2,21 @@ package helm4
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"testing"
 
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+
+	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
+	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
 // sortCases are chart outputs (template path to text) for which sortManifests must give exactly what helm 4's
@@ -106,4 +116,43 @@ func dropTime(_ []string, a slog.Attr) slog.Attr {
 		return slog.Attr{}
 	}
 	return a
+}
+
+// TestSortManifestsKubePrometheusStack holds the port to helm 4's SortManifests on a large chart's output: the
+// engine's for the fidelity corpus's kube-prometheus-stack case (skipped without the corpus).
+func TestSortManifestsKubePrometheusStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("renders a large chart")
+	}
+	dir := filepath.Join(sharedtest.Fidelity(t), "cases", "helm-kube-prometheus-stack", "src", "kube-prometheus-stack")
+	ch, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := map[string]any{"windowsMonitoring": map[string]any{"enabled": true}}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		t.Fatal(err)
+	}
+	options := common.ReleaseOptions{Name: "kps", Namespace: "monitoring", Revision: 1, IsInstall: true}
+	top, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, options, common.DefaultCapabilities, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eng engine.Engine
+	files, err := eng.RenderWithContext(context.Background(), ch, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmtemplate.DropNotes(files)
+	hooks, manifests, err := sortManifests(files)
+	wantHooks, wantManifests, wantErr := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil || wantErr != nil {
+		t.Fatalf("error %v, helm 4's %v", err, wantErr)
+	}
+	if !reflect.DeepEqual(hooks, wantHooks) || !reflect.DeepEqual(manifests, wantManifests) {
+		t.Error("sorted differently from helm 4")
+	}
+	if len(manifests) < 100 || len(hooks) == 0 {
+		t.Errorf("%d manifests and %d hooks: not the large chart's output", len(manifests), len(hooks))
+	}
 }
