@@ -14,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 
@@ -275,7 +274,7 @@ func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (st
 	if err := o.output.Texts(files); err != nil {
 		return "", err
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, manifests, err := sortManifests(files) // SortManifests(files, nil, InstallOrder), faster: sortmanifests.go
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,6 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
-	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmvalues"
@@ -162,7 +161,7 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 	if err := o.Output.Texts(files); err != nil {
 		return "", err
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, manifests, err := sortManifests(files) // SortManifests(files, nil, InstallOrder), faster: sortmanifests.go
 	if err != nil {
 		return "", err
 	}
