@@ -18,10 +18,10 @@ import (
 // chart). ch is the shared Helm 3 parse of the same files: schema validation runs on a copy of it after the same
 // dependency processing, with helm 4's rules and messages (pkg/chart/common/util/jsonschema.go is helm 3's),
 // remote references refused as for Helm 3.
-func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFiles, vals map[string]interface{}, o renderOpts) (string, error) {
+func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFiles, vals map[string]interface{}, o renderOpts) ([]byte, error) {
 	cli, ok := helm4.CLIs[o.helmCLI]
 	if !ok {
-		return "", fmt.Errorf("no helm 4 release %q known", o.helmCLI)
+		return nil, fmt.Errorf("no helm 4 release %q known", o.helmCLI)
 	}
 	ch4, ok := e.cache4.get(cf.hash)
 	if !ok {
@@ -31,7 +31,7 @@ func (e *Engine) renderChart4(ctx context.Context, ch *chart.Chart, cf *chartFil
 		}
 		var err error
 		if ch4, err = helm4.Load(files); err != nil {
-			return "", err
+			return nil, err
 		}
 		e.cache4.put(cf.hash, ch4)
 	}

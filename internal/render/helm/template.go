@@ -94,7 +94,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 	}
 	done := make(chan result, 1)
 	go func() {
-		var out string
+		var out []byte
 		var err error
 		if in.Target.Helm4() {
 			out, err = e.renderChart4(ctx, ch, cf, vals, ro)
@@ -105,7 +105,7 @@ func (e *Engine) helmTemplate(ctx context.Context, in Input, appPath string, o *
 			done <- result{err: err}
 			return
 		}
-		objs, err := manifestyaml.Split([]byte(out)) // kube.SplitYAML's results, cheaper
+		objs, err := manifestyaml.Split(out) // kube.SplitYAML's results, cheaper
 		done <- result{objs, len(out), err}
 	}()
 	select {
@@ -233,50 +233,50 @@ func capabilities(o renderOpts) *chartutil.Capabilities {
 // renderChart is pkg/action/install.go RunWithContext (client-only dry run, as `helm template` sets it up) with
 // action.go renderResources, then cmd/helm/template.go's assembly of stdout: the release manifest (CRDs first with
 // --include-crds, then manifests in InstallOrder), then every hook (test hooks dropped with --skip-tests).
-func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (string, error) {
+func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) ([]byte, error) {
 	if err := chartutil.ValidateReleaseName(o.name); err != nil {
-		return "", fmt.Errorf("release name %q: %w", o.name, err)
+		return nil, fmt.Errorf("release name %q: %w", o.name, err)
 	}
 	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
-		return "", err
+		return nil, err
 	}
 	caps := capabilities(o)
 	options := chartutil.ReleaseOptions{Name: o.name, Namespace: o.namespace, Revision: 1, IsInstall: true}
 	// Schema validation is done by validateAgainstSchema, which refuses remote references.
 	valuesToRender, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, true)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if !o.skipSchemaValidation {
 		coalesced, _ := valuesToRender["Values"].(chartutil.Values)
 		if err := validateAgainstSchema(ch, coalesced); err != nil {
 			var remote *remoteRefError
 			if errors.As(err, &remote) {
-				return "", err
+				return nil, err
 			}
-			return "", fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
+			return nil, fmt.Errorf("values don't meet the specifications of the schema(s) in the following chart(s):\n%s", err.Error())
 		}
 	}
 
 	// renderResources.
 	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.String())
 	}
 	var eng engine.Engine // no cluster: lookup returns empty; EnableDNS false: getHostByName returns ""
 	files, err := eng.Render(ch, valuesToRender)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	helmtemplate.DropNotes(files)
 	// The output caps, on the templates as the engine returns them (helm.sh/helm/v3@v3.19.4 pkg/engine/engine.go
 	// render: a strings.Builder per template, no hook while it writes): refused here, an output bomb is not
 	// sorted, assembled into stdout and split into objects, each a copy or more.
 	if err := o.output.Texts(files); err != nil {
-		return "", err
+		return nil, err
 	}
 	hooks, manifests, err := sortManifests(files) // SortManifests(files, nil, InstallOrder), faster: sortmanifests.go
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var out helmtemplate.Output
 	if o.includeCrds {
@@ -292,5 +292,5 @@ func renderChart(ch *chart.Chart, vals map[string]interface{}, o renderOpts) (st
 			out.Hook(h.Path, h.Manifest)
 		}
 	}
-	return out.String(), nil
+	return out.Bytes(), nil
 }

@@ -303,7 +303,7 @@ func (h *helmRun) template(ctx context.Context, p types.HelmChart, chartDir stri
 			out.Hook(h.Path, h.Manifest)
 		}
 	}
-	return []byte(out.String()), nil
+	return out.Bytes(), nil
 }
 
 // template4 is the end of template when the helm binary is helm 4 (Argo CD 3.5 and later): the same chart files
@@ -340,11 +340,7 @@ func (h *helmRun) template4(ctx context.Context, chrt *chart.Chart, client *acti
 			return nil
 		},
 	}
-	out, err := helm4.Template(ctx, *h.cfg.helm4, ch4, vals, o)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(out), nil
+	return helm4.Template(ctx, *h.cfg.helm4, ch4, vals, o)
 }
 
 func bufferedFiles(raw []*chart.File) []*loader.BufferedFile {

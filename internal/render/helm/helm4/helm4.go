@@ -115,7 +115,7 @@ func Copy(c *chart.Chart) *chart.Chart {
 // pkg/action/install.go RunWithContext in client-only dry-run mode, action.go renderResources, and
 // pkg/cmd/template.go's assembly of stdout (the release manifest with CRDs first, then the hooks). DNS lookups
 // stay disabled and `lookup` returns nothing, as in `helm template`.
-func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any, o Options) (string, error) {
+func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any, o Options) ([]byte, error) {
 	// pkg/cmd/template.go: --kube-version through common.ParseKubeVersion.
 	kubeVersion := o.KubeVersion
 	if kubeVersion == "" {
@@ -123,47 +123,47 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 	}
 	kv, err := common.ParseKubeVersion(kubeVersion)
 	if err != nil {
-		return "", fmt.Errorf("invalid kube version '%s': %w", kubeVersion, err)
+		return nil, fmt.Errorf("invalid kube version '%s': %w", kubeVersion, err)
 	}
 	// install.go RunWithContext: availableName, then ProcessDependencies.
 	if err := chartutil.ValidateReleaseName(o.ReleaseName); err != nil {
-		return "", fmt.Errorf("release name check failed: release name %q: %w", o.ReleaseName, err)
+		return nil, fmt.Errorf("release name check failed: release name %q: %w", o.ReleaseName, err)
 	}
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
-		return "", fmt.Errorf("chart dependencies processing failed: %w", err)
+		return nil, fmt.Errorf("chart dependencies processing failed: %w", err)
 	}
 	caps := capabilities(cli, kv, o.APIVersions)
 	options := common.ReleaseOptions{Name: o.ReleaseName, Namespace: o.Namespace, Revision: 1, IsInstall: true}
 	valuesToRender, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, options, caps, true)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if o.ValidateValues != nil {
 		coalesced, _ := valuesToRender["Values"].(common.Values)
 		if err := o.ValidateValues(coalesced); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 
 	// action.go renderResources.
 	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return "", fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.Version)
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", ch.Metadata.KubeVersion, caps.KubeVersion.Version)
 	}
 	var eng engine.Engine
 	files, err := eng.RenderWithContext(ctx, ch, valuesToRender)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	helmtemplate.DropNotes(files)
 	// The output caps, on the templates as the engine returns them (helm.sh/helm/v4@v4.3.1 pkg/engine/engine.go
 	// render: a strings.Builder per template, no hook while it writes), before SortManifests and the assembly
 	// of stdout copy them.
 	if err := o.Output.Texts(files); err != nil {
-		return "", err
+		return nil, err
 	}
 	hooks, manifests, err := sortManifests(files) // SortManifests(files, nil, InstallOrder), faster: sortmanifests.go
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var out helmtemplate.Output
 	if o.IncludeCRDs {
@@ -179,7 +179,7 @@ func Template(ctx context.Context, cli CLI, ch *chart.Chart, vals map[string]any
 			out.Hook(h.Path, h.Manifest)
 		}
 	}
-	return out.String(), nil
+	return out.Bytes(), nil
 }
 
 // capabilities are install.go RunWithContext's client-only ones: the default capabilities (the released binary's,

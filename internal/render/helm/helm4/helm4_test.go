@@ -53,7 +53,8 @@ func TestTemplate(t *testing.T) {
 			if vals == nil {
 				vals = map[string]any{}
 			}
-			out, err := Template(context.Background(), cli, ch, vals, tc.o)
+			raw, err := Template(context.Background(), cli, ch, vals, tc.o)
+			out := string(raw)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)

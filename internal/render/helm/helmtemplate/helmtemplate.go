@@ -6,9 +6,9 @@
 package helmtemplate
 
 import (
-	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Chart is what both SDKs' *chart.Chart (helm.sh/helm/v3/pkg/chart, helm.sh/helm/v4/pkg/chart/v2) offer for
@@ -59,25 +59,61 @@ func IsTestHook[E ~string](events []E) bool {
 
 // Output is `helm template`'s stdout (pkg/cmd/template.go, cmd/helm/template.go in Helm 3): the release
 // manifest (CRDs with --include-crds, then the manifests in install order, as renderResources writes them),
-// trimmed of white space at both ends, then each hook. The zero value is empty and ready.
+// trimmed of white space at both ends, then each hook. The zero value is empty and ready. It keeps the texts
+// and copies them once, into a buffer of the output's size: a large chart's are megabytes.
 type Output struct {
-	manifest, hooks strings.Builder
+	manifest, hooks []string
 }
 
 // Resource adds a CRD or a manifest to the release manifest, rendered from the file source.
 func (o *Output) Resource(source, content string) {
-	fmt.Fprintf(&o.manifest, "---\n# Source: %s\n%s\n", source, content)
+	o.manifest = append(o.manifest, "---\n# Source: ", source, "\n", content, "\n")
 }
 
 // Release adds a release manifest that the SDK assembled itself (action.Install's Release.Manifest).
-func (o *Output) Release(manifest string) { o.manifest.WriteString(manifest) }
+func (o *Output) Release(manifest string) { o.manifest = append(o.manifest, manifest) }
 
 // Hook adds a hook, rendered from the file source, after the release manifest.
 func (o *Output) Hook(source, content string) {
-	fmt.Fprintf(&o.hooks, "---\n# Source: %s\n%s\n", source, content)
+	o.hooks = append(o.hooks, "---\n# Source: ", source, "\n", content, "\n")
 }
 
-// String is the whole stdout.
-func (o *Output) String() string {
-	return strings.TrimSpace(o.manifest.String()) + "\n" + o.hooks.String()
+// Bytes is the whole stdout: strings.TrimSpace(manifest) + "\n" + hooks.
+func (o *Output) Bytes() []byte {
+	manifest := trimSpace(o.manifest)
+	n := 1
+	for _, t := range manifest {
+		n += len(t)
+	}
+	for _, t := range o.hooks {
+		n += len(t)
+	}
+	b := make([]byte, 0, n)
+	for _, t := range manifest {
+		b = append(b, t...)
+	}
+	b = append(b, '\n')
+	for _, t := range o.hooks {
+		b = append(b, t...)
+	}
+	return b
+}
+
+// trimSpace is strings.TrimSpace of the texts' concatenation, as texts: those of white space only at either end
+// dropped, and the first and last others trimmed on their outer side. A text never ends inside a character (each
+// is whole: a template's output, a file, or the ASCII around them), so trimming each is trimming the whole.
+func trimSpace(texts []string) []string {
+	for len(texts) > 0 && strings.TrimLeftFunc(texts[0], unicode.IsSpace) == "" {
+		texts = texts[1:]
+	}
+	for len(texts) > 0 && strings.TrimRightFunc(texts[len(texts)-1], unicode.IsSpace) == "" {
+		texts = texts[:len(texts)-1]
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	out := append([]string(nil), texts...)
+	out[0] = strings.TrimLeftFunc(out[0], unicode.IsSpace)
+	out[len(out)-1] = strings.TrimRightFunc(out[len(out)-1], unicode.IsSpace)
+	return out
 }

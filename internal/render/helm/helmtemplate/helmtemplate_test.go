@@ -1,6 +1,7 @@
 package helmtemplate
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,9 +108,43 @@ func TestOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var o Output
 			tc.build(&o)
-			if got := o.String(); got != tc.want {
+			if got := string(o.Bytes()); got != tc.want {
 				t.Errorf("got\n%q\nwant\n%q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOutputTrimsAsTheSDK: the texts are copied once, trimmed as a whole as the SDK trims its manifest
+// (strings.TrimSpace of the concatenation), whatever white space and empty contents sit at either end.
+func TestOutputTrimsAsTheSDK(t *testing.T) {
+	contents := []string{"", " ", "\n\t ", "kind: A", " kind: B\n\n", "\u0085x\u00a0", "\u00a0", "\xc2", "a\x85"}
+	for _, release := range []string{"", "\n \n", "---\nkind: R\n\n"} {
+		for _, first := range contents {
+			for _, last := range contents {
+				var o Output
+				var manifest, hooks strings.Builder
+				if release != "" {
+					o.Release(release)
+					manifest.WriteString(release)
+				}
+				for i, c := range []string{first, "kind: M", last} {
+					src := fmt.Sprintf("c/templates/%d.yaml", i)
+					o.Resource(src, c)
+					fmt.Fprintf(&manifest, "---\n# Source: %s\n%s\n", src, c)
+				}
+				o.Hook("c/templates/h.yaml", last)
+				fmt.Fprintf(&hooks, "---\n# Source: %s\n%s\n", "c/templates/h.yaml", last)
+				want := strings.TrimSpace(manifest.String()) + "\n" + hooks.String()
+				if got := string(o.Bytes()); got != want {
+					t.Fatalf("release %q, contents %q … %q:\ngot  %q\nwant %q", release, first, last, got, want)
+				}
+			}
+		}
+	}
+	var o Output // only white space: an empty manifest
+	o.Release(" \n\u00a0")
+	if got := string(o.Bytes()); got != "\n" {
+		t.Errorf("a white space release: %q, want %q", got, "\n")
 	}
 }
