@@ -3,6 +3,7 @@ package render_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,6 +179,10 @@ func renderCaseAs(r *render.Renderer, caseDir, argocdVersion string) ([]byte, er
 	var buf bytes.Buffer
 	if err := render.WriteYAML(&buf, res.Objects); err != nil {
 		return nil, err
+	}
+	// render --app's worker sends EncodeYAML's stream: the same bytes on every case.
+	if enc, err := render.EncodeYAML(res.Objects, 1<<40); err != nil || !bytes.Equal(enc, buf.Bytes()) {
+		return nil, fmt.Errorf("EncodeYAML (%v) differs from WriteYAML", err)
 	}
 	return buf.Bytes(), nil
 }

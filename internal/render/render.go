@@ -608,9 +608,8 @@ func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 		}
 		docs, errs := manifestyaml.MarshalEach(maps)
 		for j, b := range docs {
-			o := objs[start+j]
 			if err := errs[j]; err != nil {
-				return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
+				return encodingErr(objs[start+j], err)
 			}
 			if start+j > 0 {
 				if _, err := io.WriteString(w, "---\n"); err != nil {
@@ -623,4 +622,40 @@ func WriteYAML(w io.Writer, objs []*unstructured.Unstructured) error {
 		}
 	}
 	return nil
+}
+
+// EncodeYAML is what WriteYAML writes, in one buffer of its size, or ErrYAMLTooLarge past max bytes.
+func EncodeYAML(objs []*unstructured.Unstructured, max int64) ([]byte, error) {
+	maps := make([]map[string]interface{}, len(objs))
+	for i, o := range objs {
+		maps[i] = o.Object
+	}
+	docs, errs := manifestyaml.MarshalEach(maps)
+	var n int64
+	for i, b := range docs {
+		if errs[i] != nil {
+			return nil, encodingErr(objs[i], errs[i])
+		}
+		if i > 0 {
+			n += int64(len("---\n"))
+		}
+		if n += int64(len(b)); n > max {
+			return nil, ErrYAMLTooLarge
+		}
+	}
+	out := make([]byte, 0, n)
+	for i, b := range docs {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// ErrYAMLTooLarge is EncodeYAML's answer past its bound.
+var ErrYAMLTooLarge = errors.New("the manifests' YAML is past its bound")
+
+func encodingErr(o *unstructured.Unstructured, err error) error {
+	return fmt.Errorf("encoding %s %s: %w", o.GetKind(), o.GetName(), err)
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
@@ -44,7 +47,42 @@ func renderYAML(t *testing.T, r *render.Renderer, req render.Request) (string, *
 	if err := render.WriteYAML(&buf, res.Objects); err != nil {
 		t.Fatal(err)
 	}
+	// EncodeYAML is the same stream in one buffer, wherever a render's YAML is looked at.
+	if enc, err := render.EncodeYAML(res.Objects, 1<<40); err != nil || !bytes.Equal(enc, buf.Bytes()) {
+		t.Fatalf("EncodeYAML: %v\n%s\nWriteYAML wrote:\n%s", err, enc, buf.Bytes())
+	}
 	return buf.String(), res, nil
+}
+
+// TestEncodeYAML: EncodeYAML writes what WriteYAML does, refuses past its bound, and names an object that does
+// not encode as WriteYAML does.
+func TestEncodeYAML(t *testing.T) {
+	obj := func(kind, name string, extra interface{}) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]interface{}{"kind": kind, "metadata": map[string]interface{}{"name": name}, "x": extra}}
+	}
+	objs := []*unstructured.Unstructured{obj("A", "a", "1"), obj("B", "b", []interface{}{int64(2), "three"}), obj("C", "c", nil)}
+	var buf bytes.Buffer
+	if err := render.WriteYAML(&buf, objs); err != nil {
+		t.Fatal(err)
+	}
+	for _, max := range []int64{int64(buf.Len()), int64(buf.Len()) - 1, 0} {
+		got, err := render.EncodeYAML(objs, max)
+		if max >= int64(buf.Len()) {
+			if err != nil || !bytes.Equal(got, buf.Bytes()) {
+				t.Errorf("max %d: %q, %v; want %q", max, got, err, buf.Bytes())
+			}
+		} else if !errors.Is(err, render.ErrYAMLTooLarge) {
+			t.Errorf("max %d of %d bytes: %v, want ErrYAMLTooLarge", max, buf.Len(), err)
+		}
+	}
+	if got, err := render.EncodeYAML(nil, 0); err != nil || len(got) != 0 {
+		t.Errorf("no objects: %q, %v", got, err)
+	}
+	bad := append(objs[:1:1], obj("D", "d", make(chan int)))
+	werr := render.WriteYAML(io.Discard, bad)
+	if _, err := render.EncodeYAML(bad, 1<<20); err == nil || werr == nil || err.Error() != werr.Error() {
+		t.Errorf("an object that does not encode: %v, WriteYAML says %v", err, werr)
+	}
 }
 
 func TestRenderHelmWithOverridesAndTracking(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
@@ -146,13 +145,16 @@ func handle(r *render.Renderer, req *request, maxYAML int64) *response {
 	}
 	resp.ReadFiles, resp.ReadDirs, resp.SourceTypes = res.ReadFiles, res.ReadDirs, res.SourceTypes
 	if len(res.JSON) == len(res.Objects) { // the render's own encoding (render.Options.KeepJSON)
+		// The bytes the parent would write had it received the objects: manifestyaml.Marshal writes what
+		// sigs.k8s.io/yaml.Marshal does, from the objects' JSON, so the objects here and the parent's decoding
+		// of their JSON encode alike. Past maxYAML, or when one does not encode, the parent gets the objects and
+		// writes them or says why not, as before.
 		if req.YAML {
-			var size int64
-			for _, b := range res.JSON {
-				size += int64(len(b))
-			}
-			if y, ok := encodeYAML(res.Objects, size, maxYAML); ok {
-				resp.YAML, resp.OutputBytes = y, size
+			if y, err := render.EncodeYAML(res.Objects, maxYAML); err == nil {
+				resp.YAML = y
+				for _, b := range res.JSON {
+					resp.OutputBytes += int64(len(b))
+				}
 				return resp
 			}
 		}
@@ -169,35 +171,6 @@ func handle(r *render.Renderer, req *request, maxYAML int64) *response {
 		resp.Objects = append(resp.Objects, b)
 	}
 	return resp
-}
-
-// encodeYAML is render.WriteYAML of objs, within max bytes: the bytes the parent would write had it received
-// the objects (manifestyaml.Marshal writes what sigs.k8s.io/yaml.Marshal does, from the objects' JSON, so the
-// objects here and the parent's decoding of their JSON encode alike). false when they encode past max or one
-// does not encode: the parent then gets the objects, and writes them or says why not, as before.
-func encodeYAML(objs []*unstructured.Unstructured, jsonSize, max int64) ([]byte, bool) {
-	// YAML is about the size of the JSON (it drops quotes and braces, indents instead): one allocation mostly.
-	b := &cappedBuffer{buf: make([]byte, 0, min(jsonSize+jsonSize/8, max)), max: max}
-	if err := render.WriteYAML(b, objs); err != nil {
-		return nil, false
-	}
-	return b.buf, true
-}
-
-// cappedBuffer is a bytes.Buffer that refuses to grow past max bytes.
-type cappedBuffer struct {
-	buf []byte
-	max int64
-}
-
-var errPastCap = errors.New("past the cap")
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if int64(len(b.buf))+int64(len(p)) > b.max {
-		return 0, errPastCap
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
 }
 
 // applyLimits sets the limits the kernel enforces on this process: its address space (a backstop above the heap
