@@ -43,7 +43,7 @@ test: ## fast tests, with the race detector
 FUZZTIME ?= 30s
 
 .PHONY: fuzz
-fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml and manifestyaml's encoder against yaml.v2, the worker pipe's JSON decoder against apimachinery's, the port of Helm's SortManifests against Helm's
+fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application specs, Helm values, kustomizations, directories and Jsonnet; blockyaml and manifestyaml's encoder against yaml.v2, manifestyaml's split against gitops-engine's and apimachinery's, the worker pipe's JSON decoder against apimachinery's, the port of Helm's SortManifests against Helm's
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
@@ -52,6 +52,7 @@ fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application spec
 	$(GO) test -run '^$$' -fuzz '^FuzzStrings$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/blockyaml
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/isolate
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/manifestyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/manifestyaml
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/helm/helmtemplate
 	$(GO) test -run '^$$' -fuzz '^FuzzSortManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/helm
 

@@ -1,8 +1,10 @@
 package manifestyaml
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
 	"go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
@@ -76,6 +79,7 @@ func TestSplitMatchesGitopsEngine(t *testing.T) {
 // checkSplit compares Split with kube.SplitYAML, and Marshal with sigsyaml.Marshal on what they return.
 func checkSplit(t *testing.T, in []byte) {
 	t.Helper()
+	checkDocuments(t, in)
 	want, wantErr := kube.SplitYAML(in)
 	got, gotErr := Split(in)
 	if errString(gotErr) != errString(wantErr) {
@@ -101,6 +105,50 @@ func checkMarshal(t *testing.T, obj map[string]interface{}) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("Marshal:\n%s\nsigsyaml.Marshal:\n%s", got, want)
+	}
+}
+
+// checkDocuments compares splitDocuments with apimachinery's YAMLReader: the same documents where it answers,
+// and it answers unless YAMLReader refuses the stream or the stream holds a carriage return.
+func checkDocuments(t *testing.T, in []byte) {
+	t.Helper()
+	var want [][]byte
+	var wantErr error
+	rd := kubeyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(in)))
+	for {
+		doc, err := rd.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			wantErr = err
+			break
+		}
+		if len(doc) != 0 {
+			want = append(want, doc)
+		}
+	}
+	got, ok := splitDocuments(in)
+	switch {
+	case !ok && wantErr == nil && !bytes.ContainsRune(in, '\r'):
+		t.Fatalf("splitDocuments gave up on %q, which YAMLReader splits", in)
+	case ok && wantErr != nil:
+		t.Fatalf("splitDocuments split %q, which YAMLReader refuses: %v", in, wantErr)
+	case ok && !reflect.DeepEqual(got, want):
+		t.Fatalf("splitDocuments(%q)\n got %q\nwant %q", in, got, want)
+	}
+}
+
+// TestSplitDocuments: the documents of streams as YAMLReader reads them, whatever the separators, the end of
+// the stream and the lines around them.
+func TestSplitDocuments(t *testing.T) {
+	for _, in := range []string{
+		"", "\n", "\n\n", "---", "---\n", "---\n---\n", "a: 1", "a: 1\n", "a: 1\n---", "a: 1\n---\n", "---\na: 1\n---\nb: 2",
+		"--- # c\na: 1\n---\t\n\nb: 2\n", "--- x\na: 1\n", "a: 1\n----\nb: 2\n", "a: 1\n---x\n", "a: 1\n--- \u00a0\n", "a: 1\n ---\nb: 2\n",
+		"a: |\n  ---\n---\n", "a: 1\r\n---\r\nb: 2\r\n", "# Source: x\n" + cm + "---\n# Source: y\n" + cm, "a: 1\n---\n\n\n",
+		"a: 1\n--- #\n", strings.Repeat("x", 5000) + "\n---\n" + strings.Repeat("y", 5000),
+	} {
+		checkDocuments(t, []byte(in))
 	}
 }
 
