@@ -33,13 +33,15 @@ func newRenderer(getenv func(string) string, log *slog.Logger, opts render.Optio
 	return newSharedRenderer(getenv, log, opts, workers, false, 0)
 }
 
-// newAppRenderer is render --app's newRenderer: one worker, whose collector runs at renderGCPercent as the
-// command's own does (memlimit.go), unless GOGC sets it (the worker inherits the environment).
+// newAppRenderer is render --app's newRenderer: one worker, which keeps nothing for a next render
+// (render.Options.OneRender) and whose collector runs at renderGCPercent as the command's own does (memlimit.go),
+// unless GOGC sets it (the worker inherits the environment).
 func newAppRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
 	gc := renderGCPercent
 	if getenv != nil && getenv("GOGC") != "" {
 		gc = 0
 	}
+	opts.OneRender = true
 	return newSharedRenderer(getenv, log, opts, 1, false, gc)
 }
 

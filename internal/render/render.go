@@ -82,6 +82,9 @@ type Options struct {
 	// KeepJSON keeps each object's JSON encoding in Result.JSON: the render encodes every object anyway to
 	// measure the output, and a caller that sends the objects on as JSON need not encode them again.
 	KeepJSON bool
+	// OneRender says the Renderer renders a single application (render --app): what the engines keep for the
+	// next render of the same chart (Helm's rendered output, a deep copy of a large chart's objects) is not kept.
+	OneRender bool
 }
 
 // GitFetcher fetches one revision of an allowed git repository: a *gitfetch.Fetcher, or in a render worker its
@@ -114,7 +117,11 @@ func New(opts Options) *Renderer {
 	if f, ok := opts.Git.(*gitfetch.Fetcher); ok && f == nil {
 		opts.Git = nil
 	}
-	return &Renderer{opts: opts, helm: helmengine.New(), kust: kustengine.New()}
+	var hopts []helmengine.Option
+	if opts.OneRender {
+		hopts = append(hopts, helmengine.WithOutputCache(-1, 0))
+	}
+	return &Renderer{opts: opts, helm: helmengine.New(hopts...), kust: kustengine.New()}
 }
 
 // Request is one application to render.

@@ -349,3 +349,29 @@ func TestDirectoryExtensionFilterByRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestOneRenderKeepsNoOutput: a Renderer repeats a chart's first render for the same inputs (Helm's output cache:
+// random values repeat, as in Argo CD's manifest cache); one made for a single render keeps nothing, so each
+// render is Helm's own.
+func TestOneRenderKeepsNoOutput(t *testing.T) {
+	root := filetest.Tree(t, map[string]string{
+		"c/Chart.yaml":        chartYAML,
+		"c/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata: {v: {{ randAlphaNum 32 | quote }}}\n",
+	})
+	req := mustApp(t, "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\nspec:\n  destination: {namespace: d}\n  source: {repoURL: https://example.com/r.git, path: c}\n")
+	req.Repos = func(string) (string, bool) { return root, true }
+	for _, one := range []bool{false, true} {
+		r := render.New(render.Options{OneRender: one})
+		first, _, err := renderYAML(t, r, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, _, err := renderYAML(t, r, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (first == second) == one {
+			t.Errorf("OneRender %v: the second render repeats the first: %v", one, first == second)
+		}
+	}
+}

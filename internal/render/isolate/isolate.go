@@ -563,7 +563,8 @@ func (p *Pool) spawn() (*worker, error) {
 	}()
 
 	cfg := config{Limits: p.opts.Render.Limits, AllowRemote: p.opts.Render.AllowRemote, MemoryBytes: p.opts.MemoryBytes, CPU: p.opts.CPU,
-		Charts: p.opts.Render.Charts != nil, Git: p.opts.Render.Git != nil, GCPercent: p.opts.GCPercent}
+		Charts: p.opts.Render.Charts != nil, Git: p.opts.Render.Git != nil, GCPercent: p.opts.GCPercent,
+		OneRender: p.opts.Render.OneRender}
 	if err := w.send(cfg); err != nil {
 		w.kill()
 		return nil, fmt.Errorf("%w: %s", err, w.stderr.firstLine())

@@ -198,6 +198,34 @@ func TestPoolYAMLPastItsBound(t *testing.T) {
 	}
 }
 
+// TestPoolOneRender: render.Options.OneRender reaches the workers: a chart's second render with the same inputs is
+// Helm's own, not the first one's kept output (random values differ).
+func TestPoolOneRender(t *testing.T) {
+	root := filetest.Tree(t, map[string]string{
+		"c/Chart.yaml":        "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"c/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: r}\ndata: {v: {{ randAlphaNum 32 | quote }}}\n",
+	})
+	for _, one := range []bool{false, true} {
+		pool, err := isolate.New(isolate.Options{Workers: 1, Render: render.Options{OneRender: one}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := appReq(t, "a", "{repoURL: https://example.com/r.git, path: c}", root)
+		var out [2]string
+		for i := range out {
+			res, err := pool.Render(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = yamlOf(t, res)
+		}
+		pool.Close()
+		if (out[0] == out[1]) == one {
+			t.Errorf("OneRender %v: the second render repeats the first: %v", one, out[0] == out[1])
+		}
+	}
+}
+
 func TestSizesAndDurations(t *testing.T) {
 	for in, want := range map[string]string{"1GiB": "1 GiB", "512MiB": "512 MiB", "1073741824": "1 GiB", "1.5GiB": "1.5 GiB", "64M": "64 MiB"} {
 		n, err := isolate.ParseBytes(in)

@@ -37,6 +37,8 @@ type config struct {
 	Git bool `json:"git,omitempty"`
 	// GCPercent is the worker's collector target (Options.GCPercent); 0 leaves Go's default.
 	GCPercent int `json:"gcPercent,omitempty"`
+	// OneRender is render.Options.OneRender.
+	OneRender bool `json:"oneRender,omitempty"`
 }
 
 // hello is the worker's answer to its config.

@@ -95,7 +95,7 @@ func serve(in io.Reader, out *os.File) int {
 	// The parent enforces the time cap by killing this process: the in-process cap must never fire first, as
 	// it would abandon a goroutine that keeps running into the next render.
 	lim.Timeout = 1000 * time.Hour
-	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote, KeepJSON: true}
+	ropts := render.Options{Limits: lim, AllowRemote: cfg.AllowRemote, KeepJSON: true, OneRender: cfg.OneRender}
 	proxy := &chartProxy{dec: dec, enc: enc, w: w} // one pipe: charts and git trees are asked in turn
 	if cfg.Charts {
 		ropts.Charts = proxy
