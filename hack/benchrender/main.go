@@ -7,7 +7,8 @@
 // same chart and values, wall and CPU time (the process and its render worker), median of -runs alternating
 // runs, with `fleetwave version` for the binary's start-up. -before adds another fleetwave binary (a build before a
 // change) to the same alternation, so before and after are measured under the same load; -large-only skips the
-// corpus comparison.
+// corpus comparison; -max-large-ratio fails the run when fleetwave render's median wall time is over that many
+// times helm template's (make bench's regression gate).
 //
 //	go run ./hack/benchrender -helm <helm binary> -kustomize <kustomize binary> [-runs 5] [-fleetwave bin/fleetwave [-before old-binary] [-large-only]]
 package main
@@ -38,6 +39,8 @@ func main() {
 	large := flag.String("large", "helm-kube-prometheus-stack", "the corpus case -fleetwave compares")
 	before := flag.String("before", "", "with -fleetwave: another fleetwave binary (before a change) in the same alternation")
 	largeOnly := flag.Bool("large-only", false, "with -fleetwave: only the large chart, not the corpus comparison")
+	largeRuns := flag.Int("large-runs", 0, "with -fleetwave: alternating runs of the large chart (0: -runs)")
+	maxLarge := flag.Float64("max-large-ratio", 0, "with -fleetwave: fail when fleetwave render's wall time is over this many times helm template's (0: no gate)")
 	flag.Parse()
 	// Kustomize's deprecation warnings about the corpus's kustomizations (the standard logger, and
 	// fmt.Fprintf(os.Stderr) in kusttarget.go Load): the in-process renders here would print them raw, once per
@@ -61,7 +64,15 @@ func main() {
 		err = run(*corpus, *helmBin, *kustBin, *runs, scratch)
 	}
 	if err == nil && *fleetwave != "" {
-		err = processes(filepath.Join(*corpus, "cases", *large), *fleetwave, *before, *helmBin, *runs, scratch)
+		n := *largeRuns
+		if n <= 0 {
+			n = *runs
+		}
+		var ratio float64
+		ratio, err = processes(filepath.Join(*corpus, "cases", *large), *fleetwave, *before, *helmBin, n, scratch)
+		if err == nil && *maxLarge > 0 && ratio > *maxLarge {
+			err = fmt.Errorf("fleetwave render takes %.2f× the wall time of helm template on %s, over the gate of %.2f×", ratio, *large, *maxLarge)
+		}
 	}
 	os.RemoveAll(scratch)
 	if err != nil {
@@ -207,10 +218,10 @@ func median(n int, f func() error) time.Duration {
 // it) against the `helm template` Argo CD ran, and `fleetwave version` for the binary's start-up; runs
 // alternating runs of each, medians of wall and CPU time (user+system of the process and the children it
 // waited for). With before, that binary's render runs in the same alternation.
-func processes(dir, fleetwave, before, helmBin string, runs int, scratch string) error {
+func processes(dir, fleetwave, before, helmBin string, runs int, scratch string) (float64, error) {
 	helmCmd, ok := replayable(filepath.Join(dir, "expected-helm3-commands.json"), dir, helmBin, helmBin, scratch)
 	if !ok {
-		return fmt.Errorf("%s: no replayable helm command", filepath.Base(dir))
+		return 0, fmt.Errorf("%s: no replayable helm command", filepath.Base(dir))
 	}
 	fwRender := command{dir: dir, argv: []string{fleetwave, "render", "--app", "app.yaml", "--repo-root", ".",
 		"--settings", "render-env.yaml", "--argocd-version", "3.4"}}
@@ -227,7 +238,7 @@ func processes(dir, fleetwave, before, helmBin string, runs int, scratch string)
 		for j, c := range cmds {
 			wall, cpu, n, err := timed(c)
 			if err != nil {
-				return fmt.Errorf("%s: %w", strings.Join(c.argv[:2], " "), err)
+				return 0, fmt.Errorf("%s: %w", strings.Join(c.argv[:2], " "), err)
 			}
 			if i >= 0 {
 				walls[j], cpus[j] = append(walls[j], wall), append(cpus[j], cpu)
@@ -262,7 +273,7 @@ func processes(dir, fleetwave, before, helmBin string, runs int, scratch string)
 		fmt.Printf("-before: %.2f× wall, %.2f× CPU of helm template; after / before: %.2f× wall, %.2f× CPU\n",
 			float64(w[3])/float64(w[0]), float64(c[3])/float64(c[0]), float64(w[1])/float64(w[3]), float64(c[1])/float64(c[3]))
 	}
-	return nil
+	return float64(w[1]) / float64(w[0]), nil
 }
 
 // timed runs c and returns its wall time, its CPU time and the size of its standard output.
