@@ -269,7 +269,7 @@ func TestPoolCallerGivesUpDuringStart(t *testing.T) {
 // TestWorkerCollector: a pool's GCPercent reaches its workers from their start-up (in their environment), with a
 // soft memory limit of half their cap; by default they keep Go's collector settings and no soft limit.
 func TestWorkerCollector(t *testing.T) {
-	t.Setenv("GOGC", "") // a GOGC of the caller's would be the workers' (Pool.start)
+	t.Setenv("GOGC", "") // a GOGC of the caller's would be the workers' (Pool.spawn)
 	for _, tt := range []struct {
 		name      string
 		opts      isolate.Options

@@ -230,7 +230,7 @@ func readResponse(r *bufio.Reader, maxObjects int64) (*response, error) {
 	}
 	if resp.YAMLSize != 0 {
 		if resp.YAMLSize < 0 || int64(resp.YAMLSize) > yamlCap(maxObjects) || len(resp.ObjectSizes) != 0 {
-			return nil, fmt.Errorf("render worker: %d bytes of YAML past the bound of %d", resp.YAMLSize, yamlCap(maxObjects))
+			return nil, fmt.Errorf("render worker: an answer of %d bytes of YAML and %d objects (the bound is %d bytes of YAML, alone)", resp.YAMLSize, len(resp.ObjectSizes), yamlCap(maxObjects))
 		}
 		resp.YAML = make([]byte, resp.YAMLSize)
 		if _, err := io.ReadFull(r, resp.YAML); err != nil {

@@ -202,7 +202,7 @@ func applyLimits(cfg config) string {
 		debug.SetGCPercent(cfg.GCPercent)
 		desc += fmt.Sprintf(", GOGC %d", cfg.GCPercent)
 		if os.Getenv("GOGC") == strconv.Itoa(cfg.GCPercent) {
-			desc += " from start-up" // the parent set it in the environment (Pool.start)
+			desc += " from start-up" // the parent set it in the environment (Pool.spawn)
 		}
 		if cfg.MemoryBytes > 0 {
 			debug.SetMemoryLimit(cfg.MemoryBytes / 2)
