@@ -4,8 +4,8 @@
 // # What happens to a delivery
 //
 //  1. Before a byte of the body is read: X-Hub-Signature-256 must be "sha256=" and 64 hex digits → 401;
-//     X-GitHub-Event and X-GitHub-Delivery must be present and plain tokens (letters, digits, "-", "_", ".";
-//     at most 64 and 128 characters) → 400; a Content-Length over the cap → 413. A stranger's request costs
+//     X-GitHub-Event must be a plain token (letters, digits, "-", "_", "."; at most 64 characters) and
+//     X-GitHub-Delivery printable ASCII without spaces (at most 128) → 400; a Content-Length over the cap → 413. A stranger's request costs
 //     no memory.
 //  2. At most WithMaxConcurrentReads bodies (default 8) are read at once → 503 with Retry-After beyond,
 //     unread. The body is capped (MaxPayloadBytes, GitHub's own maximum) → 413 beyond.

@@ -209,7 +209,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing or malformed X-Hub-Signature-256", http.StatusUnauthorized)
 		return
 	}
-	if !headerToken(eventType, 64) || !headerToken(deliveryID, 128) {
+	if !headerToken(eventType, 64) || !visibleASCII(deliveryID, 128) {
 		s.stats.badRequests.Add(1)
 		http.Error(w, "missing or malformed X-GitHub-Event or X-GitHub-Delivery header", http.StatusBadRequest)
 		return
@@ -323,13 +323,27 @@ func wellFormedSignature(sig string) bool {
 }
 
 // headerToken reports whether v is 1 to limit characters of letters, digits, '-', '_' and '.': GitHub's event
-// names ("pull_request") and delivery ids (a GUID) are.
+// names ("pull_request") are.
 func headerToken(v string, limit int) bool {
 	if v == "" || len(v) > limit {
 		return false
 	}
 	for _, c := range v {
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// visibleASCII reports whether v is 1 to limit printable ASCII characters without spaces: a delivery id (a
+// GUID from GitHub) goes into logs and the store as it is.
+func visibleASCII(v string, limit int) bool {
+	if v == "" || len(v) > limit {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] > '~' {
 			return false
 		}
 	}
