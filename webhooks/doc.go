@@ -3,10 +3,14 @@
 //
 // # What happens to a delivery
 //
-//  1. The body is capped (MaxPayloadBytes, GitHub's own maximum) → 413 beyond.
-//  2. X-Hub-Signature-256 is verified with go-github's github.ValidateSignature over the raw body and the
-//     App's webhook secret → 401 when missing, not "sha256=", or wrong. Nothing else is looked at before.
-//  3. X-GitHub-Event and X-GitHub-Delivery must be present → 400. A ping is answered 200 "pong".
+//  1. Before a byte of the body is read: X-Hub-Signature-256 must be "sha256=" and 64 hex digits → 401;
+//     X-GitHub-Event must be a plain token (letters, digits, "-", "_", "."; at most 64 characters) and
+//     X-GitHub-Delivery printable ASCII without spaces (at most 128) → 400; a Content-Length over the cap → 413. A stranger's request costs
+//     no memory.
+//  2. At most WithMaxConcurrentReads bodies (default 8) are read at once → 503 with Retry-After beyond,
+//     unread. The body is capped (MaxPayloadBytes, GitHub's own maximum) → 413 beyond.
+//  3. The signature is verified with go-github's github.ValidateSignature over the raw body and the App's
+//     webhook secret → 401 when wrong. Nothing in the body is looked at before. A ping is answered 200 "pong".
 //  4. Events the Handler does not declare in Handles are answered 204 without parsing.
 //  5. The payload is parsed with github.ParseWebHook → 400 with the parser's message when it cannot be (for
 //     example the recorded check_run "rerequested" examples, whose app.created_at is not RFC 3339).

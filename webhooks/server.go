@@ -60,7 +60,9 @@ type Server struct {
 	workers    int
 	queueSize  int
 	maxBody    int64
+	maxReads   int
 	jobTimeout time.Duration
+	reads      chan struct{} // a token per request body being read
 
 	mu     sync.RWMutex // guards closed; held for reading while a delivery is being enqueued
 	closed bool
@@ -98,6 +100,14 @@ func WithQueueSize(n int) Option { return func(s *Server) { s.queueSize = n } }
 // WithMaxBodyBytes caps the request body (default MaxPayloadBytes).
 func WithMaxBodyBytes(n int64) Option { return func(s *Server) { s.maxBody = n } }
 
+// WithMaxConcurrentReads bounds how many request bodies are read at once (default DefaultMaxConcurrentReads);
+// a request arriving when all are taken gets 503 before its body is read. With MaxPayloadBytes bodies, this
+// bounds the memory strangers can make the server hold.
+func WithMaxConcurrentReads(n int) Option { return func(s *Server) { s.maxReads = n } }
+
+// DefaultMaxConcurrentReads is WithMaxConcurrentReads's default: at most 8 × 25 MiB of bodies in memory.
+const DefaultMaxConcurrentReads = 8
+
 // WithJobTimeout bounds each Handle call (default: no bound besides the shutdown deadline).
 func WithJobTimeout(d time.Duration) Option { return func(s *Server) { s.jobTimeout = d } }
 
@@ -122,14 +132,16 @@ func New(secret []byte, h Handler, store DeliveryStore, opts ...Option) (*Server
 		workers:   4,
 		queueSize: 256,
 		maxBody:   MaxPayloadBytes,
+		maxReads:  DefaultMaxConcurrentReads,
 	}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.workers < 1 || s.queueSize < 1 || s.maxBody < 1 {
-		return nil, fmt.Errorf("creating webhook server: workers (%d), queue size (%d) and body cap (%d) must be positive",
-			s.workers, s.queueSize, s.maxBody)
+	if s.workers < 1 || s.queueSize < 1 || s.maxBody < 1 || s.maxReads < 1 {
+		return nil, fmt.Errorf("creating webhook server: workers (%d), queue size (%d), body cap (%d) and concurrent reads (%d) must be positive",
+			s.workers, s.queueSize, s.maxBody, s.maxReads)
 	}
+	s.reads = make(chan struct{}, s.maxReads)
 	routes, err := parseRoutes(h.Handles())
 	if err != nil {
 		return nil, fmt.Errorf("creating webhook server: %w", err)
@@ -187,9 +199,39 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	deliveryID := r.Header.Get(github.DeliveryIDHeader)
 	eventType := r.Header.Get(github.EventTypeHeader)
-	log := s.log.With(slog.String("delivery", deliveryID), slog.String("event", eventType))
+	sig := r.Header.Get(github.SHA256SignatureHeader)
 
+	// Everything that can be refused from the headers is, before a byte of the body is read: a stranger's
+	// request costs no memory (issue 38). The signature itself needs the body.
+	if !wellFormedSignature(sig) {
+		s.stats.unauthorized.Add(1)
+		s.log.Warn("webhook refused: missing or malformed X-Hub-Signature-256", slog.String("remote", r.RemoteAddr))
+		http.Error(w, "missing or malformed X-Hub-Signature-256", http.StatusUnauthorized)
+		return
+	}
+	if !headerToken(eventType, 64) || !visibleASCII(deliveryID, 128) {
+		s.stats.badRequests.Add(1)
+		http.Error(w, "missing or malformed X-GitHub-Event or X-GitHub-Delivery header", http.StatusBadRequest)
+		return
+	}
+	log := s.log.With(slog.String("delivery", deliveryID), slog.String("event", eventType))
+	if r.ContentLength > s.maxBody {
+		s.stats.badRequests.Add(1)
+		log.Warn("webhook refused: body too large", slog.Int64("limit", s.maxBody))
+		http.Error(w, fmt.Sprintf("payload exceeds %d bytes", s.maxBody), http.StatusRequestEntityTooLarge)
+		return
+	}
+	select {
+	case s.reads <- struct{}{}:
+	default:
+		s.stats.unavailable.Add(1)
+		log.Warn("webhook refused: too many bodies being read", slog.Int("concurrent", s.maxReads))
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many deliveries being read", http.StatusServiceUnavailable)
+		return
+	}
 	body, err := s.readBody(w, r)
+	<-s.reads
 	if err != nil {
 		s.stats.badRequests.Add(1)
 		var tooBig *http.MaxBytesError
@@ -202,15 +244,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// Authenticate before anything else: only GitHub knows the secret. Only the SHA-256 header is accepted
+	// Authenticate before parsing: only GitHub knows the secret. Only the SHA-256 header is accepted
 	// (X-Hub-Signature, SHA-1, is legacy).
-	sig := r.Header.Get(github.SHA256SignatureHeader)
-	if !strings.HasPrefix(sig, "sha256=") {
-		s.stats.unauthorized.Add(1)
-		log.Warn("webhook refused: missing X-Hub-Signature-256", slog.String("remote", r.RemoteAddr))
-		http.Error(w, "missing or malformed X-Hub-Signature-256", http.StatusUnauthorized)
-		return
-	}
 	if err := github.ValidateSignature(sig, body, s.secret); err != nil {
 		s.stats.unauthorized.Add(1)
 		log.Warn("webhook refused: bad signature", slog.String("remote", r.RemoteAddr))
@@ -218,11 +253,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if eventType == "" || deliveryID == "" {
-		s.stats.badRequests.Add(1)
-		http.Error(w, "missing X-GitHub-Event or X-GitHub-Delivery header", http.StatusBadRequest)
-		return
-	}
 	contentType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		s.stats.badRequests.Add(1)
@@ -276,6 +306,48 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(code)
 	_, _ = io.WriteString(w, msg+"\n")
+}
+
+// wellFormedSignature reports whether sig is "sha256=" and 64 hexadecimal digits, as GitHub sends it.
+func wellFormedSignature(sig string) bool {
+	hexSum, ok := strings.CutPrefix(sig, "sha256=")
+	if !ok || len(hexSum) != 64 {
+		return false
+	}
+	for _, c := range hexSum {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// headerToken reports whether v is 1 to limit characters of letters, digits, '-', '_' and '.': GitHub's event
+// names ("pull_request") are.
+func headerToken(v string, limit int) bool {
+	if v == "" || len(v) > limit {
+		return false
+	}
+	for _, c := range v {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// visibleASCII reports whether v is 1 to limit printable ASCII characters without spaces: a delivery id (a
+// GUID from GitHub) goes into logs and the store as it is.
+func visibleASCII(v string, limit int) bool {
+	if v == "" || len(v) > limit {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // readBody reads the whole body, at most s.maxBody bytes, in one allocation when Content-Length is known.

@@ -47,6 +47,9 @@ type App struct {
 	// renderBudget is preview.Input.RenderBudget of every preview (0: preview's default).
 	renderBudget time.Duration
 	observer     Observer // nil: none
+	// renderHeadRepos are the repositories ("owner/name", lower case) whose pull requests' heads may be rendered
+	// through Argo CD (WithArgoCDRenderHead); never a fork's.
+	renderHeadRepos map[string]bool
 
 	mu         sync.Mutex
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
@@ -90,6 +93,29 @@ func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c
 // WithLive compares the affected apps with their live state in Argo CD (internal/diff/livediff); when Argo CD
 // cannot be read the preview is made without it, with a note.
 func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
+
+// WithArgoCDRenderHead lets the pull requests of repos ("owner/name") have their head rendered through Argo CD
+// when fleetwave cannot render an app itself (a config-management plugin, a source it does not fetch). Argo CD
+// would run the head's content through its plugins, a secret-injecting one included, and the diff would show
+// what they produce: so it is off unless a repository is named here, and never done for a pull request from a
+// fork (preview.Input.NoRemoteHead). "*" names every repository of the installations.
+func WithArgoCDRenderHead(repos ...string) Option {
+	return func(a *App) {
+		if a.renderHeadRepos == nil {
+			a.renderHeadRepos = map[string]bool{}
+		}
+		for _, r := range repos {
+			if r = strings.ToLower(strings.TrimSpace(r)); r != "" {
+				a.renderHeadRepos[r] = true
+			}
+		}
+	}
+}
+
+// remoteHead reports whether ch's head may be rendered through Argo CD.
+func (a *App) remoteHead(ch Change) bool {
+	return !ch.Fork && (a.renderHeadRepos["*"] || a.renderHeadRepos[strings.ToLower(ch.Repo)])
+}
 
 // WithArgoCDURL sets Argo CD's URL: the PR comment links each app to its page there.
 func WithArgoCDURL(u string) Option { return func(a *App) { a.argoURL = strings.TrimSuffix(u, "/") } }

@@ -208,6 +208,12 @@ func (f *Fetcher) count(kind string) {
 // repository over http(s), an OCI registry holding Helm charts (enableOCI, or a repoURL without a scheme) or a
 // native OCI source (oci://).
 func (f *Fetcher) Repository(repoURL string) (repocreds.Repository, error) {
+	if repocreds.HasUserinfo(repoURL) {
+		// The URL is pull-request content: credentials come only from the repository Secrets, and an "@" must not
+		// hide the host a template's credentials would go to (issue 38).
+		return repocreds.Repository{}, &Error{Repo: repoURL, Err: fmt.Errorf("not rendered: repository %s: %w: user information in a repoURL (credentials come only from the allowed repositories file)",
+			repocreds.RedactURL(repoURL), ErrRefused)}
+	}
 	r, ok := f.opts.Repos.Lookup(repoURL)
 	if !ok {
 		return r, &Error{Repo: repoURL, Err: fmt.Errorf("not rendered: repository %s is %w", repocreds.RedactURL(repoURL), ErrNotAllowed)}
@@ -637,13 +643,23 @@ func (f *Fetcher) get(ctx context.Context, r repocreds.Repository, rawURL string
 		return nil, nil, f.fail(r.URL, "repository %s: %v", repocreds.RedactURL(r.URL), err)
 	}
 	shown := repocreds.RedactURL(rawURL)
-	if req.URL.User != nil { // credentials written in the URL: sent as basic auth, never printed
+	if req.URL.User != nil { // user information in an index's archive URL: never sent, never printed
 		req.URL.User = nil
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	req.Header.Set("User-Agent", "fleetwave (Helm/v3)")
+	if !r.PassCredentials && !repocreds.SameHost(r.URL, rawURL) {
+		// An index.yaml may place an archive on any host: helm sends the repository's credentials there only with
+		// --pass-credentials (helm.sh/helm/v3 pkg/getter/httpgetter.go get: basic auth only when scheme and host
+		// equal the repository URL's, unless passCredentialsAll). Neither basic auth nor the client certificate
+		// goes there unless the repository Secret says passCredentials: "true".
+		r = withoutCredentials(r)
+		if client, err = f.client(r, false); err != nil {
+			return nil, nil, f.fail(r.URL, "repository %s: %v", repocreds.RedactURL(r.URL), err)
+		}
+	}
 	if r.Username != "" || r.Password != "" {
 		req.SetBasicAuth(r.Username, r.Password)
 	} else if u, err := url.Parse(r.URL); err == nil && u.User != nil {
@@ -687,6 +703,14 @@ func (f *Fetcher) get(ctx context.Context, r repocreds.Repository, rawURL string
 	return body, resp, nil
 }
 
+// withoutCredentials is r with no credential of any kind (basic auth, user information in its URL, client
+// certificate).
+func withoutCredentials(r repocreds.Repository) repocreds.Repository {
+	r.Username, r.Password, r.TLSClientCertData, r.TLSClientCertKey = "", "", "", ""
+	r.URL = repocreds.RedactURL(r.URL)
+	return r
+}
+
 // stripURL drops the URL net/http puts in its errors (printed already, without credentials).
 func stripURL(err error) error {
 	var ue *url.Error
@@ -708,6 +732,9 @@ func (f *Fetcher) client(r repocreds.Repository, oci bool) (*http.Client, error)
 	key := repocreds.NormalizeURL(r.URL)
 	if oci {
 		key = "oci\x00" + key
+	}
+	if r.HasCredentials() { // its credential-less twin (withoutCredentials) is another client
+		key += "\x00credentials"
 	}
 	if c, ok := f.clients[key]; ok {
 		return c, nil

@@ -186,7 +186,8 @@ func TestChartFailures(t *testing.T) {
 		{name: "not allowed", secrets: other.Secret("other"), repoURL: srv.URL, chart: "ingress-nginx", revision: "4.11.0",
 			sentinel: chartfetch.ErrNotAllowed, want: []string{"not rendered: repository " + srv.URL + " is not in the allowed repositories"}},
 		{name: "credentials in the repoURL are not printed", secrets: allowAll, repoURL: strings.Replace(srv.URL, "http://", "http://fleet:"+password+"@", 1), chart: "ingress-nginx", revision: "4.11.0",
-			sentinel: chartfetch.ErrNotAllowed, want: []string{"not rendered: repository " + srv.URL + " is not"}},
+			// Refused, not looked up: a repoURL carries no credentials (issue 38).
+			sentinel: chartfetch.ErrRefused, want: []string{"not rendered: repository " + srv.URL + ": refused: user information in a repoURL"}},
 		{name: "chart name is a path", secrets: allowAll, repoURL: srv.URL, chart: "..", revision: "1.0.0",
 			sentinel: chartfetch.ErrNotFound, want: []string{`chart ".."`, "not a chart name"}},
 		{name: "oversized index", secrets: big.Secret("big"), repoURL: big.URL, chart: "ingress-nginx", revision: "1.0.0",

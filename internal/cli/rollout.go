@@ -424,7 +424,8 @@ func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (s
 		token = hex.EncodeToString(b)
 		shown = token
 	}
-	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server})
+	// Served over plain HTTP (the address printed below is http://), so its cookie cannot be Secure.
+	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server, InsecureCookie: true})
 	if err != nil {
 		return nil, fmt.Errorf("--ui: %w", err)
 	}

@@ -184,7 +184,12 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	mux.Handle("GET /metrics", mets.Handler())
 	// The fleet view, only when a token for it is configured (internal/fleetview).
 	if token := strings.TrimSpace(deps.Getenv(envFleetViewToken)); token != "" {
-		view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL)})
+		insecureCookie, err := envBool(deps.Getenv, envFleetViewInsecureCookie)
+		if err != nil {
+			return usageErr(err)
+		}
+		view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
+			InsecureCookie: insecureCookie})
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", envFleetViewToken, err))
 		}
@@ -250,6 +255,27 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 
 // envFleetViewToken turns the fleet view on (/fleet/) and is the token a person signs in to it with.
 const envFleetViewToken = "FLEETWAVE_FLEET_VIEW_TOKEN"
+
+// envArgoCDRenderHeadRepos lists the repositories ("owner/name", comma separated; "*" for all) whose pull
+// requests' heads may be rendered through Argo CD (its config-management plugins included); never a fork's.
+const envArgoCDRenderHeadRepos = "FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS"
+
+// envFleetViewInsecureCookie, "true", leaves the fleet view's session cookie without Secure: for plain-HTTP
+// development only (the cookie is Secure by default).
+const envFleetViewInsecureCookie = "FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE"
+
+// envBool reads a boolean variable ("" is false); anything strconv.ParseBool does not read is an error naming it.
+func envBool(getenv func(string) string, name string) (bool, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not true or false", name, v)
+	}
+	return b, nil
+}
 
 // gitHubWebURL is GitHub's web address for an API URL: https://github.com for the public API (""), and
 // https://<host> for GitHub Enterprise Server's https://<host>/api/v3.
@@ -353,7 +379,9 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		settings.ArgoCDVersion = detectArgoCDVersion(ctx, argo, d.Log)
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
 			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})),
-			app.WithArgoCDURL(d.Config.ArgoCDURL))
+			app.WithArgoCDURL(d.Config.ArgoCDURL),
+			// Pull-request heads rendered through Argo CD: only the repositories named (never forks; docs/security.md).
+			app.WithArgoCDRenderHead(strings.Split(getenv(envArgoCDRenderHeadRepos), ",")...))
 
 		// A rollout recorded before the store kept its installation: GitHub says which one covers the repository
 		// (GET /repos/{o}/{r}/installation).

@@ -10,8 +10,10 @@
 // versions the store keeps for optimistic concurrency, polled each second); the page's script (static/live.js, the
 // only script, no inline code) then fetches the page's <main> again and swaps it in, and ticks the countdowns.
 //
-// Access: a configured token (FLEETWAVE_FLEET_VIEW_TOKEN), given once in a login form that sets an HttpOnly,
-// SameSite=Strict cookie, or as "Authorization: Bearer"; without a token configured the view is off. Headers:
+// Access: a configured token (FLEETWAVE_FLEET_VIEW_TOKEN), given once in a login form that starts a session (a
+// random id in an HttpOnly, SameSite=Strict, Secure cookie — Options.InsecureCookie for plain-HTTP development —
+// that expires on the server after Options.SessionTTL), or as "Authorization: Bearer"; failed sign-ins back off
+// per client address (session.go); without a token configured the view is off. Headers:
 // a Content-Security-Policy without 'unsafe-inline', no framing, no referrer, no sniffing. The store holds no
 // Secret data, and nothing but the store is read.
 package fleetview

@@ -2,10 +2,8 @@ package fleetview
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +38,14 @@ type Options struct {
 	Now  func() time.Time
 	// Recent is how many finished rollouts the index lists (default 20).
 	Recent int
+	// InsecureCookie leaves the session cookie without Secure, for plain-HTTP development only (serve's
+	// FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE; `rollout --ui`, which serves loopback over HTTP). By default the
+	// cookie is Secure whatever the request looked like: a proxy that terminates TLS need not say so.
+	InsecureCookie bool
+	// SessionTTL is how long a sign-in lasts, on the server (default 12h); MaxSessions bounds the sessions kept
+	// (default 1000; the oldest goes first).
+	SessionTTL  time.Duration
+	MaxSessions int
 }
 
 // Prefix is where the view is mounted.
@@ -65,7 +71,13 @@ func New(st Store, opts Options) (http.Handler, error) {
 	if opts.Recent <= 0 {
 		opts.Recent = 20
 	}
-	v := &view{st: st, opts: opts, cookie: cookieValue(opts.Token)}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = 12 * time.Hour
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 1000
+	}
+	v := &view{st: st, opts: opts, sessions: newSessions(opts.SessionTTL, opts.MaxSessions), throttle: newThrottle()}
 	sub, _ := fs.Sub(static, "static")
 	mux := http.NewServeMux()
 	mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(sub)))
@@ -78,29 +90,50 @@ func New(st Store, opts Options) (http.Handler, error) {
 }
 
 type view struct {
-	st     Store
-	opts   Options
-	cookie string
+	st       Store
+	opts     Options
+	sessions *sessions
+	throttle *throttle
 }
 
 const cookieName = "fleetwave_view"
 
-// cookieValue derives the session cookie from the token (the token itself never goes in a cookie).
-func cookieValue(token string) string {
-	sum := sha256.Sum256([]byte("fleetwave fleet view session\x00" + token))
-	return hex.EncodeToString(sum[:])
+// tokenOK compares a presented token with the configured one in constant time. A wrong one is a failed sign-in
+// of the client's address (throttle).
+func (v *view) tokenOK(r *http.Request, token string) bool {
+	if subtle.ConstantTimeCompare([]byte(token), []byte(v.opts.Token)) == 1 {
+		v.throttle.succeeded(clientAddr(r))
+		return true
+	}
+	v.throttle.failed(clientAddr(r), v.opts.Now())
+	return false
 }
 
+// authorized reports whether r presents the token (Authorization: Bearer) or a live session cookie.
 func (v *view) authorized(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		return subtle.ConstantTimeCompare([]byte(strings.TrimPrefix(h, "Bearer ")), []byte(v.opts.Token)) == 1
+		return v.tokenOK(r, strings.TrimPrefix(h, "Bearer "))
 	}
 	c, err := r.Cookie(cookieName)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(v.cookie)) == 1
+	return err == nil && v.sessions.valid(c.Value, v.opts.Now())
+}
+
+// refuseThrottled answers 429 when r's address is backing off after failed sign-ins, and reports whether it did.
+func (v *view) refuseThrottled(w http.ResponseWriter, r *http.Request) bool {
+	wait := v.throttle.wait(clientAddr(r), v.opts.Now())
+	if wait <= 0 {
+		return false
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+	http.Error(w, "too many failed sign-ins from this address: try again later", http.StatusTooManyRequests)
+	return true
 }
 
 func (v *view) auth(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && v.refuseThrottled(w, r) {
+			return
+		}
 		if !v.authorized(r) {
 			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -124,12 +157,20 @@ func (v *view) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("token")), []byte(v.opts.Token)) != 1 {
+	if v.refuseThrottled(w, r) {
+		return
+	}
+	if !v.tokenOK(r, r.PostForm.Get("token")) {
 		http.Redirect(w, r, Prefix+"login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: v.cookie, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https", MaxAge: 12 * 3600})
+	id, err := v.sessions.start(v.opts.Now())
+	if err != nil {
+		http.Error(w, "cannot start a session", http.StatusInternalServerError)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: id, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: !v.opts.InsecureCookie, MaxAge: int(v.opts.SessionTTL / time.Second)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

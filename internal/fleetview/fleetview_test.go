@@ -91,7 +91,8 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	h, err := New(st, Options{Token: testToken, ArgoCDURL: "https://argocd.example.com", Poll: 20 * time.Millisecond})
+	// Plain HTTP (httptest.NewServer), whose cookie jar keeps no Secure cookie: the development opt-out.
+	h, err := New(st, Options{Token: testToken, ArgoCDURL: "https://argocd.example.com", Poll: 20 * time.Millisecond, InsecureCookie: true})
 	if err != nil {
 		t.Fatal(err)
 	}

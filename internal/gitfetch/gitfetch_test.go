@@ -325,3 +325,32 @@ func TestCredentialsStayOutOfTheCache(t *testing.T) {
 }
 
 func sourceLimits(bytes int64) source.Limits { return source.Limits{MaxBytes: bytes} }
+
+// A repo-creds template allows, and lends its credentials to, only URLs of its own scheme, host and port under
+// its path: never a look-alike host, nor a host hidden behind "@" (issue 38 item 4).
+func TestTemplateCoversNoLookAlikeHost(t *testing.T) {
+	set, err := repocreds.Parse("repositories.yaml", []byte(`apiVersion: v1
+kind: Secret
+metadata:
+  labels: {argocd.argoproj.io/secret-type: repo-creds}
+stringData: {url: "https://git.example.com/org", username: reader, password: "`+password+`"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gitfetch.New(gitfetch.Options{Repos: set, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[string]bool{
+		"https://git.example.com/org/platform.git":      true,
+		"https://git.example.com.evil.io/org/platform":  false,
+		"https://git.example.com/org@evil.io/platform":  false,
+		"https://git.example.com/org-evil/platform.git": false,
+		"https://reader:x@git.example.com/org/platform": false,
+	} {
+		if got := f.Allows(u); got != want {
+			t.Errorf("Allows(%s) = %v, want %v", u, got, want)
+		}
+	}
+}

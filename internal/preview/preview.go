@@ -68,6 +68,12 @@ type Input struct {
 	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
 	// through it.
 	Live LiveComparer
+	// NoRemoteHead keeps the head side from being rendered through Argo CD (Live's RemoteRenderer): Argo CD would
+	// run the head's content through its config-management plugins, whose output (a secret-injecting plugin's
+	// resolved values among them) comes back in the diff. The App sets it for a pull request unless its
+	// repository opts in (serve's FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS), and always for a fork's. The base side is
+	// merged content and is rendered through Argo CD either way.
+	NoRemoteHead bool
 }
 
 // DefaultRenderBudget is Input.RenderBudget's default: ten apps at render.DefaultTimeout each.
@@ -76,8 +82,12 @@ const DefaultRenderBudget = 10 * render.DefaultTimeout
 // RemoteRenderer renders an app through Argo CD's repo-server, at one revision per source (revisions[i] for
 // source i; one for a single-source app): the apps only Argo CD can render — a config-management plugin, a
 // repository or registry fleetwave may not or cannot fetch. internal/diff/livediff's Comparer implements it.
+//
+// repoURLs are the URLs naming this repository: the Argo CD app is rendered only when one of its live sources is
+// one of them and its project is app's (ErrNotManagedHere otherwise): a pull request here must not render, nor
+// choose the revisions of, another repository's app.
 type RemoteRenderer interface {
-	RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*RemoteRender, error)
+	RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string, repoURLs []string) (*RemoteRender, error)
 }
 
 // RemoteRender is an app rendered by Argo CD.
@@ -98,12 +108,20 @@ type AppSetGenerator interface {
 // ErrNotInArgoCD is returned by a RemoteRenderer for an app Argo CD does not know (yet).
 var ErrNotInArgoCD = errors.New("the app is not in Argo CD")
 
+// ErrNotManagedHere is returned by a RemoteRenderer for an app Argo CD holds with no source in this repository,
+// or in another project: another repository's app.
+var ErrNotManagedHere = errors.New("exists in Argo CD, not managed from this repository")
+
 // LiveApp is one affected app handed to a LiveComparer: its Application at head and its renders (Base nil when
 // the app is added or its base render failed).
 type LiveApp struct {
 	App                          *v1alpha1.Application
 	Base, Head                   []*unstructured.Unstructured
 	BaseNamespace, HeadNamespace string // destination namespaces of each side
+	// RepoURLs are the URLs naming this repository: an Argo CD app of the same namespace and name is compared
+	// only when one of its live sources is one of them (and its project is App's); otherwise it is another
+	// repository's app, which a pull request here must not read. None: no app is compared.
+	RepoURLs []string
 }
 
 // LiveComparer compares affected apps with their live state: one result per app, in order. An error means the
@@ -307,6 +325,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
 	p.budget = in.RenderBudget
+	p.noRemoteHead, p.repoURLs = in.NoRemoteHead, urlsOnly(names)
 	if p.budget == 0 {
 		p.budget = DefaultRenderBudget
 	}
@@ -442,6 +461,11 @@ type pipeline struct {
 	budget      time.Duration // all renders' time (Input.RenderBudget); ≤ 0: none
 	budgetOnce  sync.Once
 	budgetUntil time.Time // when it ends: set by the first render
+
+	// noRemoteHead: the head side is never rendered through remote (Input.NoRemoteHead).
+	noRemoteHead bool
+	// repoURLs are the URLs naming this repository (Input.RepoURLs and the origin remote, full names left out).
+	repoURLs []string
 }
 
 // budgetErr is a render's error past the change's render budget.
@@ -518,6 +542,9 @@ func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *ou
 	})
 	if err != nil {
 		if onlyArgoCDRenders(err) && p.remote != nil {
+			if s == p.head && p.noRemoteHead {
+				return &outcome{err: fmt.Errorf("%w (not rendered through Argo CD: rendering a pull request's head remotely is off for this repository, and never done for a fork)", err)}
+			}
 			return p.renderRemote(ctx, a, s, err)
 		}
 		return &outcome{err: err}
@@ -551,10 +578,12 @@ func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, l
 	if why == "" {
 		why = "config-management plugin"
 	}
-	rr, err := p.remote.RenderRemote(ctx, a.App, revisions)
+	rr, err := p.remote.RenderRemote(ctx, a.App, revisions, p.repoURLs)
 	switch {
 	case errors.Is(err, ErrNotInArgoCD):
 		return &outcome{err: fmt.Errorf("%w (Argo CD has no app %s to render it with yet)", local, a.App.Name)}
+	case errors.Is(err, ErrNotManagedHere):
+		return &outcome{err: fmt.Errorf("%w (not rendered through Argo CD: the app %s %v)", local, a.App.Name, ErrNotManagedHere)}
 	case err != nil:
 		return &outcome{err: fmt.Errorf("rendering through Argo CD at %s: %w", strings.Join(shortAll(revisions), ", "), err)}
 	}
@@ -566,6 +595,18 @@ func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, l
 // repository the operator did not allow fleetwave to fetch (Argo CD has its own repository credentials).
 func onlyArgoCDRenders(err error) bool {
 	return errors.Is(err, render.ErrPluginSource) || errors.Is(err, render.ErrExternalSource) || errors.Is(err, chartfetch.ErrNotAllowed)
+}
+
+// urlsOnly keeps the URLs of a repository's names (an "owner/name" full name is no URL: Argo CD compares
+// URLs).
+func urlsOnly(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n = strings.TrimSpace(n); strings.Contains(n, "://") || strings.Contains(n, "@") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func shortAll(revs []string) []string {
@@ -668,7 +709,7 @@ func (p *pipeline) live(ctx context.Context, lc LiveComparer, rep *report.Report
 		if !inHead || ho == nil || ho.reused || ho.err != nil {
 			continue
 		}
-		la := LiveApp{App: h.App, Head: ho.objs, HeadNamespace: h.App.Spec.Destination.Namespace}
+		la := LiveApp{App: h.App, Head: ho.objs, HeadNamespace: h.App.Spec.Destination.Namespace, RepoURLs: p.repoURLs}
 		if b, inBase := p.base.inv.Get(k); inBase {
 			la.BaseNamespace = b.App.Spec.Destination.Namespace
 			if bo := p.baseOut.peek(k); bo != nil && bo.err == nil {

@@ -24,6 +24,12 @@ import (
 // changes them.
 func (r *Renderer) openSource(ctx context.Context, app *v1alpha1.Application, src *v1alpha1.ApplicationSource,
 	open func(*v1alpha1.ApplicationSource) (*repofs.FS, string, error), refs map[string]*repofs.FS, refErrs map[string]error) (*repofs.FS, string, string, error) {
+	if repocreds.HasUserinfo(src.RepoURL) {
+		// The repoURL is pull-request content: it neither chooses credentials nor hides a host behind an "@" that
+		// a credential template would match (issue 38).
+		return nil, "", "", fmt.Errorf("repoURL %s carries user information, refused: credentials come only from the allowed repositories file",
+			repocreds.RedactURL(src.RepoURL))
+	}
 	if err := externalRef(app, src, refs, refErrs); err != nil {
 		return nil, "", "", err
 	}

@@ -199,6 +199,28 @@ spec:
 	}
 }
 
+// A repoURL with user information is refused in one line naming the app, before anything is contacted: the pull
+// request neither chooses credentials nor hides a host behind "@" (issue 38 item 4).
+func TestRenderRepoURLWithUserinfoRefused(t *testing.T) {
+	srv := helmrepotest.New(t, "fleet", repoPassword, vendorChart("4.11.0"))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	req := mustApp(t, `apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ingress, namespace: argocd}
+spec:
+  destination: {server: https://kubernetes.default.svc, namespace: ingress}
+  source: {repoURL: "http://fleet:guess@`+host+`", chart: ingress-nginx, targetRevision: 4.11.0}
+`)
+	_, _, err := renderYAML(t, chartRenderer(t, srv, srv.Secret("ingress-nginx")), req)
+	want := `app "ingress" (chart ingress-nginx): repoURL ` + srv.URL + ` carries user information, refused: credentials come only from the allowed repositories file`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %s", err, want)
+	}
+	if srv.Count("/index.yaml") != 0 {
+		t.Error("the repository was contacted")
+	}
+}
+
 func TestFetches(t *testing.T) {
 	srv := helmrepotest.New(t, "", "")
 	r := chartRenderer(t, srv, srv.Secret("charts"))

@@ -5,13 +5,20 @@
 // Two kinds of Secret are read, told apart by the label argocd.argoproj.io/secret-type:
 //   - "repository": one repository, matched by URL as argo-cd's util/db/repository_secrets.go getRepositorySecret
 //     matches it (git.SameURL: case-insensitive, a ".git" suffix ignored);
-//   - "repo-creds": a credential template, matched by URL prefix as getRepositoryCredentialIndex matches it (the
-//     longest normalised url that prefixes the repository's wins). A repository without credentials of its own
-//     inherits a template's, as util/db/repository.go enrichCredsToRepo does.
+//   - "repo-creds": a credential template. Argo CD matches it by plain string prefix (getRepositoryCredentialIndex),
+//     which is safe there because the URL is merged content; here the URL is a pull request's, and a template
+//     https://charts.example.com would also cover https://charts.example.com.evil.io and
+//     https://charts.example.com@evil.io. So a template covers a URL only when scheme, host and port are equal and
+//     its path is a prefix of the URL's on a "/" boundary (the longest such template wins). A repository without
+//     credentials of its own inherits a template's, as util/db/repository.go enrichCredsToRepo does.
+//
+// A URL with user information (https://user:pass@host/...) is never matched: a pull request does not choose the
+// credentials, nor hide a host behind an "@".
 //
 // A repository is allowed when either kind matches its URL: a pull request cannot add a host. The fields read are
 // secretToRepository's: url, type (helm, git, oci), name, enableOCI, username, password, insecure, insecureOCIForceHttp,
-// tlsClientCertData, tlsClientCertKey, from data (base64) or stringData.
+// tlsClientCertData, tlsClientCertKey, from data (base64) or stringData; and fleetwave's own passCredentials (see
+// Repository.PassCredentials).
 //
 // The file may also hold Argo CD's argocd-tls-certs-cm ConfigMap: certificate authorities per repository host name,
 // trusted for that host instead of the system's, as repo-server trusts the file of that name in its TLS data path
@@ -60,6 +67,12 @@ type Repository struct {
 	InsecureOCIForceHTTP bool
 	TLSClientCertData    string
 	TLSClientCertKey     string
+	// PassCredentials is the Secret's passCredentials: send the credentials also to a chart archive that the
+	// repository's index.yaml places on another host, as helm does only with --pass-credentials
+	// (helm.sh/helm/v3 pkg/getter/httpgetter.go: basic auth only when scheme and host equal the repository's,
+	// unless passCredentialsAll). Argo CD keeps the flag on the Application (spec.source.helm.passCredentials),
+	// which here is pull-request content, so only the operator's repository Secret can set it. Default false.
+	PassCredentials bool
 	// Source names where the entry was read (file and Secret name), for messages.
 	Source string
 }
@@ -190,6 +203,9 @@ func (s *Set) add(file, where string, b []byte) error {
 	if r.InsecureOCIForceHTTP, err = boolean("insecureOCIForceHttp"); err != nil {
 		return err
 	}
+	if r.PassCredentials, err = boolean("passCredentials"); err != nil {
+		return err
+	}
 	if r.URL == "" {
 		return fmt.Errorf("%s: no url", where)
 	}
@@ -278,9 +294,10 @@ func (s *Set) Len() int {
 
 // Lookup returns the repository repoURL is allowed as, with its credentials: a repository Secret of the same URL
 // (inheriting a matching template's credentials when it has none), else the longest matching repo-creds template
-// with repoURL as its URL. ok is false when nothing allows repoURL.
+// with repoURL as its URL. ok is false when nothing allows repoURL, and always when repoURL carries user
+// information (HasUserinfo).
 func (s *Set) Lookup(repoURL string) (Repository, bool) {
-	if s == nil || repoURL == "" {
+	if s == nil || repoURL == "" || HasUserinfo(repoURL) {
 		return Repository{}, false
 	}
 	creds, hasCreds := s.credsFor(repoURL)
@@ -318,14 +335,16 @@ func (s *Set) ByName(name string) (Repository, bool) {
 // OCIDependency returns the repository Secret whose credentials an `oci://` Helm dependency on dep (the
 // repository without "oci://") is fetched with when no Secret matches its URL: reposerver/repository/repository.go
 // getHelmDependencyRepos's last resort, the first enableOCI repository whose url prefixes dep or is prefixed by
-// it, or `type: oci` repository likewise with "oci://" in front of dep. The result's URL is dep.
+// it, or `type: oci` repository likewise with "oci://" in front of dep. The result's URL is dep. Unlike Argo CD's
+// string prefixes, both are compared as parsed URLs (same registry host and port, paths on a "/" boundary): dep
+// comes from a pull request's Chart.yaml, and "registry.example" is a string prefix of "registry.example.com/x".
 func (s *Set) OCIDependency(dep string) (Repository, bool) {
-	if s == nil || dep == "" {
+	if s == nil || dep == "" || HasUserinfo(dep) {
 		return Repository{}, false
 	}
 	for _, r := range s.repos {
-		if r.EnableOCI && (strings.HasPrefix(dep, r.URL) || strings.HasPrefix(r.URL, dep)) ||
-			r.Type == "oci" && (strings.HasPrefix("oci://"+dep, r.URL) || strings.HasPrefix(r.URL, "oci://"+dep)) {
+		if r.EnableOCI && (Covers(r.URL, dep) || Covers(dep, r.URL)) ||
+			r.Type == "oci" && (Covers(r.URL, "oci://"+dep) || Covers("oci://"+dep, r.URL)) {
 			r.URL = dep
 			r.EnableOCI = true
 			return r, true
@@ -334,14 +353,15 @@ func (s *Set) OCIDependency(dep string) (Repository, bool) {
 	return Repository{}, false
 }
 
-// credsFor is getRepositoryCredentialIndex: the template with the longest normalised url that prefixes repoURL's.
+// credsFor is getRepositoryCredentialIndex with parsed URLs: the template that Covers repoURL with the longest path.
 func (s *Set) credsFor(repoURL string) (Repository, bool) {
-	norm := NormalizeURL(repoURL)
-	best, maxLen := -1, 0
+	best, maxLen := -1, -1
 	for i, c := range s.creds {
-		cu := NormalizeURL(c.URL)
-		if strings.HasPrefix(norm, cu) && len(cu) > maxLen {
-			best, maxLen = i, len(cu)
+		if !Covers(c.URL, repoURL) {
+			continue
+		}
+		if p, _ := parse(c.URL); len(p.path) > maxLen {
+			best, maxLen = i, len(p.path)
 		}
 	}
 	if best < 0 {
@@ -402,4 +422,78 @@ func RedactURL(u string) string {
 	}
 	p.User = nil
 	return p.String()
+}
+
+// repoURL is a repository URL taken apart for matching: lower case, a ".git" suffix and trailing "/" dropped, the
+// default port of http, https and ssh made explicit, an scp-like git@host:path read as ssh://git@host/path and a
+// URL without a scheme (an OCI registry) kept with an empty scheme.
+type repoURL struct {
+	scheme, host, port, path string
+	user                     bool
+}
+
+var defaultPorts = map[string]string{"http": "80", "https": "443", "ssh": "22", "oci": "443"}
+
+func parse(raw string) (repoURL, bool) {
+	s := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(raw)), ".git")
+	if s == "" {
+		return repoURL{}, false
+	}
+	scheme := ""
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme = s[:i]
+	} else if at, colon := strings.Index(s, "@"), strings.Index(s, ":"); at >= 0 && colon > at && !strings.Contains(s[:colon], "/") {
+		// scp-like git@host:org/repo
+		scheme, s = "ssh", "ssh://"+s[:colon]+"/"+s[colon+1:]
+	} else {
+		s = "none://" + s
+	}
+	p, err := url.Parse(s)
+	if err != nil || p.Hostname() == "" || strings.ContainsAny(p.Host, "\\") {
+		return repoURL{}, false
+	}
+	port := p.Port()
+	if port == "" {
+		port = defaultPorts[scheme]
+	}
+	return repoURL{scheme: scheme, host: p.Hostname(), port: port, path: strings.TrimRight(p.Path, "/"), user: p.User != nil}, true
+}
+
+// Covers reports whether template covers u: both parse, scheme, host and port are equal, and the template's path is
+// u's path or a prefix of it ending at a "/". User information is not compared (an ssh template names its user).
+func Covers(template, u string) bool {
+	t, ok1 := parse(template)
+	p, ok2 := parse(u)
+	if !ok1 || !ok2 || t.scheme != p.scheme || t.host != p.host || t.port != p.port {
+		return false
+	}
+	return t.path == "" || p.path == t.path || strings.HasPrefix(p.path, t.path+"/")
+}
+
+// SameHost reports whether a and b name the same scheme, host and port: where a credential of a may be sent.
+func SameHost(a, b string) bool {
+	pa, ok1 := parse(a)
+	pb, ok2 := parse(b)
+	return ok1 && ok2 && pa.scheme == pb.scheme && pa.host == pb.host && pa.port == pb.port
+}
+
+// HasUserinfo reports whether u carries user information ("user@" or "user:pass@" before its host), which a URL
+// from pull-request content may not: an ssh URL's user (ssh://git@host/..., git@host:...) without a password is not
+// counted. A URL that does not parse but has an "@" before its first "/" after the scheme counts too.
+func HasUserinfo(u string) bool {
+	u = strings.TrimSpace(u)
+	rest := u
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest = u[i+3:]
+	}
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return false
+	}
+	lower := strings.ToLower(u)
+	ssh := strings.HasPrefix(lower, "ssh://") || !strings.Contains(u, "://") && strings.Contains(rest[at:], ":")
+	return !ssh || strings.Contains(rest[:at], ":")
 }

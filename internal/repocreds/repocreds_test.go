@@ -76,9 +76,18 @@ func TestLookup(t *testing.T) {
 		{url: "HTTPS://Kubernetes.github.io/ingress-nginx.git", ok: true}, // git.SameURL
 		{url: "https://kubernetes.github.io/ingress", ok: false},
 		{url: "https://charts.example.com/private", user: "bot", pass: "hunter2", ok: true, insecure: true},
-		{url: "https://charts.example.com/other", user: "org", pass: "org-password", ok: true},     // repo-creds prefix
-		{url: "https://charts.example.com/team/x", user: "team", pass: "team-password", ok: true},  // the longest prefix wins
-		{url: "https://charts.example.com.evil.io/x", user: "org", pass: "org-password", ok: true}, // Argo CD's plain prefix match
+		{url: "https://charts.example.com/other", user: "org", pass: "org-password", ok: true},    // repo-creds prefix
+		{url: "https://charts.example.com/team/x", user: "team", pass: "team-password", ok: true}, // the longest prefix wins
+		// A template covers a URL by scheme, host, port and a path prefix on a "/" boundary, never by string prefix
+		// (issue 38 item 4: the URL is a pull request's).
+		{url: "https://charts.example.com.evil.io/x", ok: false},
+		{url: "https://charts.example.com@evil.io/x", ok: false},
+		{url: "https://charts.example.com:8443/x", ok: false},
+		{url: "http://charts.example.com/x", ok: false},
+		{url: "https://charts.example.com:443/x", user: "org", pass: "org-password", ok: true},
+		{url: "https://Charts.Example.com/teamx", user: "org", pass: "org-password", ok: true}, // not team's: no "/" boundary
+		{url: "https://charts.example.com", user: "org", pass: "org-password", ok: true},
+		{url: "https://x:y@charts.example.com/other", ok: false}, // userinfo: never matched
 		{url: "https://evil.io/https://charts.example.com", ok: false},
 	} {
 		r, ok := s.Lookup(tc.url)
@@ -96,6 +105,105 @@ func TestLookup(t *testing.T) {
 	if got != "hunter2,org-password,team-password" {
 		t.Errorf("Secrets() = %s", got)
 	}
+}
+
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		template, u string
+		want        bool
+	}{
+		{"https://charts.example.com", "https://charts.example.com/a", true},
+		{"https://charts.example.com/", "https://charts.example.com/a", true},
+		{"https://charts.example.com", "https://charts.example.com.evil.io", false},
+		{"https://charts.example.com", "https://charts.example.com@evil.io", false},
+		{"http://127.0.0.1", "http://127.0.0.12/x", false},
+		{"http://127.0.0.1", "http://127.0.0.1:80/x", true},
+		{"https://github.com/org", "https://github.com/org/repo.git", true},
+		{"https://github.com/org", "https://github.com/org-evil/repo", false},
+		{"git@github.com:org", "git@github.com:org/repo.git", true},
+		{"ssh://git@github.com/org", "git@github.com:org/repo", true},
+		{"ssh://git@github.com/org", "git@github.com.evil.io:org/repo", false},
+		{"registry.example.com/charts", "registry.example.com/charts/app", true},
+		{"registry.example.com/charts", "registry.example.com.evil.io/charts", false},
+		{"registry.example", "registry.example.com/charts", false},
+		{"oci://registry.example.com", "registry.example.com/x", false}, // scheme differs
+	} {
+		if got := repocreds.Covers(tc.template, tc.u); got != tc.want {
+			t.Errorf("Covers(%q, %q) = %v, want %v", tc.template, tc.u, got, tc.want)
+		}
+	}
+}
+
+func TestHasUserinfo(t *testing.T) {
+	for u, want := range map[string]bool{
+		"https://charts.example.com/x":         false,
+		"https://charts.example.com@evil.io":   true,
+		"https://u:p@charts.example.com/x":     true,
+		"charts.example.com@evil.io/x":         true,
+		"oci://u@registry.example.com/x":       true,
+		"git@github.com:org/repo.git":          false,
+		"ssh://git@github.com/org/repo":        false,
+		"ssh://git:pw@github.com/org/repo":     true,
+		"https://charts.example.com/a@b/c":     false, // an "@" in the path is not user information
+		"https://charts.example.com?x=a@b":     false,
+		"registry.example.com:5000/charts/app": false,
+	} {
+		if got := repocreds.HasUserinfo(u); got != want {
+			t.Errorf("HasUserinfo(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
+
+// An oci:// dependency's last-resort repository is matched as a parsed URL, not a string prefix either way.
+func TestOCIDependencyBoundary(t *testing.T) {
+	s, err := repocreds.Parse("repos.yaml", []byte(`apiVersion: v1
+kind: Secret
+metadata:
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {url: "registry.example.com/charts", enableOCI: "true", username: u, password: p}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dep, want := range map[string]bool{
+		"registry.example.com/charts/app": true,
+		"registry.example.com":            true, // prefixed by the repository's URL, as Argo CD allows
+		"registry.example":                false,
+		"registry.example.com.evil.io/x":  false,
+		"registry.example.com/chartsevil": false,
+		"registry.example.com@evil.io/x":  false,
+	} {
+		if _, ok := s.OCIDependency(dep); ok != want {
+			t.Errorf("OCIDependency(%q) = %v, want %v", dep, ok, want)
+		}
+	}
+}
+
+func TestPassCredentials(t *testing.T) {
+	s, err := repocreds.Parse("repos.yaml", []byte(`apiVersion: v1
+kind: Secret
+metadata:
+  labels: {argocd.argoproj.io/secret-type: repository}
+stringData: {url: "https://charts.example.com", type: helm, username: u, password: p, passCredentials: "true"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := s.Lookup("https://charts.example.com"); !ok || !r.PassCredentials {
+		t.Errorf("Lookup = %+v, %v: passCredentials not read", r, ok)
+	}
+	if r, _ := mustParse(t, file).Lookup("https://charts.example.com/private"); r.PassCredentials {
+		t.Error("passCredentials defaults to true")
+	}
+}
+
+func mustParse(t *testing.T, in string) *repocreds.Set {
+	t.Helper()
+	s, err := repocreds.Parse("repos.yaml", []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestInheritedCredentials(t *testing.T) {

@@ -183,6 +183,8 @@ func liveSummary(l *Live) string {
 		return ""
 	case l.Missing:
 		return "not in Argo CD: live state not compared"
+	case l.NotManaged:
+		return "exists in Argo CD, not managed from this repository: live state not compared"
 	case l.Error != "":
 		return "live state not read: " + l.Error
 	}

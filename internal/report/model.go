@@ -161,6 +161,9 @@ type CommandHelp struct {
 type Live struct {
 	// Missing: the app does not exist in Argo CD (nothing compared; a note, not an error).
 	Missing bool `json:"missing,omitempty"`
+	// NotManaged: Argo CD holds an app of this namespace and name, but none of its sources is this repository
+	// (or its project differs): another repository's app, whose live state is not read (nothing compared).
+	NotManaged bool `json:"notManaged,omitempty"`
 	// Error is why the live state of this app could not be read, one line.
 	Error string `json:"error,omitempty"`
 	// Compared is the number of resources compared (head render and live state together).

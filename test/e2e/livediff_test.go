@@ -270,6 +270,7 @@ func TestLiveDiffAgainstRealArgoCD(t *testing.T) {
 	}
 	lives, err := livediff.New(c, livediff.Options{Server: e.ArgoCDURL}).CompareLive(ctx, []preview.LiveApp{{
 		App: app, Base: parse(baseFiles), Head: parse(headFiles), BaseNamespace: ldNamespace, HeadNamespace: ldNamespace,
+		RepoURLs: []string{"file://" + bare}, // this repository: the app's source
 	}})
 	if err != nil {
 		t.Fatal(err)

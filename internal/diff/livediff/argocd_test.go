@@ -153,7 +153,7 @@ func compareOne(t *testing.T, f *fakeArgo, app *v1alpha1.Application, base, head
 	if f.app.Name == "" {
 		f.app = *webApp()
 	}
-	lives, err := livediff.New(f, opts).CompareLive(context.Background(), []preview.LiveApp{{App: app, Base: base, Head: head, BaseNamespace: "web", HeadNamespace: "web"}})
+	lives, err := livediff.New(f, opts).CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: app, Base: base, Head: head, BaseNamespace: "web", HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}

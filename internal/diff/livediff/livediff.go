@@ -16,6 +16,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	argodiff "github.com/argoproj/argo-cd/v3/util/argo/diff"
 	"github.com/argoproj/argo-cd/v3/util/argo/normalizers"
+	"github.com/argoproj/argo-cd/v3/util/git"
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -105,7 +106,10 @@ func (c *Comparer) ProjectSyncWindows(ctx context.Context, project string) (v1al
 // config-management plugin, or a source only Argo CD fetches, makes of a change. Argo CD renders the Application
 // it holds, so when that one's sources differ from app's in more than their revisions (the change edits the
 // Application itself) the render carries a warning.
-func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string) (*preview.RemoteRender, error) {
+//
+// Only an app managed from this repository is rendered (ManagedHere with repoURLs): for any other,
+// preview.ErrNotManagedHere, before Argo CD is asked to render anything.
+func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, revisions []string, repoURLs []string) (*preview.RemoteRender, error) {
 	name := app.Namespace + "/" + app.Name
 	held, err := c.argo.FindApplication(ctx, name, app.Spec.Project)
 	if errors.Is(err, argocd.ErrNotFound) { // not there, or in another project than the change says
@@ -113,6 +117,9 @@ func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !ManagedHere(held, app, repoURLs) {
+		return nil, preview.ErrNotManagedHere
 	}
 	var res *argocd.ManifestResponse
 	switch {
@@ -142,6 +149,25 @@ func (c *Comparer) RenderRemote(ctx context.Context, app *v1alpha1.Application, 
 		out.Warning = "Argo CD rendered it with the sources of the Application it holds, which this revision changes"
 	}
 	return out, nil
+}
+
+// ManagedHere reports whether held, the Argo CD app of change's namespace and name, is this repository's to show:
+// its project is change's (an empty project is "default", as Application.Spec.GetProject reads it) and one of its
+// live sources (spec.source, spec.sources) has a repoURL that is one of repoURLs by argo-cd util/git SameURL (the
+// URL normalised as NormalizeGitURL does). A pull request that adds an Application named like another team's app
+// must not get that app's live objects, nor have Argo CD render it at revisions the pull request picks.
+func ManagedHere(held, change *v1alpha1.Application, repoURLs []string) bool {
+	if held == nil || change == nil || held.Spec.GetProject() != change.Spec.GetProject() {
+		return false
+	}
+	for _, src := range held.Spec.GetSources() {
+		for _, u := range repoURLs {
+			if strings.TrimSpace(u) != "" && git.SameURL(src.RepoURL, u) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameSources compares two source lists as Argo CD would use them, revisions aside (they are given apart).
@@ -186,6 +212,11 @@ func (c *Comparer) CompareLive(ctx context.Context, apps []preview.LiveApp) ([]*
 		argoApp, ok := known[la.App.Namespace+"/"+la.App.Name]
 		if !ok {
 			out[i] = &report.Live{Missing: true, Drift: []string{}, LiveDiff: []diff.Resource{}}
+			continue
+		}
+		if !ManagedHere(argoApp, la.App, la.RepoURLs) {
+			// Another repository's app (or another project's): its live state is not this pull request's to read.
+			out[i] = &report.Live{NotManaged: true, Drift: []string{}, LiveDiff: []diff.Resource{}}
 			continue
 		}
 		wg.Add(1)

@@ -164,7 +164,7 @@ func TestCompareLive(t *testing.T) {
 			c := newSim(t, liveJSON(t, "web", tt.live...), webApp())
 			app := webApp(tt.ignore...)
 			lc := livediff.New(c, livediff.Options{Server: "sim"})
-			lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: app, Base: objtest.Objs(t, base...), Head: objtest.Objs(t, head...), BaseNamespace: "web", HeadNamespace: "web"}})
+			lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: app, Base: objtest.Objs(t, base...), Head: objtest.Objs(t, head...), BaseNamespace: "web", HeadNamespace: "web"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestCompareLive(t *testing.T) {
 func TestLiveSecretValuesNeverShown(t *testing.T) {
 	c := newSim(t, liveJSON(t, "web", secret(liveSecret)), webApp())
 	lc := livediff.New(c, livediff.Options{})
-	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(),
+	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: webApp(),
 		Base: objtest.Objs(t, secret(baseSecret)), Head: objtest.Objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestArgoCDMaskedSecret(t *testing.T) {
 	masked := "apiVersion: v1\nkind: Secret\nmetadata: {name: web}\ndata: {token: '++++++++'}\n"
 	c := newSim(t, liveJSON(t, "web", masked), webApp())
 	lc := livediff.New(c, livediff.Options{})
-	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(),
+	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: webApp(),
 		Base: objtest.Objs(t, secret(baseSecret)), Head: objtest.Objs(t, secret(headSecret)), BaseNamespace: "web", HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestArgoCDMaskedSecretWithoutTarget(t *testing.T) {
 func TestAppMissingInArgoCD(t *testing.T) {
 	c := newSim(t, nil) // no apps
 	lc := livediff.New(c, livediff.Options{})
-	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(), Head: objtest.Objs(t, configMap("a: b")), HeadNamespace: "web"}})
+	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: webApp(), Head: objtest.Objs(t, configMap("a: b")), HeadNamespace: "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestArgoCDUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = livediff.New(c, livediff.Options{Server: url}).CompareLive(context.Background(), []preview.LiveApp{{App: webApp()}})
+	_, err = livediff.New(c, livediff.Options{Server: url}).CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: webApp()}})
 	if err == nil || !strings.Contains(err.Error(), "reading live state from argo cd at "+url) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("err = %v", err)
 	}
@@ -295,7 +295,7 @@ func TestArgoCDUnreachable(t *testing.T) {
 func TestManagedResourcesErrorIsPerApp(t *testing.T) {
 	c := newSim(t, nil, webApp())
 	lc := livediff.New(failing{c}, livediff.Options{})
-	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{App: webApp(), HeadNamespace: "web"}})
+	lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: thisRepo, App: webApp(), HeadNamespace: "web"}})
 	if err != nil || lives[0] == nil || lives[0].Error != "boom" {
 		t.Fatalf("lives %+v err %v", lives, err)
 	}
@@ -312,18 +312,81 @@ func (failing) ManagedResources(context.Context, string) ([]v1alpha1.ResourceDif
 func TestRenderRemote(t *testing.T) {
 	c := newSim(t, []string{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"web"},"data":{"a":"b"}}`}, webApp())
 	lc := livediff.New(c, livediff.Options{})
-	rr, err := lc.RenderRemote(context.Background(), webApp(), []string{targetRev})
+	rr, err := lc.RenderRemote(context.Background(), webApp(), []string{targetRev}, thisRepo)
 	if err != nil || len(rr.Objects) != 1 || rr.Objects[0].GetKind() != "ConfigMap" || rr.Warning != "" {
 		t.Fatalf("RenderRemote = %+v, %v", rr, err)
 	}
 	edited := webApp()
 	edited.Spec.Source.Path = "web-v2"
-	if rr, err = lc.RenderRemote(context.Background(), edited, []string{targetRev}); err != nil || !strings.Contains(rr.Warning, "sources of the Application it holds") {
+	if rr, err = lc.RenderRemote(context.Background(), edited, []string{targetRev}, thisRepo); err != nil || !strings.Contains(rr.Warning, "sources of the Application it holds") {
 		t.Fatalf("RenderRemote of an edited app = %+v, %v; want a warning", rr, err)
 	}
 	other := webApp()
 	other.Name = "other"
-	if _, err := lc.RenderRemote(context.Background(), other, []string{targetRev}); !errors.Is(err, preview.ErrNotInArgoCD) {
+	if _, err := lc.RenderRemote(context.Background(), other, []string{targetRev}, thisRepo); !errors.Is(err, preview.ErrNotInArgoCD) {
 		t.Fatalf("RenderRemote of an unknown app: %v; want ErrNotInArgoCD", err)
+	}
+}
+
+// thisRepo names the repository of webApp's source, as preview passes it (html, clone and ssh URLs).
+var thisRepo = []string{"https://git.example.com/gitops", "https://git.example.com/gitops.git", "git@git.example.com:gitops.git"}
+
+// A pull request's Application named like an Argo CD app of another repository (or of another project) is
+// neither compared with that app's live state nor rendered through Argo CD (issue 38 item 5): the comment says
+// "exists in Argo CD, not managed from this repository" and shows no live object.
+func TestForeignAppNotRead(t *testing.T) {
+	const liveValue = "other-team-live-value"
+	foreign := webApp()
+	foreign.Spec.Source.RepoURL = "https://git.example.com/other-team.git"
+	otherProject := webApp()
+	otherProject.Spec.Project = "team-b"
+	lookalike := webApp()
+	lookalike.Spec.Source.RepoURL = "https://git.example.com/gitops-evil.git"
+	multi := webApp()
+	multi.Spec.Source = nil
+	multi.Spec.Sources = v1alpha1.ApplicationSources{{RepoURL: "https://charts.example.com", Chart: "web", TargetRevision: "1.0.0"},
+		{RepoURL: "HTTPS://Git.Example.com/gitops", Ref: "values"}}
+	for name, tc := range map[string]struct {
+		held    *v1alpha1.Application
+		repos   []string
+		managed bool
+	}{
+		"another repository":           {held: foreign, repos: thisRepo},
+		"another project":              {held: otherProject, repos: thisRepo},
+		"a look-alike repository":      {held: lookalike, repos: thisRepo},
+		"no repository named":          {held: webApp(), repos: nil},
+		"a full name is no URL":        {held: foreign, repos: []string{"other-team"}},
+		"this repository":              {held: webApp(), repos: thisRepo, managed: true},
+		"this repository, by ssh":      {held: webApp(), repos: []string{"git@git.example.com:gitops.git"}, managed: false}, // SameURL: schemes differ
+		"one of several sources (ref)": {held: multi, repos: thisRepo, managed: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newSim(t, liveJSON(t, "web", configMap("secretish: "+liveValue)), tc.held)
+			lc := livediff.New(c, livediff.Options{})
+			pr := webApp() // the pull request's Application: same namespace and name, this repository
+			lives, err := lc.CompareLive(context.Background(), []preview.LiveApp{{RepoURLs: tc.repos, App: pr,
+				Head: objtest.Objs(t, configMap("secretish: from-the-pr")), HeadNamespace: "web"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := lives[0]
+			if tc.managed {
+				if l.NotManaged { // (the simulator may fail the comparison itself: a chart source it cannot resolve)
+					t.Fatalf("this repository's app not compared: %+v", l)
+				}
+				return
+			}
+			if !l.NotManaged || l.Compared != 0 || len(l.LiveDiff) != 0 || len(l.Drift) != 0 {
+				t.Fatalf("live: %+v; want NotManaged, nothing compared", l)
+			}
+			out := outputs(t, l)
+			if strings.Contains(out, liveValue) || !strings.Contains(out, "exists in Argo CD, not managed from this repository") {
+				t.Errorf("output:\n%s", out)
+			}
+			if _, err := lc.RenderRemote(context.Background(), pr, []string{targetRev}, tc.repos); !errors.Is(err, preview.ErrNotManagedHere) &&
+				!errors.Is(err, preview.ErrNotInArgoCD) { // another project: FindApplication filters by project
+				t.Errorf("RenderRemote: %v, want ErrNotManagedHere", err)
+			}
+		})
 	}
 }

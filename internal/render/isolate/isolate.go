@@ -497,6 +497,27 @@ type worker struct {
 	limits string // what the worker said of its limits when it started
 }
 
+// workerEnvAllowed are the variables of the parent's environment a worker starts with. Everything else stays
+// with the parent: the webhook secret, the Argo CD token, the store's DSN, the fleet view's token and whatever
+// else the operator's environment holds (issue 38). A worker needs a PATH, a HOME and a TMPDIR, and the Go
+// runtime's own settings; its configuration arrives over its pipe.
+var workerEnvAllowed = map[string]bool{
+	"PATH": true, "HOME": true, "TMPDIR": true,
+	"GOGC": true, "GOMEMLIMIT": true, "GOMAXPROCS": true, "GODEBUG": true, "GOTRACEBACK": true,
+	"GORACE": true, "GOCOVERDIR": true, // the race detector's and coverage's settings, for tests of the binary
+}
+
+// workerEnv is a worker's environment: the allowed variables of parent, and envWorker.
+func workerEnv(parent []string) []string {
+	env := make([]string, 0, len(workerEnvAllowed)+1)
+	for _, kv := range parent {
+		if k, _, ok := strings.Cut(kv, "="); ok && workerEnvAllowed[k] {
+			env = append(env, kv)
+		}
+	}
+	return append(env, envWorker+"=1")
+}
+
 func (p *Pool) spawn() (*worker, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -514,7 +535,7 @@ func (p *Pool) spawn() (*worker, error) {
 	}
 	w := &worker{in: inW, resps: make(chan *response, 1), exited: make(chan struct{}), stderr: &headBuffer{max: 16 << 10}}
 	w.cmd = exec.Command(exe)
-	w.cmd.Env = append(os.Environ(), envWorker+"=1")
+	w.cmd.Env = workerEnv(os.Environ())
 	if p.opts.GCPercent > 0 && os.Getenv("GOGC") == "" {
 		// From its first instruction rather than from its config: the packages' initialisation allocates about
 		// 13 MB, which at Go's default target costs two collections (≈ 6 ms of a worker's start-up).

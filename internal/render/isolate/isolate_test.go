@@ -16,6 +16,7 @@ import (
 
 // TestMain lets the test binary be its own render worker, so `go test` needs no build first.
 func TestMain(m *testing.M) {
+	probeWorkerEnv()
 	isolate.WorkerMain()
 	os.Exit(m.Run())
 }
