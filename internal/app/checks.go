@@ -125,6 +125,9 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		// Nothing was rendered: no all-clear, whatever else the report says.
 		run.Conclusion = github.ConclusionFailure
 		run.Output = &github.CheckOutput{Title: "No app takes a source from this repository: nothing was rendered"}
+	case rep.NoApps && !rep.HasErrors():
+		run.Conclusion = github.ConclusionFailure
+		run.Output = &github.CheckOutput{Title: "No Application or ApplicationSet at either revision: nothing was previewed"}
 	case rep.HasErrors():
 		run.Conclusion = github.ConclusionFailure
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("%d of %d apps failed to render", rep.Summary.Failed, rep.Summary.Apps)}
@@ -140,6 +143,10 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	default:
 		run.Conclusion = github.ConclusionSuccess
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("%d of %d apps change", rep.Summary.Changed+rep.Summary.Added+rep.Summary.Removed, rep.Summary.Apps)}
+	}
+	if n := rep.Summary.Skipped; n > 0 && !rep.NoSourceInRepo {
+		// The first screen names what was not rendered before anything else.
+		run.Output.Title = fmt.Sprintf("%d app(s) not rendered; %s", n, run.Output.Title)
 	}
 	run.Output.Summary = sb.String()
 	run.Output.Text = rep.Markdown()
@@ -204,7 +211,13 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		for _, u := range pl.Unplaced {
 			fmt.Fprintf(&sb, "- `%s/%s` → %s\n", u.Namespace, u.App, u.Cluster)
 		}
+		for _, u := range pl.Unreadable {
+			fmt.Fprintf(&sb, "- repository problem, its apps unknown: %s\n", u)
+		}
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("Incomplete plan: %d app(s) not placed", len(pl.Unplaced))}
+		if len(pl.Unreadable) > 0 {
+			run.Output.Title += fmt.Sprintf(", %d repository problem(s)", len(pl.Unreadable))
+		}
 	case pl.AppCount() == 0:
 		run.Conclusion = github.ConclusionNeutral
 		fmt.Fprintf(&sb, "The change alters no app's manifests: there is nothing to roll out (policy %s).\n", pl.Policy)

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
 
@@ -30,6 +31,7 @@ type previewFlags struct {
 	argocdVersion              string
 	repoURLs                   []string
 	exitCode                   bool
+	worktree                   bool
 	concurrency                int
 	// Live-state comparison (internal/diff/livediff); off without --argocd.
 	argocdURL, argocdToken string
@@ -47,7 +49,8 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.repoURLs, "repo-url", nil, "a URL (or owner/name) under which Applications name this repository, in addition to its origin remote; repeatable")
 	fl.StringVar(&f.settingsFile, "settings", "", "render settings file (keys of render-env.yaml: kubeVersion, apiVersions, appLabelKey, trackingMethod, argocdVersion, ...)")
 	fl.StringVar(&f.markdownOut, "markdown-out", "", "also write the pull-request comment (markdown) to this file, as the App posts it: over GitHub's size limit, part 1 here and parts 2.. in numbered files next to it (<name>.part2.md, ...)")
-	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests")
+	fl.BoolVar(&f.exitCode, "exit-code", false, "exit 1 when the change alters any app's manifests, or an app it affects could not be rendered")
+	fl.BoolVar(&f.worktree, "worktree", false, "the head is the working tree: HEAD plus the uncommitted changes of tracked files and staged new files (not with --head)")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "concurrent renders (default: number of CPUs)")
 	registerRepositories(fl, &f.repositories)
 	registerArgoCDVersion(fl, &f.argocdVersion)
@@ -158,6 +161,10 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
 	}
 	in.Live = live
+	worktreeNote, err := f.workingTree(cmd, &in)
+	if err != nil {
+		return err
+	}
 	remote, err := fetchers(deps, f.repositories)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
@@ -169,6 +176,9 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	}
 	rep, err := preview.Run(cmd.Context(), r, in)
 	closeRenderer()
+	if rep != nil && worktreeNote != "" {
+		rep.Notes = append([]string{worktreeNote}, rep.Notes...)
+	}
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) && rep != nil {
 		// A broken policy does not hide the diff: show it, then fail the plan part with the policy's errors.
@@ -195,6 +205,41 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		}
 	}
 	return previewExit(deps.Stderr, name, rep, f.exitCode)
+}
+
+// workingTree handles a working copy's uncommitted changes when the head is HEAD: with --worktree the head
+// becomes a commit of them; without it the returned note says they are not previewed and how to include them
+// (a local edit silently left out would read as "no change").
+func (f *previewFlags) workingTree(cmd *cobra.Command, in *preview.Input) (string, error) {
+	name := cmd.Name()
+	if f.worktree && cmd.Flags().Changed("head") {
+		return "", usageErr(fmt.Errorf("%s: --worktree and --head: the working tree is the head", name))
+	}
+	if f.head != "HEAD" {
+		return "", nil
+	}
+	repo, err := source.Open(cmd.Context(), f.repo)
+	if err != nil {
+		return "", nil // preview.Run says so
+	}
+	commit, dirty, untracked, err := repo.WorkingTree(cmd.Context())
+	if err != nil {
+		return "", usageErr(fmt.Errorf("%s: %w", name, err))
+	}
+	switch {
+	case !dirty:
+		return "", nil
+	case !f.worktree:
+		return "the working tree has uncommitted changes, not previewed (the head is HEAD, its last commit): commit them, or pass --worktree to include them", nil
+	}
+	note := "the head is the working tree: HEAD and its uncommitted changes"
+	if commit != "" {
+		in.Head = commit
+	}
+	if untracked {
+		note += "; untracked files are not included (git add them first)"
+	}
+	return note, nil
 }
 
 func writePreview(w io.Writer, rep *report.Report, output string) error {
@@ -271,6 +316,9 @@ func noSourceInRepo(urls []string) string {
 	return msg + ": if this checkout is a fork or mirror, give the URL the Applications use: --repo-url " + hint
 }
 
+// noAppsMessage is the one line of a repository that declares no Application or ApplicationSet at either side.
+const noAppsMessage = "no Argo CD Application or ApplicationSet at either revision, so nothing was previewed: point --repo at the GitOps repository that declares the Applications (not the repository of the manifests they deploy)"
+
 func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange bool) error {
 	for _, a := range rep.Apps {
 		if a.Status == report.StatusError {
@@ -301,6 +349,13 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 	}
 	if pl, ok := rep.Plan.(interface{ Complete() bool }); ok && !pl.Complete() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan is incomplete: some apps of the change could not be rendered, so they are not placed", name)}
+	}
+	if rep.NoApps {
+		return &ExitError{Code: 2, Err: errors.New(name + ": " + noAppsMessage)}
+	}
+	if n := rep.UnrenderedAffected(); exitOnChange && n > 0 {
+		// Not rendered is not unchanged: as plan's incomplete plan, exit 1.
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: %s the change affects could not be rendered, so what it changes is not known: %s", name, text.Plural(n, "app"), rep.SummaryLine())}
 	}
 	if exitOnChange && rep.HasChanges() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: %s", name, rep.SummaryLine())}

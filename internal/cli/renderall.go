@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/renderall"
@@ -149,13 +150,21 @@ func runRenderAll(cmd *cobra.Command, deps *Deps, f *renderFlags, a *renderAllFl
 			return &ExitError{Code: 2, Err: fmt.Errorf("render: writing output: %w", err)}
 		}
 	}
-	msg := fmt.Sprintf("render: %s at %s in %.1fs: %d rendered, %d failed, %d skipped (only Argo CD can render them), %s",
-		text.Plural(sum.Apps, "app"), text.ShortRev(sum.Commit), sum.Elapsed.Seconds(), sum.Rendered, sum.Failed, sum.Skipped, text.Plural(len(sum.Problems), "repository problem"))
+	skipped := fmt.Sprintf("%d skipped", sum.Skipped)
+	if sum.Skipped > 0 {
+		skipped += " (" + st.skipReasons() + ")"
+	}
+	msg := fmt.Sprintf("render: %s at %s in %.1fs: %d rendered, %d failed, %s, %s",
+		text.Plural(sum.Apps, "app"), text.ShortRev(sum.Commit), sum.Elapsed.Seconds(), sum.Rendered, sum.Failed, skipped, text.Plural(len(sum.Problems), "repository problem"))
 	if sum.NoSourceInRepo {
 		msg += "; " + noSourceInRepo(sum.AppRepoURLs)
 	}
 	if !sum.OK() {
 		return &ExitError{Code: 2, Err: errors.New(msg)}
+	}
+	if sum.Skipped > 0 {
+		// Not every app was rendered: no all-clear.
+		return &ExitError{Code: 1, Err: errors.New(msg)}
 	}
 	fmt.Fprintf(deps.Stderr, "fleetwave: %s\n", msg)
 	return nil
@@ -171,6 +180,39 @@ type stream struct {
 
 	mu       sync.Mutex
 	lastNote time.Time
+	skips    map[string]string // app key → why it was skipped (its last result)
+}
+
+// skipReason is why an app was skipped, by the kind of its render error: what would render it.
+func skipReason(err error) string {
+	switch {
+	case errors.Is(err, render.ErrPluginSource):
+		return "config-management plugin: only Argo CD renders it"
+	case errors.Is(err, chartfetch.ErrNotAllowed):
+		return "repository not allowed by --repositories"
+	case strings.Contains(err.Error(), "fetched only from an allowed repositories file"):
+		return "chart or OCI artifact: --repositories would fetch it"
+	}
+	return "source outside this repository: --repositories (or Argo CD) would render it"
+}
+
+// skipReasons counts the skipped apps by reason: "2 chart or OCI artifact: --repositories would fetch it; 1 ...".
+func (s *stream) skipReasons() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := map[string]int{}
+	for _, r := range s.skips {
+		counts[r]++
+	}
+	reasons := make([]string, 0, len(counts))
+	for r := range counts {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	for i, r := range reasons {
+		reasons[i] = fmt.Sprintf("%d %s", counts[r], r)
+	}
+	return strings.Join(reasons, "; ")
 }
 
 // writeError is a failure to write the output (not an app's): it ends the run.
@@ -193,6 +235,13 @@ func (s *stream) write(res renderall.Result) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.skips == nil {
+		s.skips = map[string]string{}
+	}
+	delete(s.skips, res.App.Key)
+	if res.Status == renderall.Skipped && res.Err != nil {
+		s.skips[res.App.Key] = skipReason(res.Err)
+	}
 	if res.Status != renderall.Rendered {
 		fmt.Fprintf(s.errw, "fleetwave: render: app %s: %s: %s\n", res.App.Key, res.Status, oneLineErr(res.Err))
 	}

@@ -95,6 +95,14 @@ type Inventory struct {
 	// Unevaluated are the ApplicationSets with live generators that were not expanded, and why.
 	Unevaluated []Unevaluated
 	live        map[string]*liveSet // ApplicationSets with live generators, by key
+	// appSets counts the ApplicationSets the checkout's files declare (whether they generate apps or not).
+	appSets int
+}
+
+// Declares reports whether the checkout declares any Application or ApplicationSet (an ApplicationSet that
+// generates no app counts).
+func (inv *Inventory) Declares() bool {
+	return inv.appSets > 0 || len(inv.Apps()) > 0
 }
 
 // Discover finds the Applications a checkout declares: Application manifests, and the Applications its
@@ -132,6 +140,7 @@ func Discover(opts Options) *Inventory {
 	for _, f := range sr.apps {
 		inv.add(&App{App: f.app, File: f.file})
 	}
+	inv.appSets = len(sr.appSets)
 	for _, f := range sr.appSets {
 		for _, a := range inv.generate(f.set, f.file, "") {
 			inv.add(a)

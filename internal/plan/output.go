@@ -113,10 +113,22 @@ func (p *Plan) WriteText(w io.Writer) error {
 			fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
 		}
 	}
-	if !p.Complete() {
+	if len(p.Pinned) > 0 {
+		fmt.Fprintf(bw, "\npinned to another revision, outside the waves:\n")
+		for _, r := range p.Pinned {
+			fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
+		}
+	}
+	if len(p.Unplaced) > 0 {
 		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", text.Plural(len(p.Unplaced), "app"))
 		for _, u := range p.Unplaced {
 			fmt.Fprintf(bw, "  %s -> %s: %s\n", u.ref(), u.Cluster, u.Reason)
+		}
+	}
+	if len(p.Unreadable) > 0 {
+		fmt.Fprintf(bw, "\nincomplete: %s, so the apps they declare are not known to the plan:\n", text.Plural(len(p.Unreadable), "repository problem"))
+		for _, u := range p.Unreadable {
+			fmt.Fprintf(bw, "  %s\n", u)
 		}
 	}
 	switch {
@@ -207,13 +219,28 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		}
 		bw.WriteString("\n")
 	}
-	if !p.Complete() {
+	if len(p.Pinned) > 0 {
+		fmt.Fprintf(bw, "📌 **%s pinned** to another revision of the repository, outside the waves (Argo CD syncs them to that revision, not to the merge):\n\n", capitalize(text.Plural(len(p.Pinned), "app")))
+		for i, r := range p.Pinned {
+			if i == mdMaxViolations {
+				fmt.Fprintf(bw, "- …and %d more\n", len(p.Pinned)-i)
+				break
+			}
+			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
+		}
+		bw.WriteString("\n")
+	}
+	if len(p.Unplaced) > 0 {
 		refs := make([]string, 0, len(p.Unplaced))
 		for _, u := range p.Unplaced {
 			refs = append(refs, "`"+strings.ReplaceAll(u.ref(), "`", "")+"`")
 		}
 		fmt.Fprintf(bw, "❌ **The plan is incomplete**: %s of the change could not be rendered, so the plan does not place them: %s.\n\n",
 			text.Plural(len(p.Unplaced), "app"), strings.Join(refs, ", "))
+	}
+	if len(p.Unreadable) > 0 {
+		fmt.Fprintf(bw, "❌ **The plan is incomplete**: %s, so the apps they declare are not known to the plan (see Failed to render).\n\n",
+			text.Plural(len(p.Unreadable), "repository problem"))
 	}
 	switch {
 	case p.OK() && !p.Complete():

@@ -50,6 +50,18 @@ type Plan struct {
 	// Removed are the apps the change deletes from the repository. The rollout has nothing of theirs to sync:
 	// Argo CD deletes (or keeps) them as Reason says, when their parent app or ApplicationSet next syncs.
 	Removed []Unplaced `json:"removed,omitempty"`
+	// Pinned are the apps of the change pinned to another revision of the repository (a tag, another branch):
+	// Argo CD syncs them to that revision, not to the merge, so they have no wave slot (Reason says which).
+	Pinned []Unplaced `json:"pinned,omitempty"`
+	// Unreadable are the repository problems at head (an Application file that does not parse, a generator that
+	// fails), one line each: the apps they declare are unknown, so the plan is incomplete.
+	Unreadable []string `json:"unreadable,omitempty"`
+}
+
+// SetUnreadable records the repository problems that hide apps and marks the plan incomplete when there are any.
+func (p *Plan) SetUnreadable(problems []string) {
+	p.Unreadable = problems
+	p.Incomplete = p.Incomplete || len(problems) > 0
 }
 
 // Unplaced is an app of the change left out of the plan: it failed to render (or could not be rendered), so
@@ -72,7 +84,9 @@ func (p *Plan) SetUnplaced(u []Unplaced) {
 func (p *Plan) OK() bool { return len(p.Violations) == 0 }
 
 // Complete reports whether every app of the change was placed.
-func (p *Plan) Complete() bool { return !p.Incomplete && len(p.Unplaced) == 0 }
+func (p *Plan) Complete() bool {
+	return !p.Incomplete && len(p.Unplaced) == 0 && len(p.Unreadable) == 0
+}
 
 func (u Unplaced) ref() string {
 	if u.Namespace != "" {
@@ -214,6 +228,9 @@ const (
 	RuleAutomatedSync       = "automated-sync"       // automated sync would bypass the waves
 	RuleUnsatisfiableLimits = "unsatisfiable-limits" // the wave's limits can never admit the app's cluster
 	RuleCanaryFirst         = "canary-first"         // a production wave gets an app kind no earlier wave had
+	// RuleDestination: the app has no destination, or names a cluster no cluster Secret declares; Argo CD
+	// refuses to sync it (util/argo/argo.go GetDestinationCluster: an InvalidSpecError), so no wave can hold it.
+	RuleDestination = "invalid-destination"
 )
 
 func ruleOrder(rule string) int {
@@ -226,8 +243,10 @@ func ruleOrder(rule string) int {
 		return 2
 	case RuleCanaryFirst:
 		return 3
+	case RuleDestination:
+		return 4
 	}
-	return 4
+	return 5
 }
 
 // Violation is one broken policy rule, for one app.

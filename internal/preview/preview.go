@@ -36,6 +36,10 @@ type Input struct {
 	RepoDir string
 	// Base and Head are the revisions compared (branches, tags, shas).
 	Base, Head string
+	// BaseBranch is the branch the change goes into ("main"); "" takes Base's name when Base is a branch. Apps
+	// of this repository whose targetRevision is another branch, a tag or a commit are rendered at that revision
+	// (pinned.go).
+	BaseBranch string
 	// RepoURLs are names of the repository that sources may use (clone URLs, "owner/name"); the origin remote's
 	// URL is added when the repository has one.
 	RepoURLs []string
@@ -244,7 +248,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	baseSHA, headSHA, headOwnTree, err := repo.Revisions(ctx, in.Base, in.Head)
 	if err != nil {
-		return nil, inputErr(err)
+		return nil, inputErr(repo.ShallowHint(ctx, err))
 	}
 	rep := &report.Report{Base: baseSHA, Head: headSHA}
 	if in.PlanOnly {
@@ -252,6 +256,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	}
 	headTree, merged, conflicted, err := repo.MergedHeadTree(ctx, baseSHA, headSHA, headOwnTree)
 	if err != nil {
+		err = repo.ShallowHint(ctx, err)
+		if errors.Is(err, source.ErrShallow) {
+			return nil, inputErr(err)
+		}
 		return nil, err
 	}
 	if merged {
@@ -324,6 +332,11 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	remote, _ := in.Live.(RemoteRenderer)
 	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
+	p.pins = &pins{repo: repo, baseBranch: in.BaseBranch, baseSHA: baseSHA, tempDir: in.TempDir, follows: map[string]bool{}, trees: map[string]*pinnedTree{}}
+	if p.pins.baseBranch == "" {
+		p.pins.baseBranch = repo.BranchOf(ctx, in.Base)
+	}
+	defer p.pins.close()
 	p.budget = in.RenderBudget
 	p.noRemoteHead, p.repoURLs = in.NoRemoteHead, urlsOnly(names)
 	if p.budget == 0 {
@@ -404,6 +417,10 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		rep.Problems = append(rep.Problems, pr.Error())
 	}
 	rep.Unevaluated = unevaluated(p.base.inv, p.head.inv)
+	if !p.base.inv.Declares() && !p.head.inv.Declares() && len(rep.Unevaluated) == 0 && len(p.head.inv.Problems) == 0 {
+		rep.NoApps = true
+		rep.Notes = append(rep.Notes, "no Argo CD Application or ApplicationSet at either revision, so nothing was previewed: is this the GitOps repository that declares the Applications?")
+	}
 	for _, name := range headCo.Skipped() {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%q: not checked out: git refuses to write such a path (an app that reads it finds it missing)", name))
 	}
@@ -421,6 +438,14 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 		var pe *plan.PolicyError
 		if err := policyErr; errors.As(err, &pe) {
 			place(rep, plan.DefaultPolicy(), "", nil)
+			if f := rep.Footer; f != nil {
+				// The file is there, and invalid: not "no policy"; the commands are listed, who may run them is
+				// the file's to say.
+				f.PolicyFile, f.PolicyInvalid = pe.File, true
+				for _, c := range []string{"approve", "pause", "resume", "abort", "rollback"} {
+					f.Commands = append(f.Commands, report.CommandHelp{Command: c})
+				}
+			}
 			// The diff does not depend on the policy: it is returned with the error, saying why no plan.
 			for _, d := range pe.Diagnostics {
 				rep.PolicyErrors = append(rep.PolicyErrors, d.String())
@@ -455,6 +480,7 @@ type pipeline struct {
 	head    *side
 	baseOut *outcomes
 	headOut *outcomes
+	pins    *pins // apps pinned to another revision of the repository
 	// dropRenders lets pair release each app's manifests once diffed (release.go).
 	dropRenders bool
 
@@ -530,15 +556,32 @@ func missingFile(err error) bool {
 }
 
 func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *outcome {
+	root, settings := s.co.Dir, s.settings
+	pinned, mixed := p.pins.pinnedRevision(ctx, a, p.matcher.Match)
+	if mixed {
+		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: fmt.Errorf("%w: sources of this repository at %s and at the change's branch: fleetwave renders one revision of a repository per app",
+			render.ErrExternalSource, pinned)}}
+	}
+	var tree *pinnedTree
+	if pinned != "" {
+		// Rendered at its own revision, the same on both sides: the change's files are not what it reads.
+		if tree = p.pins.tree(ctx, pinned); tree.err != nil {
+			return &outcome{err: tree.err}
+		}
+		root, settings.Revision = "", tree.commit
+		if tree.co != nil {
+			root = tree.co.Dir
+		}
+	}
 	res, err := p.r.Render(ctx, render.Request{
 		App: a.App,
 		Repos: func(repoURL string) (string, bool) {
-			if p.matcher.Match(repoURL) {
-				return s.co.Dir, true
+			if p.matcher.Match(repoURL) && root != "" {
+				return root, true
 			}
 			return "", false
 		},
-		Settings: s.settings,
+		Settings: settings,
 	})
 	if err != nil {
 		if onlyArgoCDRenders(err) && p.remote != nil {
@@ -547,7 +590,13 @@ func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *ou
 			}
 			return p.renderRemote(ctx, a, s, err)
 		}
+		if pinned != "" && tree.co == nil && errors.Is(err, render.ErrExternalSource) {
+			err = fmt.Errorf("%w (%s)", err, pinnedNotHeld(pinned))
+		}
 		return &outcome{err: err}
+	}
+	if pinned != "" {
+		return &outcome{objs: res.Objects}
 	}
 	return &outcome{objs: res.Objects, readFiles: res.ReadFiles, readDirs: res.ReadDirs}
 }
@@ -565,6 +614,9 @@ func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, l
 	for i, src := range sources {
 		if p.matcher.Match(src.RepoURL) {
 			revisions[i] = s.settings.Revision
+			if !p.pins.followsChange(ctx, src.TargetRevision) {
+				revisions[i] = src.TargetRevision // pinned: Argo CD renders it at its own revision
+			}
 			if src.Plugin != nil || errors.Is(local, render.ErrPluginSource) {
 				why = "config-management plugin"
 			}
@@ -640,6 +692,9 @@ func (p *pipeline) renderHead(ctx context.Context, a *discover.App) *outcome {
 			ev.ReadFiles, ev.ReadDirs = bo.readFiles, bo.readDirs
 		}
 		v := discover.Affected(ev, p.changes, p.matcher.Match)
+		if pinned, _ := p.pins.pinnedRevision(ctx, a, p.matcher.Match); pinned != "" && inBase && !ev.BaseRenderFailed && discover.DefinitionEqual(b.App, a.App) {
+			v = discover.Verdict{} // rendered at its own revision: the change's files do not reach it
+		}
 		var o *outcome
 		switch {
 		case !v.Affected && bo != nil:
@@ -687,10 +742,19 @@ func (p *pipeline) pair(ctx context.Context) []report.App {
 			p.fill(&ra, b.App.Spec.Destination.Namespace, p.renderBase(ctx, b), nil)
 			if ra.Status == report.StatusRemoved {
 				ra.Removal = removal(b, p.base.inv.Get)
+				if !deletesResources(ra.Removal, b) {
+					// Its resources stay in the cluster: nothing of them is removed, whatever the render holds.
+					ra.Resources, ra.Hooks, ra.Counts = []diff.Resource{}, []diff.Resource{}, diff.Summary{}
+				}
 			}
 		default:
 			ra = describe(h)
 			p.fillBoth(&ra, h, b.App.Spec.Destination.Namespace, h.App.Spec.Destination.Namespace, p.baseOut.peek(k), p.headOut.peek(k))
+		}
+		if a, ok := p.head.inv.Get(k); ok {
+			ra.PinnedRevision, _ = p.pins.pinnedRevision(ctx, a, p.matcher.Match)
+		} else if a, ok := p.base.inv.Get(k); ok {
+			ra.PinnedRevision, _ = p.pins.pinnedRevision(ctx, a, p.matcher.Match)
 		}
 		apps = append(apps, ra)
 		p.drop(k)
@@ -947,8 +1011,18 @@ func nonNil(s []string) []string {
 // apps it cannot place make it incomplete, and removed apps are listed apart.
 func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *report.Report) *plan.Plan {
 	var apps []plan.App
-	var unplaced, removed []plan.Unplaced
+	var unplaced, removed, pinned []plan.Unplaced
+	var refused []plan.Violation
 	for _, ra := range rep.Apps {
+		if ra.PinnedRevision != "" && ra.Status != report.StatusUnchanged && ra.Status != report.StatusRemoved &&
+			(ra.Status != report.StatusSkipped || len(ra.AffectedBy) > 0) {
+			reason := "pinned to " + ra.PinnedRevision + ": Argo CD syncs it to that revision, not to the merge"
+			if ra.Error != "" {
+				reason += " (" + ra.Error + ")"
+			}
+			pinned = append(pinned, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: reason})
+			continue
+		}
 		// An app that failed to render, or that the change affects but could not be rendered, may roll out
 		// too: the plan cannot place it, and says so.
 		if ra.Status == report.StatusError || ra.Status == report.StatusSkipped && len(ra.AffectedBy) > 0 {
@@ -966,12 +1040,40 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 		if !ok {
 			continue
 		}
+		if msg := destinationProblem(a, headInv); msg != "" {
+			refused = append(refused, plan.Violation{App: a.App.Name, Namespace: a.App.Namespace, Cluster: ra.Cluster, Rule: plan.RuleDestination, Message: msg})
+			continue
+		}
 		apps = append(apps, PlanApp(a))
 	}
 	pl := plan.Build(policy, apps)
+	if len(refused) > 0 {
+		pl.Violations = append(refused, pl.Violations...)
+	}
 	pl.SetUnplaced(unplaced)
+	pl.SetUnreadable(rep.Problems)
 	pl.Removed = removed
+	pl.Pinned = pinned
 	return pl
+}
+
+// destinationProblem says, in one line naming the app, why Argo CD refuses its destination: none at all, or a
+// cluster no cluster Secret declares (argo-cd v3.6.1 util/argo/argo.go GetDestinationCluster). A cluster is
+// unknown only when the fleet declares some: without cluster Secrets or --clusters, the destination is taken as
+// it is written. "" when the destination is valid.
+func destinationProblem(a *discover.App, inv *discover.Inventory) string {
+	d := a.App.Spec.Destination
+	switch {
+	case d.Server == "" && d.Name == "":
+		return fmt.Sprintf("app %s has no destination (neither server nor name): Argo CD refuses to sync it", a.Key)
+	case !a.ClusterKnown && len(inv.Clusters.Declared()) > 0:
+		what := "cluster " + d.Name
+		if d.Server != "" {
+			what = "server " + d.Server
+		}
+		return fmt.Sprintf("app %s: destination %s is not a cluster any cluster Secret declares: Argo CD refuses to sync it", a.Key, what)
+	}
+	return ""
 }
 
 // readPolicy reads the release policy at the head checkout's root (plan.Load): the default policy and "" when

@@ -59,3 +59,16 @@ func removal(a *discover.App, lookup func(key string) (*discover.App, bool)) *re
 	return &report.Removal{Effect: report.RemovalKept,
 		Detail: "no Application or ApplicationSet of this repository manages it, so removing its file deletes nothing: Argo CD keeps the Application and keeps syncing it (delete it with `argocd app delete`)"}
 }
+
+// deletesResources reports whether removing the app deletes its resources from the cluster: Argo CD deletes the
+// Application (now, or at its parent's next sync with prune) with its resources finalizer. Kept and orphaned
+// apps leave them in place.
+func deletesResources(r *report.Removal, a *discover.App) bool {
+	switch r.Effect {
+	case report.RemovalDelete:
+		return true
+	case report.RemovalPending:
+		return a.App.CascadedDeletion()
+	}
+	return false
+}

@@ -36,7 +36,38 @@ func (r *Report) SummaryLine() string {
 	if r.Plan != nil {
 		line += "; " + text.Plural(s.Waves, "wave")
 	}
+	if alarms := r.alarms(); len(alarms) > 0 {
+		line = strings.Join(alarms, ", ") + " — " + line
+	}
 	return line
+}
+
+// alarms are what makes the preview no all-clear, most serious first, for the head of its first line: an
+// incomplete or refused plan, apps not rendered, no app at all.
+func (r *Report) alarms() []string {
+	var out []string
+	if r.NoApps {
+		out = append(out, "NO APPS: no Application or ApplicationSet at either revision")
+	}
+	if len(r.PolicyErrors) > 0 {
+		out = append(out, "NO PLAN: the release policy is invalid")
+	}
+	if r.Plan != nil && !r.Plan.OK() {
+		out = append(out, "PLAN REFUSED: it breaks the release policy")
+	}
+	if pl, ok := r.Plan.(interface{ Complete() bool }); ok && !pl.Complete() {
+		out = append(out, "PLAN INCOMPLETE")
+	}
+	if n := r.Summary.Failed; n > 0 {
+		out = append(out, text.Plural(n, "app")+" failed to render")
+	}
+	if n := len(r.Problems); n > 0 {
+		out = append(out, text.Plural(n, "repository problem"))
+	}
+	if n := r.Summary.Skipped; n > 0 {
+		out = append(out, text.Plural(n, "app")+" not rendered")
+	}
+	return out
 }
 
 // shown reports whether an app gets a section of its own in text and markdown output.
@@ -59,8 +90,14 @@ func (a *App) headline() string {
 		c = a.Server
 	}
 	s := fmt.Sprintf("%s → %s: %s", a.Key(), c, a.Status)
-	if a.Status == StatusChanged || a.Status == StatusAdded || a.Status == StatusRemoved {
+	switch {
+	case a.Status == StatusRemoved && a.Removal != nil && (a.Removal.Effect == RemovalKept || a.Removal.Effect == RemovalOrphan):
+		s += " (its resources stay in the cluster)"
+	case a.Status == StatusChanged || a.Status == StatusAdded || a.Status == StatusRemoved:
 		s += fmt.Sprintf(" (+%d ~%d -%d)", a.Counts.Added, a.Counts.Modified, a.Counts.Removed)
+	}
+	if a.PinnedRevision != "" {
+		s += " (pinned to " + a.PinnedRevision + ")"
 	}
 	return s
 }

@@ -218,7 +218,16 @@ func writeResources(field func(...string), what string, rs []diff.Resource) {
 func (f *Footer) markdown() string {
 	var b strings.Builder
 	b.WriteString("\n---\n\n")
-	if len(f.Commands) > 0 {
+	if f.PolicyInvalid {
+		b.WriteString("**After merge**, fleetwave rolls out only the plan of a valid release policy; once it is fixed, comment on this PR to steer the rollout:")
+		for i, c := range f.Commands {
+			if i > 0 {
+				b.WriteString(" ·")
+			}
+			fmt.Fprintf(&b, " `/%s`", mdEscapeCode(c.Command))
+		}
+		b.WriteString(" (the policy says who may).\n\n")
+	} else if len(f.Commands) > 0 {
 		b.WriteString("**After merge**, fleetwave rolls this plan out; comment on this PR to steer it:")
 		for i, c := range f.Commands {
 			if i > 0 {
@@ -229,6 +238,10 @@ func (f *Footer) markdown() string {
 		b.WriteString(".\n\n")
 	}
 	switch {
+	case f.PolicyInvalid && f.PolicyURL != "" && f.PolicyFile != "":
+		fmt.Fprintf(&b, "Release policy: [`%s`](%s), **invalid** (its errors are above): no plan was made.", mdEscapeCode(f.PolicyFile), f.PolicyURL)
+	case f.PolicyInvalid:
+		fmt.Fprintf(&b, "Release policy: `%s`, **invalid** (its errors are above): no plan was made.", mdEscapeCode(f.PolicyFile))
 	case f.PolicyURL != "" && f.PolicyFile != "":
 		fmt.Fprintf(&b, "Release policy: [`%s`](%s).", mdEscapeCode(f.PolicyFile), f.PolicyURL)
 	case f.PolicyFile != "":

@@ -45,6 +45,9 @@ type Report struct {
 	// it was given (origin remote, --repo-url, the App's repository): a fork or mirror whose URL the
 	// Applications do not use. Nothing was rendered; the preview is no all-clear.
 	NoSourceInRepo bool `json:"noSourceInRepo,omitempty"`
+	// NoApps is set when the repository declares no Application and no ApplicationSet at either revision: nothing
+	// was previewed (typically a CI job pointed at the manifests repository, not the GitOps repository).
+	NoApps bool `json:"noApps,omitempty"`
 	// AppRepoURLs are, when NoSourceInRepo is set, the repoURLs the apps do name (most used first, at most 3).
 	AppRepoURLs []string `json:"appRepoURLs,omitempty"`
 	// PolicyErrors are set when a plan was asked for and the release policy at head is invalid: no plan was
@@ -112,6 +115,10 @@ type App struct {
 	RenderedBy string `json:"renderedBy,omitempty"`
 	// Removal says what Argo CD does with a removed app and its resources (status removed only).
 	Removal *Removal `json:"removal,omitempty"`
+	// PinnedRevision is the revision of this repository the app renders from when it is not the branch the
+	// change goes into (a tag, another branch, a commit): Argo CD syncs the app to that revision, not to the
+	// merge, so the plan gives it no wave slot.
+	PinnedRevision string `json:"pinnedRevision,omitempty"`
 	// Ignored is the number of the app's objects (on the side that had more) from which the release policy's
 	// diff.ignore removed fields before the diff.
 	Ignored int `json:"ignored,omitempty"`
@@ -146,6 +153,9 @@ type Footer struct {
 	Commands []CommandHelp
 	// PolicyFile is the release policy's path at head ("" for the default policy); PolicyURL links to it.
 	PolicyFile, PolicyURL string
+	// PolicyInvalid says the release policy PolicyFile is invalid (Report.PolicyErrors): no plan, and the
+	// commands' rules (who may run them) are the file's, unknown until it is fixed.
+	PolicyInvalid bool
 	// AppURLs link apps (by key) to their page in Argo CD, when its URL is known.
 	AppURLs map[string]string
 	// Reproduce is the command that makes this preview locally.
@@ -238,6 +248,19 @@ func (r *Report) Summarize() {
 // HasChanges reports whether any app changed, was added or removed.
 func (r *Report) HasChanges() bool {
 	return r.Summary.Changed+r.Summary.Added+r.Summary.Removed > 0
+}
+
+// UnrenderedAffected counts the apps the change affects that were not rendered (status skipped with a reason
+// the change gives: a source outside the checkout, a plugin without Argo CD): what they change is not known, so
+// they are never "no change".
+func (r *Report) UnrenderedAffected() int {
+	n := 0
+	for i := range r.Apps {
+		if a := &r.Apps[i]; a.Status == StatusSkipped && len(a.AffectedBy) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // HasErrors reports whether any app failed to render, the repository had problems, or the change adds or alters

@@ -169,6 +169,10 @@ func (r *Repo) mergedHead(ctx context.Context, base, head, headTree string) (tre
 	if err != nil {
 		return "", false, false, err
 	}
+	if mb == "" && r.Shallow(ctx) {
+		// git would merge the two as unrelated histories: the history between them was not fetched.
+		return "", false, false, fmt.Errorf("%w: %s and %s share no fetched history", ErrShallow, text.Short(base, 12), text.Short(head, 12))
+	}
 	if mb == base {
 		if headTree != "" {
 			return headTree, false, false, nil
