@@ -46,6 +46,10 @@ const (
 	exitInterrupted = 130 // stopped by a second Ctrl-C or SIGTERM before the rollout paused: rerun to continue
 )
 
+// interruptDebounce is how soon after the first interrupt a second one counts as the same: `timeout -s INT`
+// signals the child and then its process group at once, which would otherwise read as two Ctrl-Cs.
+const interruptDebounce = 500 * time.Millisecond
+
 // interruptActor is the actor of the pause a Ctrl-C makes; a rerun of the same command resumes such a pause.
 const interruptActor = "interrupt"
 
@@ -114,15 +118,24 @@ twice, nothing skipped. Per app, an app already Synced and Healthy at the revisi
 shows the revision applied by an operation started after the request, reconciled after it, and Healthy.
 
 Ctrl-C once pauses: syncs in flight finish (they are named), none starts, and the command exits 3 when they are
-done; Ctrl-C again (or SIGTERM) stops at once, leaving the store consistent (exit 130). Rerunning the command
-resumes a rollout Ctrl-C paused; 'fleetwave rollout resume|approve <wave>|rollback [wave]|abort|pause|status'
-act on the latest rollout of the store (--id for another).
+done — at once when Argo CD is unreachable, as they cannot report: the next run checks them with Argo CD first.
+Ctrl-C again (or SIGTERM) stops at once, leaving the store consistent (exit 130); a second interrupt within
+500 ms of the first is the same one (timeout -s INT signals the process and its group at once). Rerunning the
+command resumes a rollout Ctrl-C paused; 'fleetwave rollout resume|approve <wave>|rollback [wave]|abort|pause|status'
+act on the latest rollout of the store (--id for another). A rollout whose process is gone (killed, its claim
+on the rollout expired) shows in status as "running (its process is gone since …)"; resume --argocd, or the
+rollout command again, takes it over.
+
+When Argo CD stops answering, the command says so within seconds ("Argo CD at <url> unreachable since
+<time>, retrying", again each minute, and when it answers again) and keeps retrying; an app still not done at
+--timeout fails.
 
 Output: one line per event (wave started, app synced/skipped/failed with Argo CD's message, gates, approvals
 with the command to run, soak, wave and rollout states), then a summary: synced, skipped (already synced and
 healthy), failed (with Argo CD's message and the resources it failed on), in flight, not started. --output json: one JSON object per line
 (fields time, event, rollout, wave, batch, app, cluster, state, revision, health, until, command, apps, message,
 summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
+argocd-unreachable, argocd-reachable,
 wave-awaiting-approval, wave-approved, wave-started, wave-held (an Argo CD sync window refuses its apps' syncs:
 until when, which window), wave-released, wave-retried, app-syncing, app-synced, app-skipped,
 app-failed, app-rolling-back, app-rolled-back, wave-gating, soak-started, soak-passed, metrics-passed,
@@ -371,7 +384,8 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	}
 	defer st.Close()
 	rep := terminalReporter{wake: make(chan struct{}, 1)}
-	ex := o.executor(deps, st, client, rep)
+	reach := o.reachability(client)
+	ex := o.executor(deps, st, reach, rep)
 	bg := context.WithoutCancel(ctx)
 	r, err := ex.Submit(bg, req)
 	if err != nil {
@@ -408,7 +422,16 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 			return fmt.Errorf("rollout: resuming #%d: %w", r.ID, err)
 		}
 	}
-	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
+	return o.drive(ctx, deps, w, st, ex, rep, reach, r.ID)
+}
+
+// reachability wraps the Argo CD client so that the terminal says when Argo CD stops answering (rollout_reach.go);
+// its probe is the cheapest call there is, a list that matches nothing.
+func (o *rolloutOptions) reachability(client *argocd.Client) *reachability {
+	return newReachability(client, func(ctx context.Context) error {
+		_, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"})
+		return err
+	})
 }
 
 // serveRolloutUI serves the fleet view (internal/fleetview) of the store on o.ui while the rollout runs, and
@@ -486,7 +509,7 @@ func (o *rolloutOptions) command(verb string, args ...string) string {
 // summary. The first interrupt pauses it, the second stops the executor (draining for at most --drain-timeout),
 // a third abandons the drain: in every case the store stays consistent and a rerun continues.
 func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *store.Store, ex *rollout.Executor,
-	rep terminalReporter, id int64) error {
+	rep terminalReporter, reach *reachability, id int64) error {
 	bg := context.WithoutCancel(ctx) // the process's own SIGINT handling cancels ctx: the interrupts are handled here
 	sigs := deps.Signals
 	if sigs == nil {
@@ -499,13 +522,17 @@ func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *
 	defer cancelRun()
 	ran := make(chan error, 1)
 	go func() { ran <- ex.Run(runCtx) }()
+	if reach != nil {
+		go reach.run(runCtx)
+	}
+	rr := &reachReport{server: o.server}
 	running := true
-	stop := func() {
+	halt := func(drain time.Duration) {
 		if !running {
 			return
 		}
 		running = false
-		dctx, cancel := context.WithTimeout(bg, o.drainTimeout)
+		dctx, cancel := context.WithTimeout(bg, drain)
 		defer cancel()
 		go func() {
 			select {
@@ -520,11 +547,13 @@ func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *
 		cancelRun()
 		<-ran
 	}
+	stop := func() { halt(o.drainTimeout) }
 	defer stop()
 
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	interrupts := 0
+	var firstInterrupt time.Time
 	var s snapshot
 	var err error
 	for {
@@ -534,7 +563,24 @@ func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *
 		if s.r.State.Terminal() || (s.r.State == store.RolloutPaused && len(s.inFlight()) == 0) {
 			break
 		}
-		w.sink.setStatus(w.statusLine(s))
+		ev, note := rr.check(reach, time.Now())
+		if ev != nil {
+			w.emit(*ev)
+		}
+		if interrupts > 0 && s.r.State == store.RolloutPaused && note != "" {
+			// Paused by the interrupt, but the syncs in flight cannot report while Argo CD does not answer:
+			// waiting for them would hold the terminal for as long as the outage lasts. They stay in the store as
+			// they are (intent or triggered); the next run asks Argo CD what became of them before anything else.
+			w.emit(rolloutEvent{Event: "interrupted", Apps: s.inFlight(),
+				Message: "paused without waiting for the syncs in flight: Argo CD is unreachable, so they cannot report; the next run checks them with Argo CD first"})
+			halt(time.Second)
+			break
+		}
+		status := w.statusLine(s)
+		if note != "" && status != "" {
+			status += " · " + note
+		}
+		w.sink.setStatus(status)
 		select {
 		case <-rep.wake:
 		case <-tick.C:
@@ -542,8 +588,14 @@ func (o *rolloutOptions) drive(ctx context.Context, deps *Deps, w *watcher, st *
 			running = false
 			return fmt.Errorf("rollout: the executor stopped: %v", err)
 		case sig := <-sigs:
+			if sig == os.Interrupt && interrupts == 1 && time.Since(firstInterrupt) < interruptDebounce {
+				// The same Ctrl-C seen twice: `timeout -s INT` (and a terminal's job control) signal the process
+				// and then its group in the same instant. Only a second, deliberate interrupt stops.
+				continue
+			}
 			interrupts++
 			if interrupts == 1 && sig == os.Interrupt {
+				firstInterrupt = time.Now()
 				_, err := ex.Pause(bg, id, interruptActor)
 				if err != nil && !errors.Is(err, rollout.ErrRefused) {
 					return fmt.Errorf("rollout: pausing #%d: %w", id, err)
@@ -622,8 +674,10 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	}
 	rep := terminalReporter{wake: make(chan struct{}, 1)}
 	var argo rollout.ArgoCD
+	var reach *reachability
 	if client != nil {
-		argo = client
+		reach = o.reachability(client)
+		argo = reach
 	}
 	ex := o.executor(deps, st, argo, rep)
 	actor := os.Getenv("USER")
@@ -635,8 +689,24 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	}
 	sink := &eventSink{w: deps.Stdout, json: o.output == "json", tty: isTerminal(deps.Stdout)}
 	var reply string
+	gone, goneSince := orphaned(ctx, st, r)
 	switch verb {
 	case "resume":
+		if gone {
+			// Its process was killed (kill -9, a closed terminal) or stopped before the rollout paused: nothing
+			// runs it, and it is not paused. Taking it over is what a rerun of the rollout command does.
+			if client == nil {
+				return &ExitError{Code: 1, Err: fmt.Errorf("rollout #%d is %s but its process is gone since %s: rerun the rollout command, or run %s, to take it over",
+					r.ID, r.State, goneSince.Local().Format("15:04:05"), o.command("resume", "--argocd", "<url>"))}
+			}
+			reply = fmt.Sprintf("Taking over rollout #%d (merge %s, %s): its process is gone since %s; what it left in flight is checked with Argo CD first.",
+				r.ID, text.ShortRev(r.MergeSHA), r.State, goneSince.Local().Format("15:04:05"))
+			if _, err := st.AppendEvent(ctx, store.Event{RolloutID: r.ID, Actor: actor, Action: "take-over", Result: "ok",
+				Message: "its process is gone since " + goneSince.UTC().Format(time.RFC3339)}); err != nil {
+				return fmt.Errorf("rollout resume: recording the take-over: %w", err)
+			}
+			break
+		}
 		reply, err = ex.Resume(ctx, r.ID, actor)
 	case "approve":
 		who, aerr := terminalApprover(r, args[0], actor, o.memberOf)
@@ -660,7 +730,12 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		if err != nil {
 			return err
 		}
-		w.emit(rolloutEvent{Event: "summary", Summary: summarize(s), Message: fmt.Sprintf("%s at %s", s.r.Repo, text.ShortRev(s.r.MergeSHA))})
+		sum, msg := summarize(s), fmt.Sprintf("%s at %s", s.r.Repo, text.ShortRev(s.r.MergeSHA))
+		if gone {
+			sum.ProcessGoneSince = &goneSince
+			msg += fmt.Sprintf("; nothing runs it: rerun the rollout command, or run %s, to take it over", o.command("resume", "--argocd", "<url>"))
+		}
+		w.emit(rolloutEvent{Event: "summary", Summary: sum, Message: msg})
 		return nil
 	}
 	if errors.Is(err, rollout.ErrRefused) {
@@ -669,19 +744,60 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	if err != nil {
 		return fmt.Errorf("rollout %s: %w", verb, err)
 	}
+	owner, running := runningProcess(ctx, st, r.ID)
+	if drive && client == nil && !running && verb == "approve" {
+		// The executor's reply says what happens next ("it starts now") as if a process ran the rollout.
+		if i := strings.LastIndex(reply, ": "); i >= 0 {
+			reply = reply[:i] + ": recorded, but no process runs the rollout, so nothing starts yet."
+		}
+	}
 	sink.emit(rolloutEvent{Time: time.Now().UTC(), Event: "command", Rollout: r.ID, State: verb, Message: strings.ReplaceAll(reply, "`/", "`fleetwave rollout ")})
 	if !drive {
 		return nil
 	}
 	if client == nil {
-		fmt.Fprintln(deps.Stderr, "fleetwave: rollout: no --argocd: the process running the rollout carries the command out (or rerun with --argocd)")
+		if running {
+			fmt.Fprintf(deps.Stderr, "fleetwave: rollout: no --argocd: the process running rollout #%d (%s) carries the command out\n", r.ID, owner)
+		} else {
+			fmt.Fprintf(deps.Stderr, "fleetwave: rollout: no --argocd, and no process runs rollout #%d: nothing carries the command out until you rerun the rollout command or run %s\n",
+				r.ID, o.command("resume", "--argocd", "<url>"))
+		}
 		return nil
 	}
 	w := newWatcher(st, r.ID, sink, o.command)
 	if _, err := w.prime(ctx); err != nil {
 		return fmt.Errorf("rollout: reading rollout #%d: %w", r.ID, err)
 	}
-	return o.drive(ctx, deps, w, st, ex, rep, r.ID)
+	return o.drive(ctx, deps, w, st, ex, rep, reach, r.ID)
+}
+
+// runningProcess reports whether a process runs rollout id now (holds its unexpired lease), and which.
+func runningProcess(ctx context.Context, st *store.Store, id int64) (owner string, running bool) {
+	l, err := st.GetLease(ctx, id)
+	if err != nil || !l.Live {
+		return "", false
+	}
+	return l.Owner, true
+}
+
+// orphaned reports whether r is left unfinished and not paused with no process running it — the process was
+// killed (kill -9, a closed terminal: its lease expired; store.Lease) or stopped before the rollout paused (a
+// second interrupt: it released the lease) — and since when: the lease's expiry, else the rollout's last change.
+// A paused rollout waits for a command; it needs no process.
+func orphaned(ctx context.Context, st *store.Store, r store.Rollout) (bool, time.Time) {
+	if r.State.Terminal() || r.State == store.RolloutPaused {
+		return false, time.Time{}
+	}
+	l, err := st.GetLease(ctx, r.ID)
+	switch {
+	case err == nil && l.Live:
+		return false, time.Time{}
+	case err == nil:
+		return true, l.ExpiresAt
+	case errors.Is(err, store.ErrNotFound):
+		return true, r.UpdatedAt
+	}
+	return false, time.Time{}
 }
 
 // terminalApprover is who approves wave from the terminal, as the audit log and the check-run record it. The App
@@ -693,11 +809,21 @@ func terminalApprover(r store.Rollout, wave, user, memberOf string) (string, err
 	if err := json.Unmarshal(r.Plan, &p); err != nil {
 		return "", fmt.Errorf("rollout approve: reading the plan of rollout #%d: %w", r.ID, err)
 	}
-	var teams []string
+	var teams, names []string
+	found := false
 	for _, w := range p.Waves {
-		if w.Name == wave && w.Gates.Approval != nil {
-			teams = w.Gates.Approval.Teams
+		names = append(names, w.Name)
+		// As the executor finds the wave (Executor.Approve): by name, case-insensitively.
+		if strings.EqualFold(w.Name, wave) {
+			found = true
+			wave = w.Name
+			if w.Gates.Approval != nil {
+				teams = w.Gates.Approval.Teams
+			}
 		}
+	}
+	if !found {
+		return "", fmt.Errorf("rollout #%d has no wave %q (waves: %s)", r.ID, wave, strings.Join(names, ", "))
 	}
 	if len(teams) == 0 {
 		if memberOf != "" {

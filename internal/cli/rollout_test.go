@@ -751,7 +751,7 @@ func sixApps() []simApp {
 // resumes and every app is synced exactly once.
 func TestRolloutSecondInterrupt(t *testing.T) {
 	apps := sixApps()
-	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 500 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
+	sim, url := newRolloutSim(t, argocdsim.Config{SyncDuration: 2 * time.Second, ReconcileDelay: 10 * time.Millisecond}, nil, apps)
 	db := filepath.Join(t.TempDir(), "r.db")
 	env := map[string]string{"FLEETWAVE_ARGOCD_TOKEN": "t0ken"}
 	args := []string{"rollout", "--argocd", url, "--selector", "team=x", "--revision", rolloutNew, "--concurrency", "2", "--store", db, "-o", "json"}
@@ -765,6 +765,7 @@ func TestRolloutSecondInterrupt(t *testing.T) {
 	out.waitFor(t, `"event":"app-syncing"`, 20*time.Second)
 	sigs <- os.Interrupt
 	out.waitFor(t, `"event":"interrupted"`, 10*time.Second)
+	time.Sleep(interruptDebounce + 100*time.Millisecond) // sooner, it is the same interrupt seen twice
 	sigs <- os.Interrupt
 	select {
 	case code := <-done:

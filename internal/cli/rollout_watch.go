@@ -55,6 +55,9 @@ type rolloutSummary struct {
 	InFlight   []string         `json:"inFlight"`
 	NotStarted []string         `json:"notStarted"`
 	Waves      []waveSummaryRow `json:"waves"`
+	// ProcessGoneSince: the rollout is unfinished and not paused, but no process runs it since then (`rollout
+	// status` only): `rollout resume --argocd` or a rerun of the rollout command takes it over.
+	ProcessGoneSince *time.Time `json:"processGoneSince,omitempty"`
 }
 
 type failedApp struct {
@@ -183,7 +186,11 @@ func (w *watcher) statusLine(s snapshot) string {
 		}
 	}
 	if wv.State == store.WaveAwaitingApproval {
-		line += " · " + w.commands("approve", wv.Name)
+		var appr *plan.Approval
+		if pw := w.planWave(cur); pw != nil {
+			appr = pw.Gates.Approval
+		}
+		line += " · " + w.approveCommand(wv.Name, appr)
 	}
 	return line
 }
@@ -239,7 +246,11 @@ func eventText(ev rolloutEvent) string {
 func summaryText(ev rolloutEvent) string {
 	s := ev.Summary
 	var b strings.Builder
-	fmt.Fprintf(&b, "rollout #%d %s: %d synced, %d skipped (already synced and healthy), %d failed", ev.Rollout, s.State,
+	state := s.State
+	if s.ProcessGoneSince != nil {
+		state += " (its process is gone since " + s.ProcessGoneSince.Local().Format("15:04:05") + ")"
+	}
+	fmt.Fprintf(&b, "rollout #%d %s: %d synced, %d skipped (already synced and healthy), %d failed", ev.Rollout, state,
 		len(s.Synced), len(s.Skipped), len(s.Failed))
 	if len(s.RolledBack) > 0 {
 		fmt.Fprintf(&b, ", %d rolled back", len(s.RolledBack))
@@ -526,7 +537,7 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 	if appr.Before() && !seen.approvalBefore && (wv.State == store.WaveAwaitingApproval && wv.StartedAt.IsZero() || wv.ApprovedBy != "") {
 		seen.approvalBefore = true
 		w.emit(rolloutEvent{Event: "wave-awaiting-approval", Wave: wv.Name, Message: "before the wave starts" + approvers(appr),
-			Command: w.commands("approve", wv.Name)})
+			Command: w.approveCommand(wv.Name, appr)})
 	}
 	if appr.Before() && wv.ApprovedBy != "" && !seen.approved {
 		seen.approved = true
@@ -571,7 +582,7 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 	if appr.After() && !seen.approvalAfter && (wv.State == store.WaveAwaitingApproval && !wv.StartedAt.IsZero() || wv.ApprovedBy != "") {
 		seen.approvalAfter = true
 		w.emit(rolloutEvent{Event: "wave-awaiting-approval", Wave: wv.Name, Message: "after its gates, before the next wave" + approvers(appr),
-			Command: w.commands("approve", wv.Name)})
+			Command: w.approveCommand(wv.Name, appr)})
 	}
 	if appr.After() && wv.ApprovedBy != "" && !seen.approved {
 		seen.approved = true
@@ -584,6 +595,15 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 			w.emit(rolloutEvent{Event: "wave-" + string(wv.State), Wave: wv.Name, Message: cliCommands.Replace(wv.Message)})
 		}
 	}
+}
+
+// approveCommand is the command that approves a wave from the terminal: for a wave whose approval names teams
+// the plain command is refused (terminalApprover), so it states the first of them with --member-of.
+func (w *watcher) approveCommand(wave string, a *plan.Approval) string {
+	if a != nil && len(a.Teams) > 0 {
+		return w.commands("approve", wave, "--member-of", a.Teams[0])
+	}
+	return w.commands("approve", wave)
 }
 
 func approvers(a *plan.Approval) string {

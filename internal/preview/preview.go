@@ -703,9 +703,14 @@ func (p *pipeline) renderHead(ctx context.Context, a *discover.App) *outcome {
 			o = &outcome{reused: true, notRendered: true}
 		default:
 			if inBase && bo == nil {
-				p.renderBase(ctx, b) // the diff needs the base side
+				bo = p.renderBase(ctx, b) // the diff needs the base side
 			}
-			o = p.render(ctx, a, p.head)
+			if inBase {
+				o = p.repeatRefusal(b, a, bo) // a bomb already at base costs this change one cap, not two (caprepeat.go)
+			}
+			if o == nil {
+				o = p.render(ctx, a, p.head)
+			}
 		}
 		o.verdict = v
 		return o

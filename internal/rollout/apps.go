@@ -36,6 +36,8 @@ type stepRun struct {
 	refused bool               // onTrigger refused: nothing recorded
 	// windowRefused: Argo CD refused the sync request because of a sync window.
 	windowRefused bool
+	// deadline: past it, reads of the app that fail stop being retried (the sync timeout; zero: none).
+	deadline time.Time
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -165,13 +167,13 @@ func (d *driver) closeSessions() {
 // readApp returns an app's state before working on it: from the stream's cache (a forward batch waited for the
 // stream's initial snapshot to bring it, runBatch), else one GET (in the app's own goroutine). nil when it cannot
 // be read: SyncApp then reads it itself and reports why it cannot.
-func (d *driver) readApp(ctx context.Context, k store.AppKey) *v1alpha1.Application {
+func (d *driver) readApp(ctx context.Context, k store.AppKey, deadline time.Time) *v1alpha1.Application {
 	if c := d.appCache(); c != nil {
 		if app := c.get(k); app != nil {
 			return app
 		}
 	}
-	app, err := d.getApp(ctx, k, "")
+	app, err := d.getAppUntil(ctx, k, "", deadline)
 	if err != nil {
 		return nil
 	}
@@ -206,18 +208,22 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
 // afterwards.
 func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, s.App)
+	// The sync timeout bounds each part of the app's work, whatever Argo CD does: an Argo CD that does not
+	// answer (gone away, a dead port-forward) fails the app when it is up; it does not hold the rollout forever.
+	app := d.readApp(ctx, s.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
 	if ctx.Err() != nil {
 		return s.State
 	}
-	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning}
+	// argosync bounds its own work on the app by the same timeout (argosync.Options.Timeout).
+	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning,
+		deadline: d.e.o.clock.Now().Add(d.e.o.syncTimeout)}
 	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.TargetRevision)
 	return d.record(ctx, run, res)
 }
 
 // rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
 func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
-	app := d.readApp(ctx, s.App)
+	app := d.readApp(ctx, s.App, time.Time{})
 	if ctx.Err() != nil {
 		return s.State
 	}
@@ -274,7 +280,7 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 		// Argo CD checks the windows before anything else (server/application/application.go Sync): the refused
 		// request started nothing. An earlier attempt of it (the client retries after a lost answer) may have, so
 		// the step's operation is looked for as below; none: the app waits for the window, it did not fail.
-		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt)
+		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt, run.deadline)
 		if found {
 			if state == "" {
 				return st.State
@@ -291,7 +297,7 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 		// the app as it was before it (its cache lags: Progressive Syncs' race, argo-cd #29410): "already Synced
 		// and Healthy" would then be a stale verdict. Only the absence of the step's operation for the grace
 		// period confirms it; an operation found is followed to its end instead.
-		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt)
+		state, ev, h, msg, found := d.findOperation(ctx, st, res.TriggeredAt, run.deadline)
 		if found {
 			if state == "" {
 				return st.State // abandoned: reconciled by whoever resumes
@@ -373,16 +379,25 @@ func (d *driver) saveOutcome(ctx context.Context, st store.AppStep, out store.Ou
 	return nst.State
 }
 
-// findOperation looks for the step's operation until the grace period after its last request has passed. found
-// is false when none appeared; otherwise the operation is awaited and judged (state "" when ctx ended first).
-func (d *driver) findOperation(ctx context.Context, s store.AppStep, lastRequest time.Time) (state store.StepState, ev opEvidence, h, msg string, found bool) {
+// findOperation looks for the step's operation until the grace period after its last request has passed (an
+// Argo CD that does not answer is asked until the later of that and the app's timeout, then the app fails as
+// it stands). found is false when none appeared; otherwise the operation is awaited and judged (state "" when
+// ctx ended first).
+func (d *driver) findOperation(ctx context.Context, s store.AppStep, lastRequest, timeout time.Time) (state store.StepState, ev opEvidence, h, msg string, found bool) {
 	from := s.IntentAt
 	if lastRequest.After(from) {
 		from = lastRequest
 	}
 	deadline := from.Add(d.e.o.intentGrace)
+	readUntil := deadline
+	if timeout.After(readUntil) {
+		readUntil = timeout
+	}
+	if timeout.IsZero() {
+		readUntil = time.Time{}
+	}
 	for {
-		app, err := d.getApp(ctx, s.App, "")
+		app, err := d.getAppUntil(ctx, s.App, "", readUntil)
 		if err == nil {
 			if v, _ := judgeStep(app, s, d.skew()); v != opNone {
 				state, ev, h, msg = d.awaitOperation(ctx, s)
@@ -493,11 +508,24 @@ func (d *driver) skew() time.Duration {
 }
 
 func (d *driver) getApp(ctx context.Context, k store.AppKey, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	return d.getAppUntil(ctx, k, refresh, time.Time{})
+}
+
+// getAppUntil reads an app, riding out transient errors until deadline (zero: for as long as ctx lasts); past
+// it, the last error is returned.
+func (d *driver) getAppUntil(ctx context.Context, k store.AppKey, refresh v1alpha1.RefreshType, deadline time.Time) (*v1alpha1.Application, error) {
 	wait := d.e.o.pollInterval
 	for {
 		app, err := d.e.argo.GetApplication(ctx, qualified(k), refresh)
 		if err == nil || !argocd.IsTransient(err) {
 			return app, err
+		}
+		if !deadline.IsZero() {
+			left := deadline.Sub(d.e.o.clock.Now())
+			if left <= 0 {
+				return nil, err
+			}
+			wait = min(wait, left)
 		}
 		if !d.pause(ctx, wait) {
 			return nil, err
@@ -529,11 +557,14 @@ func (d *driver) awaitOperation(ctx context.Context, s store.AppStep) (store.Ste
 	var confirmed time.Time // finishedAt of the operation a refresh was answered for
 	var refresh v1alpha1.RefreshType
 	for {
-		app, err := d.getApp(ctx, s.App, refresh)
+		app, err := d.getAppUntil(ctx, s.App, refresh, deadline)
 		refresh = ""
 		if err != nil {
 			if ctx.Err() != nil {
 				return "", opEvidence{}, "", ""
+			}
+			if argocd.IsTransient(err) {
+				return store.StepFailed, opEvidence{}, "", fmt.Sprintf("timed out: Argo CD did not answer for the sync timeout (%s): %v", d.e.o.syncTimeout, err)
 			}
 			return store.StepFailed, opEvidence{}, "", fmt.Sprintf("reading the app: %v", err)
 		}

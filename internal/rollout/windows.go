@@ -105,7 +105,7 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 	var allowed []store.AppStep
 	var hold *windowHold
 	for _, s := range todo {
-		app := d.readApp(ctx, s.App)
+		app := d.readApp(ctx, s.App, time.Time{})
 		if app == nil {
 			allowed = append(allowed, s)
 			continue
