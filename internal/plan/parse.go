@@ -131,12 +131,13 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 		if !ok {
 			continue
 		}
-		if first, dup := names[w.Name]; dup && w.Name != "" {
-			ps.errAt(wn, fmt.Sprintf("first defined at line %d; wave names must be unique", first),
+		// Names compare case-insensitively, as /approve and /rollback name waves: "prod" and "PROD" are one wave.
+		if first, dup := names[strings.ToLower(w.Name)]; dup && w.Name != "" {
+			ps.errAt(wn, fmt.Sprintf("first defined at line %d; wave names must be unique, whatever their case", first),
 				"duplicate wave name %q", w.Name)
 			continue
 		}
-		names[w.Name] = w.Line
+		names[strings.ToLower(w.Name)] = w.Line
 		p.Waves = append(p.Waves, w)
 	}
 	ps.crossCheck(p, requireCanaryKey)

@@ -1,0 +1,146 @@
+package app_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/app"
+)
+
+// The App's flows against the people who can comment on, open or merge a pull request (issue #38). The example
+// fleet's policy gives wave production the approval team example/sre; "dev" has write permission and is in no
+// team; "sre-lead" is in example/sre.
+
+// securityHarness is a harness on the example fleet, with the pull request registered, a rollout awaiting
+// approval for wave production, and the two users.
+func securityHarness(t *testing.T) (*harness, *fixture) {
+	t.Helper()
+	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
+	h := newHarness(t, nil)
+	h.merges.awaiting = "production"
+	h.openPR(f, f.head())
+	h.fake.SetPermission(repoFullName, "sre-lead", "write")
+	h.fake.SetPermission(repoFullName, "dev", "write")
+	h.fake.SetTeamMembership("example/sre", "sre-lead", "active")
+	return h, f
+}
+
+// comment posts a new comment by user on the pull request and delivers its issue_comment webhook.
+func (h *harness) comment(f *fixture, user, body string) {
+	h.t.Helper()
+	id := h.fake.AddComment(repoFullName, prNumber, user, body)
+	doc := payload(h.t, "issue_comment/created-on-pull-request.json", map[string]any{
+		"issue.number": prNumber, "comment.id": id, "comment.body": body, "comment.user.login": user,
+		"repository": repositoryOf(h.t.(*testing.T), f),
+	})
+	if code := h.send("issue_comment", "", doc); code != http.StatusAccepted {
+		h.t.Fatalf("issue_comment answered %d", code)
+	}
+}
+
+// rolloutButton is a click by user on a button of the fleetwave/rollout check run of rollout 7 (no wave named).
+func rolloutButton(t *testing.T, f *fixture, user, action string) []byte {
+	t.Helper()
+	repo := repositoryOf(t, f)
+	repo["default_branch"] = "master"
+	body := payload(t, "check_run/requested_action.json", map[string]any{
+		"check_run.name":                 "fleetwave/rollout",
+		"check_run.head_sha":             f.base,
+		"check_run.external_id":          "fleetwave:7",
+		"requested_action.identifier":    action,
+		"sender.login":                   user,
+		"repository":                     repo,
+		"check_run.check_suite.head_sha": f.base,
+	})
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["check_run"].(map[string]any)["pull_requests"].([]any)[0].(map[string]any)["number"] = prNumber
+	out, _ := json.Marshal(doc)
+	return out
+}
+
+// botReplies are the App's replies on the pull request (the sticky preview comment left out).
+func (h *harness) botReplies() string {
+	var out []string
+	for _, c := range h.fake.Comments(repoFullName, prNumber) {
+		if c.User == h.fake.BotLogin() && !strings.Contains(c.Body, "fleetwave:comment") {
+			out = append(out, c.Body)
+		}
+	}
+	return strings.Join(out, "\n---\n")
+}
+
+// TestBareApproveTakesTheWaveTeams: "/approve" names no wave; the wave it approves is the one the rollout awaits
+// approval for, and that wave's approval team applies. Before the fix a writer outside the team passed the gate.
+func TestBareApproveTakesTheWaveTeams(t *testing.T) {
+	h, f := securityHarness(t)
+	h.comment(f, "dev", "/approve")
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 0 {
+		t.Fatalf("approvals handed to the executor = %+v, want none: dev is not in example/sre", got)
+	}
+	if r := h.botReplies(); !strings.Contains(r, `@dev: wave "production" may only be approved by example/sre`) {
+		t.Errorf("replies = %q, want the refusal naming the wave's team", r)
+	}
+	h.comment(f, "sre-lead", "/approve")
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 1 || got[0].Target != "production" || got[0].Actor != "sre-lead" {
+		t.Errorf("approvals = %+v, want sre-lead's, of wave production by name", got)
+	}
+}
+
+// TestApproveInAnotherCaseTakesTheWaveTeams: "/approve PRODUCTION" is wave production (the executor matches
+// names case-insensitively), so production's team applies; the executor is handed the wave's own name.
+func TestApproveInAnotherCaseTakesTheWaveTeams(t *testing.T) {
+	h, f := securityHarness(t)
+	h.comment(f, "dev", "/approve PRODUCTION")
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 0 {
+		t.Fatalf("approvals handed to the executor = %+v, want none: dev is not in example/sre", got)
+	}
+	h.comment(f, "sre-lead", "/approve PRODUCTION")
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 1 || got[0].Target != "production" {
+		t.Errorf("approvals = %+v, want one, of wave production by its own name", got)
+	}
+}
+
+// TestApproveOfAWaveNotAwaitingIsRefused: "/approve canary" while production awaits approval approves nothing
+// and says so.
+func TestApproveOfAWaveNotAwaitingIsRefused(t *testing.T) {
+	h, f := securityHarness(t)
+	h.comment(f, "sre-lead", "/approve canary")
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 0 {
+		t.Fatalf("approvals = %+v, want none", got)
+	}
+	if r := h.botReplies(); !strings.Contains(r, "wave canary is not awaiting approval") {
+		t.Errorf("replies = %q, want the refusal", r)
+	}
+}
+
+// TestRolloutButtonTakesTheWaveTeams: the Approve button of the fleetwave/rollout check run names no wave; it is
+// authorised against the wave awaiting approval, as a bare /approve is.
+func TestRolloutButtonTakesTheWaveTeams(t *testing.T) {
+	h, f := securityHarness(t)
+	if code := h.send("check_run", "", rolloutButton(t, f, "dev", "approve")); code != http.StatusAccepted {
+		t.Fatalf("requested_action answered %d", code)
+	}
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 0 {
+		t.Fatalf("approvals handed to the executor = %+v, want none: dev is not in example/sre", got)
+	}
+	if code := h.send("check_run", "", rolloutButton(t, f, "sre-lead", "approve")); code != http.StatusAccepted {
+		t.Fatalf("requested_action answered %d", code)
+	}
+	h.wait()
+	if got := h.merges.approvals(); len(got) != 1 || got[0].Target != "production" || got[0].CheckRunExternalID != "fleetwave:7" {
+		t.Errorf("approvals = %+v, want sre-lead's, of wave production", got)
+	}
+}
+
+var _ app.Commands = (*recordedMerges)(nil)
