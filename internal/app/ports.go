@@ -80,6 +80,10 @@ type Merge struct {
 	RepoURL string
 	// Sender is who merged or pushed.
 	Sender string
+	// Branch is the default branch MergeSHA is the tip of. An app is rolled out only when its targetRevision
+	// resolves there (empty, HEAD or this branch); one that tracks another branch, a tag or a fixed commit is
+	// reported "not rolled out", never synced to MergeSHA.
+	Branch string
 }
 
 // Merges is the port the rollout executor satisfies: it is handed every merge with the plan to execute.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
 // The App's flows against the people who can comment on, open or merge a pull request (issue #38). The example
@@ -144,3 +146,56 @@ func TestRolloutButtonTakesTheWaveTeams(t *testing.T) {
 }
 
 var _ app.Commands = (*recordedMerges)(nil)
+
+// TestMergeIntoAnotherBranchStartsNothing: a pull request merged into a branch that is not the default branch
+// (one without required reviews or checks, whose merge commit carries a policy its author wrote) starts no
+// rollout; merged into the default branch, it does, with the branch its apps must track.
+func TestMergeIntoAnotherBranchStartsNothing(t *testing.T) {
+	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
+	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
+	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
+	h := newHarness(t, nil)
+	closed := func(base string) []byte {
+		return payload(t, "pull_request/closed-merged.json", map[string]any{
+			"repository.clone_url":          f.cloneURL(),
+			"pull_request.head.sha":         f.head(),
+			"pull_request.base.sha":         f.base,
+			"pull_request.base.ref":         base,
+			"pull_request.merged":           true,
+			"pull_request.merge_commit_sha": merge,
+		})
+	}
+	if code := h.send("pull_request", "", closed("release-eu")); code != http.StatusAccepted {
+		t.Fatalf("closed answered %d", code)
+	}
+	h.wait()
+	if n := len(h.merges.merges); n != 0 {
+		t.Fatalf("%d merges handed over for a merge into release-eu, want none", n)
+	}
+	if !strings.Contains(h.logs.String(), "not the default branch: no rollout") {
+		t.Errorf("no log line says why nothing was rolled out:\n%s", h.logs.String())
+	}
+	if code := h.send("pull_request", "", closed("master")); code != http.StatusAccepted {
+		t.Fatalf("closed answered %d", code)
+	}
+	h.wait()
+	if n := len(h.merges.merges); n != 1 || h.merges.merges[0].Branch != "master" {
+		t.Fatalf("merges = %+v, want one, of branch master", h.merges.merges)
+	}
+}
+
+// TestRolloutCommandOnAnotherBranchIsRefused: a rollout command on a pull request into another branch is refused
+// before anything is read from that branch.
+func TestRolloutCommandOnAnotherBranchIsRefused(t *testing.T) {
+	h, f := securityHarness(t)
+	h.fake.AddPullRequest(repoFullName, fakegithub.PullRequest{Number: prNumber, HeadSHA: f.head(), BaseSHA: f.base,
+		BaseRef: "release-eu", HeadRef: "changes", Author: "Codertocat"})
+	h.comment(f, "sre-lead", "/pause")
+	h.wait()
+	if len(h.merges.commands) != 0 {
+		t.Fatalf("commands handed over = %+v, want none", h.merges.commands)
+	}
+	if r := h.botReplies(); !strings.Contains(r, "this pull request is into `release-eu`, not the default branch") {
+		t.Errorf("replies = %q, want the refusal", r)
+	}
+}

@@ -52,7 +52,7 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	}
 	req := rollout.Request{
 		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
-		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL,
+		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL, Branch: m.Branch,
 	}
 	if m.Policy != nil {
 		req.AutomatedSync = m.Policy.AutomatedSync

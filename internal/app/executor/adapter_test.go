@@ -79,14 +79,14 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	policy.OnConflict, policy.Prune = plan.ConflictSupersede, true
 	err := a.OnMerge(context.Background(), app.Merge{
 		InstallationID: 99, Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", Plan: pl, Policy: policy,
-		PRPlanDigest: "sha256:shown", RepoURL: "https://github.com/octo/fleet.git", Sender: "alice",
+		PRPlanDigest: "sha256:shown", RepoURL: "https://github.com/octo/fleet.git", Sender: "alice", Branch: "main",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", InstallationID: 99, Plan: pl,
 		PRPlanDigest: "sha256:shown", AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
-		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git"}
+		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git", Branch: "main"}
 	if got != want {
 		t.Errorf("request\n got %+v\nwant %+v", got, want)
 	}
