@@ -91,6 +91,18 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 	if res.Ignore {
 		return nil
 	}
+	// A command is acted on once, and only while it is fresh: a signed delivery sent again under a new delivery
+	// id is the same comment (replay.go).
+	if why := a.commentTooOld(c.GetCreatedAt().Time); why != "" {
+		logFrom(ctx).Info("command comment not acted on: "+why, slog.Int64("comment", c.GetID()))
+		return nil
+	}
+	if why, err := a.firstTime(ctx, commentKey(repo.GetFullName(), c.GetID())); err != nil || why != "" {
+		if why != "" {
+			logFrom(ctx).Info("command comment not acted on: "+why, slog.Int64("comment", c.GetID()))
+		}
+		return err
+	}
 	client, err := a.ghClient(e.GetInstallation().GetID())
 	if err != nil {
 		return err
@@ -207,6 +219,12 @@ func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
 	if !ok {
 		logFrom(ctx).Info("unknown check-run action: ignored", slog.String("identifier", e.GetRequestedAction().Identifier))
 		return nil
+	}
+	if why, err := a.firstTime(ctx, actionKey(e)); err != nil || why != "" {
+		if why != "" {
+			logFrom(ctx).Info("check-run action not acted on: "+why, slog.Int64("check_run", cr.GetID()))
+		}
+		return err
 	}
 	client, err := a.ghClient(e.GetInstallation().GetID())
 	if err != nil {

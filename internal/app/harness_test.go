@@ -168,7 +168,7 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{app.WithLogger(h.log), app.WithBotLogin(h.fake.BotLogin()), app.WithMerges(h.merges), app.WithCommands(h.merges),
+	opts := append([]app.Option{app.WithLogger(h.log), app.WithBotLogin(h.fake.BotLogin()), app.WithMerges(h.merges), app.WithCommands(h.merges), app.WithAppID(appID),
 		app.WithClock(func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) })}, h.cfg.opts...)
 	a, err := app.New(func(id int64) (app.GitHub, error) { return ghApp.Client(id) }, cache, h.cfg.renderer, opts...)
 	if err != nil {

@@ -132,8 +132,12 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 }
 
 // shownPlanDigest reads the digest of the plan shown on a pull request from its head's fleetwave/plan check run
-// ("" when there is none, or it cannot be read).
+// ("" when there is none, or it cannot be read). Only a run this App created counts: any App installed on the
+// repository (or a workflow's token) may create a run of that name, with a digest of its choosing.
 func (a *App) shownPlanDigest(ctx context.Context, installationID int64, repo, head string) string {
+	if a.appID == 0 {
+		return "" // which runs are the App's cannot be told
+	}
 	client, err := a.ghClient(installationID)
 	if err != nil {
 		return ""
@@ -144,6 +148,10 @@ func (a *App) shownPlanDigest(ctx context.Context, installationID int64, repo, h
 		return ""
 	}
 	for _, r := range runs {
+		if r.AppID != a.appID {
+			logFrom(ctx).Info("a fleetwave/plan check run of another GitHub App: ignored", slog.Int64("app_id", r.AppID), slog.Int64("check_run", r.ID))
+			continue
+		}
 		if _, digest, ok := parseExternalID(r.ExternalID); ok && digest != "" {
 			return digest
 		}
@@ -169,10 +177,12 @@ func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL strin
 	return a.readPolicy(ctx, dir, commit)
 }
 
-// readPolicy reads the release policy at commit of the local repository dir (plan.Load).
+// readPolicy reads the release policy at commit of the local repository dir (plan.Load): plan.DefaultPolicy only
+// when the commit has no policy file. A commit that is not a full SHA is an error, never the default policy: the
+// default would stand in for gates and command rules that may well exist.
 func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
 	if !source.IsFullSHA(commit) {
-		return plan.DefaultPolicy(), nil
+		return nil, fmt.Errorf("reading the release policy: %q is not a commit SHA", text.Short(commit, 40))
 	}
 	p, _, err := plan.Load(func(name string) ([]byte, error) { return a.clones.ReadFile(ctx, dir, commit, name) })
 	var pe *plan.PolicyError

@@ -2,9 +2,11 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
@@ -29,17 +31,26 @@ func securityHarness(t *testing.T) (*harness, *fixture) {
 	return h, f
 }
 
+// harnessNow is the harness's clock (harness.start's WithClock).
+var harnessNow = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
 // comment posts a new comment by user on the pull request and delivers its issue_comment webhook.
 func (h *harness) comment(f *fixture, user, body string) {
 	h.t.Helper()
-	id := h.fake.AddComment(repoFullName, prNumber, user, body)
-	doc := payload(h.t, "issue_comment/created-on-pull-request.json", map[string]any{
-		"issue.number": prNumber, "comment.id": id, "comment.body": body, "comment.user.login": user,
-		"repository": repositoryOf(h.t.(*testing.T), f),
-	})
-	if code := h.send("issue_comment", "", doc); code != http.StatusAccepted {
+	if code := h.send("issue_comment", "", h.commentBody(f, user, body, harnessNow.Add(-time.Minute))); code != http.StatusAccepted {
 		h.t.Fatalf("issue_comment answered %d", code)
 	}
+}
+
+// commentBody posts a new comment by user, created at created, on the pull request and returns its
+// issue_comment webhook's body.
+func (h *harness) commentBody(f *fixture, user, body string, created time.Time) []byte {
+	h.t.Helper()
+	id := h.fake.AddComment(repoFullName, prNumber, user, body)
+	return payload(h.t, "issue_comment/created-on-pull-request.json", map[string]any{
+		"issue.number": prNumber, "comment.id": id, "comment.body": body, "comment.user.login": user,
+		"comment.created_at": created.Format(time.RFC3339), "repository": repositoryOf(h.t.(*testing.T), f),
+	})
 }
 
 // rolloutButton is a click by user on a button of the fleetwave/rollout check run of rollout 7 (no wave named).
@@ -197,5 +208,132 @@ func TestRolloutCommandOnAnotherBranchIsRefused(t *testing.T) {
 	}
 	if r := h.botReplies(); !strings.Contains(r, "this pull request is into `release-eu`, not the default branch") {
 		t.Errorf("replies = %q, want the refusal", r)
+	}
+}
+
+// TestReplayedCommandDoesNothing: the signature covers the body, not the X-GitHub-Delivery header. The same
+// signed /pause sent again under new delivery ids, and the same button click sent again, are acted on once.
+func TestReplayedCommandDoesNothing(t *testing.T) {
+	h, f := securityHarness(t)
+	pause := h.commentBody(f, "sre-lead", "/pause", harnessNow.Add(-time.Minute))
+	click := rolloutButton(t, f, "sre-lead", "resume")
+	for range 3 {
+		for _, d := range []struct {
+			event string
+			body  []byte
+		}{{"issue_comment", pause}, {"check_run", click}} {
+			if code := h.send(d.event, "", d.body); code != http.StatusAccepted {
+				t.Fatalf("%s answered %d", d.event, code)
+			}
+			h.wait()
+		}
+	}
+	var got []string
+	for _, c := range h.merges.commands {
+		got = append(got, string(c.Command))
+	}
+	if strings.Join(got, " ") != "pause resume" {
+		t.Errorf("commands handed over = %v, want one pause and one resume", got)
+	}
+	if n := strings.Count(h.logs.String(), "already acted on"); n != 4 {
+		t.Errorf("%d log lines say a replay was not acted on, want 4:\n%s", n, h.logs.String())
+	}
+}
+
+// TestOldCommandIsRefused: a command comment created more than app.CommandMaxAge before it is handled is not
+// acted on (a replay of an old command, even once its identity is forgotten), with a line in the logs.
+func TestOldCommandIsRefused(t *testing.T) {
+	h, f := securityHarness(t)
+	if code := h.send("issue_comment", "", h.commentBody(f, "sre-lead", "/pause", harnessNow.Add(-11*time.Minute))); code != http.StatusAccepted {
+		t.Fatalf("issue_comment answered %d", code)
+	}
+	h.wait()
+	if len(h.merges.commands) != 0 {
+		t.Errorf("commands handed over = %+v, want none", h.merges.commands)
+	}
+	if !strings.Contains(h.logs.String(), "command comment not acted on: the comment was created 11m0s ago, more than 10m0s") {
+		t.Errorf("no log line says why:\n%s", h.logs.String())
+	}
+	if r := h.botReplies(); r != "" {
+		t.Errorf("replies = %q, want none", r)
+	}
+}
+
+// TestPlanDigestOfAnotherAppIsIgnored: any App (or a workflow's token) may create a check run named
+// fleetwave/plan with a digest of its choosing; the digest of the plan shown on the pull request is read from
+// the App's own run only.
+func TestPlanDigestOfAnotherAppIsIgnored(t *testing.T) {
+	f := newFixture(t, fleetChange(t))
+	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
+	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
+	h := newHarness(t, nil)
+	h.open(f)
+	forged := strings.Repeat("f", 64)
+	h.fake.AddCheckRun(repoFullName, fakegithub.CheckRun{Name: app.CheckPlan, HeadSHA: f.head(), Conclusion: "success",
+		ExternalID: fmt.Sprintf("fleetwave-pr:%d:plan:%s", prNumber, forged), AppID: 777})
+	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
+		"repository.clone_url":          f.cloneURL(),
+		"pull_request.head.sha":         f.head(),
+		"pull_request.base.sha":         f.base,
+		"pull_request.merged":           true,
+		"pull_request.merge_commit_sha": merge,
+	})
+	if code := h.send("pull_request", "", closed); code != http.StatusAccepted {
+		t.Fatalf("closed answered %d", code)
+	}
+	h.wait()
+	if len(h.merges.merges) != 1 {
+		t.Fatalf("%d merges handed over, want 1", len(h.merges.merges))
+	}
+	if m := h.merges.merges[0]; m.PRPlanDigest == forged || m.PRPlanDigest != m.Plan.Digest() {
+		t.Errorf("PR plan digest %q, want the App's own run's %q", m.PRPlanDigest, m.Plan.Digest())
+	}
+}
+
+// TestDeletedForkIsAFork: a pull request whose head repository was deleted (head.repo null) is a fork's.
+func TestDeletedForkIsAFork(t *testing.T) {
+	f := newFixture(t, fleetChange(t))
+	h := newHarness(t, nil)
+	h.openPR(f, f.head())
+	body := payload(t, "pull_request/opened.json", map[string]any{
+		"repository.clone_url":   f.cloneURL(),
+		"pull_request.head.sha":  f.head(),
+		"pull_request.base.sha":  f.base,
+		"pull_request.head.repo": nil,
+	})
+	if code := h.send("pull_request", "", body); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	h.wait()
+	if !strings.Contains(h.logs.String(), "fork=true") {
+		t.Errorf("the preview of a deleted fork's pull request is not logged as a fork's:\n%s", h.logs.String())
+	}
+}
+
+// TestOtherOwnersAreIgnored: with an allow-list of installation accounts, an event about another account's
+// repository does nothing but say so in one log line.
+func TestOtherOwnersAreIgnored(t *testing.T) {
+	f := newFixture(t, fleetChange(t))
+	h := newHarness(t, nil, app.WithAllowedOwners("acme-corp", "Platform"))
+	h.openPR(f, f.head())
+	if code := h.send("pull_request", "", prPayload(t, "pull_request/opened.json", f, f.head())); code != http.StatusAccepted {
+		t.Fatalf("delivery answered %d", code)
+	}
+	h.wait()
+	if runs := h.fake.CheckRuns(repoFullName); len(runs) != 0 {
+		t.Errorf("check runs = %+v, want none for Codertocat's repository", runs)
+	}
+	if n := strings.Count(h.logs.String(), "not in FLEETWAVE_ALLOWED_OWNERS: ignored"); n != 1 {
+		t.Errorf("%d log lines say the event was ignored, want 1:\n%s", n, h.logs.String())
+	}
+}
+
+// TestAllowedOwnerIsServed: the allow-list compares account names case-insensitively.
+func TestAllowedOwnerIsServed(t *testing.T) {
+	f := newFixture(t, fleetChange(t))
+	h := newHarness(t, nil, app.WithAllowedOwners("codertocat"))
+	h.open(f)
+	if runs := h.runsOn(f.head()); len(runs[app.CheckDiff]) != 1 {
+		t.Errorf("check runs = %v, want the preview's", runs)
 	}
 }
