@@ -125,7 +125,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	if !wavesSeen {
 		ps.errAt(root, "list the waves in rollout order, each with a name and a selector", "the policy has no waves")
 	}
-	names := map[string]int{}
+	names := map[string]WavePolicy{}
 	for i, wn := range waveNodes {
 		w, ok := ps.wave(wn, i)
 		if !ok {
@@ -133,11 +133,14 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 		}
 		// Names compare case-insensitively, as /approve and /rollback name waves: "prod" and "PROD" are one wave.
 		if first, dup := names[strings.ToLower(w.Name)]; dup && w.Name != "" {
-			ps.errAt(wn, fmt.Sprintf("first defined at line %d; wave names must be unique, whatever their case", first),
-				"duplicate wave name %q", w.Name)
+			hint := fmt.Sprintf("first defined at line %d; wave names must be unique", first.Line)
+			if first.Name != w.Name {
+				hint = fmt.Sprintf("first defined at line %d as %q; wave names must be unique whatever their case", first.Line, first.Name)
+			}
+			ps.errAt(wn, hint, "duplicate wave name %q", w.Name)
 			continue
 		}
-		names[strings.ToLower(w.Name)] = w.Line
+		names[strings.ToLower(w.Name)] = w
 		p.Waves = append(p.Waves, w)
 	}
 	ps.crossCheck(p, requireCanaryKey)

@@ -127,7 +127,7 @@ func parseErrorCases() []parseErrorCase {
 		{"empty", "", []string{`p.yaml:1:1: the policy is empty (hint: start with apiVersion: fleetwave/v1 and a list of waves)`}},
 		{"comments only", "# nothing yet\n", []string{`p.yaml:1:1: the policy is empty (hint: start with apiVersion: fleetwave/v1 and a list of waves)`}},
 		{"duplicate through an alias", head + "  - &w {name: a, selector: {}}\n  - *w\n", []string{
-			`p.yaml:4:5: duplicate wave name "a" (hint: first defined at line 3; wave names must be unique, whatever their case)`}},
+			`p.yaml:4:5: duplicate wave name "a" (hint: first defined at line 3; wave names must be unique)`}},
 		{"merge key referring to itself", head + "  - &w {name: a, selector: {}, <<: *w}\n", []string{
 			`p.yaml:3:36: merge keys (<<) in wave "a" nest too deep or refer to themselves`}},
 		{"syntax", head + "  - name: a\n    selector: {\n", []string{`p.yaml:4: invalid YAML: did not find expected node content (hint: check the indentation, and quote values that contain ': ' or start with special characters)`}},
@@ -155,9 +155,9 @@ func parseErrorCases() []parseErrorCase {
 		{"missing selector", head + "  - name: a\n", []string{
 			`p.yaml:3:5: wave "a" has no selector (hint: use selector: {} to take every app no earlier wave took)`}},
 		{"duplicate wave names", head + "  - {name: a, selector: {}}\n  - name: a\n    selector: {matchLabels: {env: prd}}\n", []string{
-			`p.yaml:4:5: duplicate wave name "a" (hint: first defined at line 3; wave names must be unique, whatever their case)`}},
+			`p.yaml:4:5: duplicate wave name "a" (hint: first defined at line 3; wave names must be unique)`}},
 		{"wave names differing only in case", head + "  - {name: prod, selector: {}}\n  - name: PROD\n    selector: {matchLabels: {env: prd}}\n", []string{
-			`p.yaml:4:5: duplicate wave name "PROD" (hint: first defined at line 3; wave names must be unique, whatever their case)`}},
+			`p.yaml:4:5: duplicate wave name "PROD" (hint: first defined at line 3 as "prod"; wave names must be unique whatever their case)`}},
 		{"bad wave name", head + "  - {name: 'prod eu', selector: {}}\n  - {name: all, selector: {}}\n", []string{
 			`p.yaml:3:12: invalid wave name "prod eu" (hint: use 1 to 63 letters, digits, '.', '_' or '-' (the name appears in check-runs and in /approve <wave>; "all" is reserved))`,
 			`p.yaml:4:12: invalid wave name "all" (hint: use 1 to 63 letters, digits, '.', '_' or '-' (the name appears in check-runs and in /approve <wave>; "all" is reserved))`}},
