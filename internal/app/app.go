@@ -39,6 +39,7 @@ type App struct {
 	merges      Merges
 	commands    Commands
 	botLogin    string
+	appID       int64 // the GitHub App's id: which check runs are its own
 	now         func() time.Time
 	log         *slog.Logger
 	skipDrafts  bool
@@ -50,6 +51,10 @@ type App struct {
 	// renderHeadRepos are the repositories ("owner/name", lower case) whose pull requests' heads may be rendered
 	// through Argo CD (WithArgoCDRenderHead); never a fork's.
 	renderHeadRepos map[string]bool
+	// commandLog remembers the command comments and check-run actions acted on (replay.go).
+	commandLog CommandLog
+	// allowedOwners are the accounts, lower-cased, whose installations are served (nil: every one).
+	allowedOwners map[string]bool
 
 	mu         sync.Mutex
 	prs        map[prKey]*prState // pull requests, and merge queue groups (groupKey)
@@ -129,6 +134,24 @@ func WithCommands(c Commands) Option { return func(a *App) { a.commands = c } }
 // WithBotLogin names the App's bot user ("<slug>[bot]") so that its own comments are never read as commands.
 func WithBotLogin(login string) Option { return func(a *App) { a.botLogin = login } }
 
+// WithAppID sets the GitHub App's id, so that only the check runs it created are read back (the plan digest
+// shown on a pull request). Without it no digest is read back.
+func WithAppID(id int64) Option { return func(a *App) { a.appID = id } }
+
+// WithAllowedOwners serves only the installations on these accounts (organisations or users, compared
+// case-insensitively, FLEETWAVE_ALLOWED_OWNERS): an event about a repository another account owns is ignored,
+// with one log line. None: every installation.
+func WithAllowedOwners(owners ...string) Option {
+	return func(a *App) {
+		for _, o := range owners {
+			if a.allowedOwners == nil {
+				a.allowedOwners = map[string]bool{}
+			}
+			a.allowedOwners[strings.ToLower(o)] = true
+		}
+	}
+}
+
 // WithClock sets the clock stamping check runs (default time.Now).
 func WithClock(now func() time.Time) Option { return func(a *App) { a.now = now } }
 
@@ -161,6 +184,9 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 	}
 	if a.previews == nil {
 		a.previews = newMemPreviews(time.Now, 4096)
+	}
+	if a.commandLog == nil {
+		a.commandLog = webhooks.NewMemoryDeliveries(100_000)
 	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -197,6 +223,13 @@ func (a *App) Handles() []string {
 // (webhooks.LoggerFrom), which every use case logs with. Deliveries outside Handles, and payloads of an
 // unexpected type, are ignored.
 func (a *App) Handle(ctx context.Context, ev webhooks.Event) error {
+	if a.allowedOwners != nil {
+		if owner := ownerOf(ev.Payload); !a.allowedOwners[strings.ToLower(owner)] {
+			logFrom(ctx).Info("event of an installation whose account is not in FLEETWAVE_ALLOWED_OWNERS: ignored",
+				slog.String("owner", owner), slog.Int64("installation", ev.InstallationID))
+			return nil
+		}
+	}
 	switch p := ev.Payload.(type) {
 	case *gh.PullRequestEvent:
 		return a.onPullRequestEvent(ctx, ev.Action, p)
@@ -221,6 +254,29 @@ func (a *App) Handle(ctx context.Context, ev webhooks.Event) error {
 		return a.onMergeGroupEvent(ctx, ev.Action, p)
 	}
 	return nil
+}
+
+// ownerOf is the account owning the repository an event is about: the installation's account ("" when the
+// payload names none).
+func ownerOf(payload any) string {
+	switch p := payload.(type) {
+	case *gh.PullRequestEvent:
+		return p.GetRepo().GetOwner().GetLogin()
+	case *gh.CheckRunEvent:
+		return p.GetRepo().GetOwner().GetLogin()
+	case *gh.CheckSuiteEvent:
+		return p.GetRepo().GetOwner().GetLogin()
+	case *gh.IssueCommentEvent:
+		return p.GetRepo().GetOwner().GetLogin()
+	case *gh.PushEvent:
+		if o := p.GetRepo().GetOwner(); o.GetLogin() != "" {
+			return o.GetLogin()
+		}
+		return p.GetRepo().GetOwner().GetName()
+	case *gh.MergeGroupEvent:
+		return p.GetRepo().GetOwner().GetLogin()
+	}
+	return ""
 }
 
 func (a *App) onPullRequestEvent(ctx context.Context, action string, e *gh.PullRequestEvent) error {
@@ -257,8 +313,9 @@ func changeOf(installationID int64, repo *gh.Repository, pr *gh.PullRequest, rea
 		BaseRef:        pr.GetBase().GetRef(),
 		CloneURL:       repo.GetCloneURL(),
 		RepoURLs:       repoURLs(repo.GetHTMLURL(), repo.GetCloneURL(), repo.GetSSHURL(), repo.GetFullName()),
-		Fork:           pr.GetHead().GetRepo().GetFullName() != "" && !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), repo.GetFullName()),
-		Reason:         reason,
+		// A deleted fork's pull request has no head repository (head.repo null): a fork too.
+		Fork:   pr.GetHead().GetRepo().GetFullName() == "" || !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), repo.GetFullName()),
+		Reason: reason,
 	}
 }
 

@@ -91,6 +91,18 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 	if res.Ignore {
 		return nil
 	}
+	// A command is acted on once, and only while it is fresh: a signed delivery sent again under a new delivery
+	// id is the same comment (replay.go).
+	if why := a.commentTooOld(c.GetCreatedAt().Time); why != "" {
+		logFrom(ctx).Info("command comment not acted on: "+why, slog.Int64("comment", c.GetID()))
+		return nil
+	}
+	if why, err := a.firstTime(ctx, commentKey(repo.GetFullName(), c.GetID())); err != nil || why != "" {
+		if why != "" {
+			logFrom(ctx).Info("command comment not acted on: "+why, slog.Int64("comment", c.GetID()))
+		}
+		return err
+	}
 	client, err := a.ghClient(e.GetInstallation().GetID())
 	if err != nil {
 		return err
@@ -112,6 +124,12 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 		return errors.Join(fmt.Errorf("running /%s on %s#%d: %w", res.Command, fullName, number, err),
 			reply(fmt.Sprintf("@%s: fleetwave could not read this pull request, so `/%s` was not run. Try again later.", login, res.Command)))
 	}
+	if branch := repo.GetDefaultBranch(); res.Command != command.Plan && (branch == "" || pr.BaseRef != branch) {
+		// Only the default branch rolls out (onMerged), and only its policy says who may steer a rollout.
+		log.Info("rollout command on a pull request not into the default branch: refused", slog.String("base", pr.BaseRef))
+		return reply(fmt.Sprintf("@%s: `/%s` was not run: this pull request is into `%s`, not the default branch; only a merge into the default branch is rolled out.",
+			login, res.Command, pr.BaseRef))
+	}
 	trusted := pr.BaseSHA
 	if pr.Merged && pr.MergeCommitSHA != "" {
 		trusted = pr.MergeCommitSHA
@@ -120,15 +138,20 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 	if err != nil {
 		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave cannot tell who may run it — %s", login, res.Command, postable(err))))
 	}
-	wave := ""
-	if res.Command == command.Approve {
-		wave = res.Target
+	req := CommandRequest{
+		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
+	}
+	if pr.Merged {
+		req.MergeSHA = pr.MergeCommitSHA
+	}
+	if answered, err := a.resolveApproval(ctx, &req, reply); answered {
+		return err
 	}
 	actor, err := a.actor(ctx, client, fullName, login, policy, res.Command)
 	if err != nil {
 		return errors.Join(err, reply(fmt.Sprintf("@%s: `/%s` was not run: fleetwave could not check your permission. Try again later.", login, res.Command)))
 	}
-	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: wave, Actor: actor, FromFork: pr.FromFork()})
+	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: approvalOf(req), Actor: actor, FromFork: pr.FromFork()})
 	if !dec.Allowed {
 		log.Info("command refused", slog.String("reason", dec.Reason))
 		return reply(dec.Reason)
@@ -142,13 +165,42 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 		}
 		return a.OnPullRequest(ctx, changeOfAPI(e.GetInstallation().GetID(), repo, pr, "/plan"))
 	}
-	req := CommandRequest{
-		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
-	}
-	if pr.Merged {
-		req.MergeSHA = pr.MergeCommitSHA
-	}
 	return a.runCommand(ctx, req, reply)
+}
+
+// resolveApproval sets the Target of an approval to the wave it approves, by that wave's own name
+// (Commands.ApprovalWave: the wave awaiting approval for a bare /approve or the rollout's button, the named wave
+// matched case-insensitively otherwise), so that the actor is authorised against that wave's approval teams and
+// the executor approves that wave and no other. answered reports that the command was answered instead (nothing
+// awaits approval, or the wave cannot be told): nothing is to be approved. Other commands pass through.
+func (a *App) resolveApproval(ctx context.Context, req *CommandRequest, reply func(string) error) (answered bool, err error) {
+	if req.Command != command.Approve {
+		return false, nil
+	}
+	wave, answer, err := a.commands.ApprovalWave(ctx, *req)
+	if err == nil && answer == "" && wave == "" {
+		answer = fmt.Sprintf("@%s: `/approve` was not run: fleetwave could not tell which wave it approves.", req.Actor)
+	}
+	if answer == "" && err != nil {
+		answer = fmt.Sprintf("@%s: `/approve` was not run: fleetwave could not tell which wave it approves; see fleetwave's logs. Try again later.", req.Actor)
+	}
+	if answer != "" {
+		logFrom(ctx).Info("approval not run", slog.String("target", req.Target), slog.String("reason", answer))
+		if err != nil {
+			err = fmt.Errorf("resolving the wave /approve is for on %s#%d: %w", req.Repo, req.PRNumber, err)
+		}
+		return true, errors.Join(err, reply(answer))
+	}
+	req.Target = wave
+	return false, nil
+}
+
+// approvalOf is the wave a command is authorised against: the resolved wave of an approval, "" otherwise.
+func approvalOf(req CommandRequest) string {
+	if req.Command == command.Approve {
+		return req.Target
+	}
+	return ""
 }
 
 // onCheckRunAction handles a button of a rollout check run (check_run requested_action): the button stands for
@@ -167,6 +219,12 @@ func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
 	if !ok {
 		logFrom(ctx).Info("unknown check-run action: ignored", slog.String("identifier", e.GetRequestedAction().Identifier))
 		return nil
+	}
+	if why, err := a.firstTime(ctx, actionKey(e)); err != nil || why != "" {
+		if why != "" {
+			logFrom(ctx).Info("check-run action not acted on: "+why, slog.Int64("check_run", cr.GetID()))
+		}
+		return err
 	}
 	client, err := a.ghClient(e.GetInstallation().GetID())
 	if err != nil {
@@ -193,22 +251,23 @@ func (a *App) onCheckRunAction(ctx context.Context, e *gh.CheckRunEvent) error {
 	if err != nil {
 		return errors.Join(err, reply(fmt.Sprintf("@%s: the %q button was not acted on: fleetwave cannot tell who may use it — %s", login, res.Command, postable(err))))
 	}
+	req := CommandRequest{
+		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
+		CheckRunExternalID: cr.GetExternalID(), HeadSHA: cr.GetHeadSHA(),
+	}
+	if answered, err := a.resolveApproval(ctx, &req, reply); answered {
+		return err
+	}
 	actor, err := a.actor(ctx, client, fullName, login, policy, res.Command)
 	if err != nil {
 		return err
 	}
-	target := ""
-	if res.Command == command.Approve {
-		target = res.Target
-	}
-	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: target, Actor: actor})
+	dec := command.Authorize(policy, command.Request{Command: res.Command, Wave: approvalOf(req), Actor: actor})
 	if !dec.Allowed {
+		logFrom(ctx).Info("check-run action refused", slog.String("command", string(res.Command)), slog.String("actor", login), slog.String("reason", dec.Reason))
 		return reply(dec.Reason)
 	}
-	return a.runCommand(ctx, CommandRequest{
-		Repo: fullName, PRNumber: number, Command: res.Command, Args: res.Args, Target: res.Target, Actor: login,
-		CheckRunExternalID: cr.GetExternalID(), HeadSHA: cr.GetHeadSHA(),
-	}, reply)
+	return a.runCommand(ctx, req, reply)
 }
 
 // runCommand hands an authorised rollout command to the Commands port and posts its reply.

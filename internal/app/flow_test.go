@@ -592,6 +592,7 @@ func normalizer(f *fixture) func(string) string {
 func TestCheckRunButtonIsAuthorisedThenHandedOver(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/service.yaml", func(s string) string { return s + "# touched\n" }))
 	h := newHarness(t, nil)
+	h.merges.awaiting = "production"
 	h.openPR(f, f.head())
 	h.fake.SetPermission(repoFullName, "sre-lead", "write")
 	h.fake.SetPermission(repoFullName, "dev", "write")

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,11 +77,38 @@ type harnessConfig struct {
 	budget   github.WriteBudget // nil: none
 }
 
-// recordedMerges is a Merges and Commands fake: it records what it is handed.
+// recordedMerges is a Merges and Commands fake: it records what it is handed. Its rollout awaits approval for
+// wave awaiting ("" none), which ApprovalWave resolves as the executor does.
 type recordedMerges struct {
 	mu       sync.Mutex
 	merges   []app.Merge
 	commands []app.CommandRequest
+	awaiting string
+}
+
+func (r *recordedMerges) ApprovalWave(_ context.Context, req app.CommandRequest) (string, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.awaiting == "":
+		return "", fmt.Sprintf("@%s: no wave of rollout #7 is awaiting approval", req.Actor), nil
+	case req.Target == "" || strings.EqualFold(req.Target, r.awaiting):
+		return r.awaiting, "", nil
+	}
+	return "", fmt.Sprintf("@%s: wave %s is not awaiting approval", req.Actor, req.Target), nil
+}
+
+// approvals are the approve commands handed over.
+func (r *recordedMerges) approvals() []app.CommandRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []app.CommandRequest
+	for _, c := range r.commands {
+		if c.Command == "approve" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (r *recordedMerges) OnMerge(_ context.Context, m app.Merge) error {
@@ -140,7 +168,7 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]app.Option{app.WithLogger(h.log), app.WithBotLogin(h.fake.BotLogin()), app.WithMerges(h.merges), app.WithCommands(h.merges),
+	opts := append([]app.Option{app.WithLogger(h.log), app.WithBotLogin(h.fake.BotLogin()), app.WithMerges(h.merges), app.WithCommands(h.merges), app.WithAppID(appID),
 		app.WithClock(func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) })}, h.cfg.opts...)
 	a, err := app.New(func(id int64) (app.GitHub, error) { return ghApp.Client(id) }, cache, h.cfg.renderer, opts...)
 	if err != nil {

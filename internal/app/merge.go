@@ -20,8 +20,17 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // onMerged hands a merged pull request to the rollout executor with the plan recomputed at the merge commit
 // (against its first parent: the default branch just before the merge) and the digest of the plan last shown
 // on the pull request, read back from the fleetwave/plan check run of its head.
+//
+// Only a pull request merged into the repository's default branch starts a rollout, as only a push to it does:
+// another branch may be unprotected (no required reviews or checks), and its merge commit carries a policy its
+// author wrote.
 func (a *App) onMerged(ctx context.Context, e *gh.PullRequestEvent) error {
 	pr, repo := e.GetPullRequest(), e.GetRepo()
+	if branch := repo.GetDefaultBranch(); branch == "" || pr.GetBase().GetRef() != branch {
+		logFrom(ctx).Info("pull request merged into a branch that is not the default branch: no rollout",
+			slog.String("base", pr.GetBase().GetRef()), slog.String("default_branch", branch))
+		return nil
+	}
 	mergeSHA := pr.GetMergeCommitSHA()
 	if mergeSHA == "" {
 		return fmt.Errorf("merged pull request %s#%d without a merge commit", repo.GetFullName(), pr.GetNumber())
@@ -29,7 +38,7 @@ func (a *App) onMerged(ctx context.Context, e *gh.PullRequestEvent) error {
 	m := mergeTarget{
 		installationID: e.GetInstallation().GetID(), repo: repo, number: pr.GetNumber(), mergeSHA: mergeSHA,
 		base: mergeSHA + "^1", refs: []string{"refs/heads/" + pr.GetBase().GetRef()}, commits: []string{mergeSHA},
-		sender: e.GetSender().GetLogin(), prHead: pr.GetHead().GetSHA(),
+		sender: e.GetSender().GetLogin(), prHead: pr.GetHead().GetSHA(), branch: repo.GetDefaultBranch(),
 	}
 	return a.handOver(ctx, m)
 }
@@ -50,6 +59,7 @@ func (a *App) onPush(ctx context.Context, e *gh.PushEvent) error {
 	m := mergeTarget{
 		installationID: e.GetInstallation().GetID(), repo: r, mergeSHA: e.GetAfter(), base: e.GetBefore(),
 		refs: []string{e.GetRef()}, commits: []string{e.GetAfter(), e.GetBefore()}, sender: e.GetSender().GetLogin(),
+		branch: branch,
 	}
 	return a.handOver(ctx, m)
 }
@@ -63,6 +73,7 @@ type mergeTarget struct {
 	refs, commits  []string
 	sender         string
 	prHead         string
+	branch         string // the default branch, which mergeSHA is the tip of
 }
 
 func (a *App) handOver(ctx context.Context, m mergeTarget) error {
@@ -112,7 +123,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	}
 	merge := Merge{
 		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: rep.Base,
-		Plan: pl, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender,
+		Plan: pl, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender, Branch: m.branch,
 	}
 	if m.number != 0 && m.prHead != "" {
 		merge.PRPlanDigest = a.shownPlanDigest(ctx, m.installationID, fullName, m.prHead)
@@ -121,8 +132,12 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 }
 
 // shownPlanDigest reads the digest of the plan shown on a pull request from its head's fleetwave/plan check run
-// ("" when there is none, or it cannot be read).
+// ("" when there is none, or it cannot be read). Only a run this App created counts: any App installed on the
+// repository (or a workflow's token) may create a run of that name, with a digest of its choosing.
 func (a *App) shownPlanDigest(ctx context.Context, installationID int64, repo, head string) string {
+	if a.appID == 0 {
+		return "" // which runs are the App's cannot be told
+	}
 	client, err := a.ghClient(installationID)
 	if err != nil {
 		return ""
@@ -133,6 +148,10 @@ func (a *App) shownPlanDigest(ctx context.Context, installationID int64, repo, h
 		return ""
 	}
 	for _, r := range runs {
+		if r.AppID != a.appID {
+			logFrom(ctx).Info("a fleetwave/plan check run of another GitHub App: ignored", slog.Int64("app_id", r.AppID), slog.Int64("check_run", r.ID))
+			continue
+		}
 		if _, digest, ok := parseExternalID(r.ExternalID); ok && digest != "" {
 			return digest
 		}
@@ -158,10 +177,12 @@ func (a *App) policyAt(ctx context.Context, installationID int64, cloneURL strin
 	return a.readPolicy(ctx, dir, commit)
 }
 
-// readPolicy reads the release policy at commit of the local repository dir (plan.Load).
+// readPolicy reads the release policy at commit of the local repository dir (plan.Load): plan.DefaultPolicy only
+// when the commit has no policy file. A commit that is not a full SHA is an error, never the default policy: the
+// default would stand in for gates and command rules that may well exist.
 func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy, error) {
 	if !source.IsFullSHA(commit) {
-		return plan.DefaultPolicy(), nil
+		return nil, fmt.Errorf("reading the release policy: %q is not a commit SHA", text.Short(commit, 40))
 	}
 	p, _, err := plan.Load(func(name string) ([]byte, error) { return a.clones.ReadFile(ctx, dir, commit, name) })
 	var pe *plan.PolicyError

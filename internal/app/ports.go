@@ -80,6 +80,10 @@ type Merge struct {
 	RepoURL string
 	// Sender is who merged or pushed.
 	Sender string
+	// Branch is the default branch MergeSHA is the tip of. An app is rolled out only when its targetRevision
+	// resolves there (empty, HEAD or this branch); one that tracks another branch, a tag or a fixed commit is
+	// reported "not rolled out", never synced to MergeSHA.
+	Branch string
 }
 
 // Merges is the port the rollout executor satisfies: it is handed every merge with the plan to execute.
@@ -95,7 +99,8 @@ type CommandRequest struct {
 	PRNumber int    // 0 when a button on a merge commit's check run has no pull request
 	Command  command.Name
 	Args     []string
-	// Target is the wave of /approve ("" = the one awaiting approval) or of /rollback (command.TargetAll).
+	// Target is the wave of /approve — by its own name, as Commands.ApprovalWave resolved it before the actor was
+	// authorised against it — or of /rollback (command.TargetAll).
 	Target string
 	Actor  string // login
 	// CheckRunExternalID and HeadSHA identify the check run whose button was clicked ("" for a comment).
@@ -110,6 +115,12 @@ type CommandRequest struct {
 // an error whose reply is "" is answered with a generic failure message.
 type Commands interface {
 	OnCommand(ctx context.Context, req CommandRequest) (reply string, err error)
+	// ApprovalWave resolves the wave an approval is for, before the App authorises it: the wave the request's
+	// rollout awaits approval for when req.Target is "" (a bare /approve, the fleetwave/rollout button), else the
+	// wave req.Target names (case-insensitively), which must await approval. It returns the wave's own name;
+	// when nothing can be approved (no rollout, no wave awaiting approval, the named wave not awaiting it),
+	// reply says why and wave is "".
+	ApprovalWave(ctx context.Context, req CommandRequest) (wave, reply string, err error)
 }
 
 // LoggingExecutor is the Merges and Commands implementation used until the rollout executor is wired: it logs
@@ -132,6 +143,12 @@ func (l LoggingExecutor) OnCommand(ctx context.Context, req CommandRequest) (str
 	l.log().InfoContext(ctx, "command not executed: no rollout executor wired", slog.String("repo", req.Repo),
 		slog.Int("pr", req.PRNumber), slog.String("command", string(req.Command)), slog.String("actor", req.Actor))
 	return "`/" + string(req.Command) + "`: this fleetwave deployment does not execute rollouts (no rollout executor is configured); nothing was done.", nil
+}
+
+// ApprovalWave answers, as OnCommand does, that no executor runs here: there is no wave to approve.
+func (l LoggingExecutor) ApprovalWave(ctx context.Context, req CommandRequest) (string, string, error) {
+	reply, err := l.OnCommand(ctx, req)
+	return "", reply, err
 }
 
 func (l LoggingExecutor) log() *slog.Logger {

@@ -66,6 +66,8 @@ Configuration (environment, or the same keys in a YAML file given with --config 
   FLEETWAVE_ARGOCD_URL, _TOKEN, _INSECURE   Argo CD API (without it, diffs are base vs head only)
   FLEETWAVE_STORE                      sqlite:///path/fleetwave.db (default sqlite://./fleetwave.db) or postgres://…
   FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
+  FLEETWAVE_ALLOWED_OWNERS             accounts (organisations or users), comma-separated, whose installations are
+                                       served; events of any other installation are ignored (default: every one)
   FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
   FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, argocdVersion, ...)
   FLEETWAVE_RENDER_WORKERS, _MEMORY, _TIMEOUT   render worker processes, each one's memory and time cap
@@ -355,10 +357,13 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	if err != nil {
 		return serveWiring{}, usageErr(err)
 	}
-	opts := []app.Option{app.WithLogger(d.Log)}
+	opts := []app.Option{app.WithLogger(d.Log), app.WithAppID(d.Config.AppID), app.WithAllowedOwners(d.Config.AllowedOwners...)}
 	if d.Store != nil {
 		// What was previewed, and each head's check runs, outlive the process and are shared by replicas.
 		opts = append(opts, app.WithPreviews(d.Store))
+		// The command comments and check-run buttons acted on, by their own identity (a replayed signed body
+		// under a new delivery id is not acted on again), in the store's delivery log: across restarts and replicas.
+		opts = append(opts, app.WithCommandLog(serveDeliveries{d.Store}))
 	}
 	if d.Metrics != nil {
 		opts = append(opts, app.WithObserver(d.Metrics))

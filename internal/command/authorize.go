@@ -9,8 +9,9 @@ import (
 // Request is everything Authorize looks at: the command, who asks, and where the comment came from.
 type Request struct {
 	Command Name
-	// Wave is the wave the command is about: for approve, the wave to approve (resolved by the caller when the
-	// comment named none), whose approval teams then apply too.
+	// Wave is the wave the command is about: for approve, the wave to approve, whose approval teams then apply
+	// too. The caller resolves it before authorising (the wave the rollout awaits approval for when the comment
+	// or button names none); an approve without one is refused, so that no wave's teams are skipped.
 	Wave string
 	// Actor: login, permission on the repository (collaborator permission API; "" when none) and team slugs
 	// ("org/slug", team membership API).
@@ -49,6 +50,9 @@ func Authorize(p *plan.Policy, r Request) Decision {
 	}
 	if p == nil {
 		p = plan.DefaultPolicy()
+	}
+	if r.Command == Approve && r.Wave == "" {
+		return Decision{Reason: fmt.Sprintf("%s: `/approve` was not run: fleetwave could not tell which wave it approves.", who)}
 	}
 	ok, why := p.Allowed(string(r.Command), r.Wave, r.Actor)
 	if ok {

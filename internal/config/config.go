@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -35,11 +36,14 @@ const (
 	EnvClustersFile   = "FLEETWAVE_CLUSTERS_FILE"
 	// EnvRepositoriesFile names the allowed chart repositories: Argo CD repository and repo-creds Secrets.
 	EnvRepositoriesFile = "FLEETWAVE_REPOSITORIES_FILE"
+	// EnvAllowedOwners lists the accounts (organisations or users) whose installations the App serves,
+	// comma-separated; events from any other installation are ignored. Unset: every installation.
+	EnvAllowedOwners = "FLEETWAVE_ALLOWED_OWNERS"
 )
 
 // keys are the settings a config file may set, in documentation order.
 var keys = []string{EnvAddr, EnvAppID, EnvPrivateKeyFile, EnvPrivateKey, EnvWebhookSecret, EnvAPIURL,
-	EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure, EnvStore, EnvClustersFile, EnvRepositoriesFile}
+	EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure, EnvStore, EnvClustersFile, EnvRepositoriesFile, EnvAllowedOwners}
 
 // Defaults.
 const (
@@ -108,6 +112,8 @@ type Serve struct {
 	// ("" = none: chart sources are not rendered in process). Repositories is its content.
 	RepositoriesFile string
 	Repositories     *repocreds.Set
+	// AllowedOwners are the accounts whose installations are served (nil: every installation).
+	AllowedOwners []string
 	// File is the config file read, if any.
 	File string
 }
@@ -132,8 +138,12 @@ func (c *Serve) String() string {
 	if c.RepositoriesFile != "" {
 		repos = fmt.Sprintf("%s (%d entries, credentials [redacted])", c.RepositoriesFile, c.Repositories.Len())
 	}
-	return fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s repositories=%s",
-		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters, repos)
+	owners := "any"
+	if len(c.AllowedOwners) > 0 {
+		owners = strings.Join(c.AllowedOwners, ",")
+	}
+	return fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s repositories=%s allowed-owners=%s",
+		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters, repos, owners)
 }
 
 // GoString implements fmt.GoStringer so that %#v does not print the fields.
@@ -392,8 +402,26 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 			c.RepositoriesFile, c.Repositories = s.value, set
 		}
 	}
+	if s := get(EnvAllowedOwners, ""); s.value != "" {
+		for _, o := range strings.Split(s.value, ",") {
+			o = strings.TrimSpace(o)
+			switch {
+			case o == "":
+			case !ownerName.MatchString(o):
+				bad(s, "%q is not a GitHub account name", o)
+			default:
+				c.AllowedOwners = append(c.AllowedOwners, o)
+			}
+		}
+		if len(c.AllowedOwners) == 0 {
+			bad(s, "lists no account: unset it to serve every installation")
+		}
+	}
 	return c, problems
 }
+
+// ownerName is a GitHub account name: letters, digits and single hyphens, not at either end, at most 39.
+var ownerName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}$`)
 
 func checkURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)

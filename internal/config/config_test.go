@@ -104,6 +104,9 @@ func TestLoadServeProblems(t *testing.T) {
 		{"clusters", with(EnvClustersFile, "/etc/nope.yaml"), []string{"FLEETWAVE_CLUSTERS_FILE: reading the clusters file"}},
 		{"repositories missing", with(EnvRepositoriesFile, "/etc/nope.yaml"), []string{"FLEETWAVE_REPOSITORIES_FILE: reading the repositories file"}},
 		{"repositories not Secrets", with(EnvRepositoriesFile, "/etc/repos.yaml"), []string{"FLEETWAVE_REPOSITORIES_FILE: /etc/repos.yaml: document 1: no url"}},
+		{"allowed owners not accounts", with(EnvAllowedOwners, "acme, evil/org,-x"), []string{
+			`FLEETWAVE_ALLOWED_OWNERS: "evil/org" is not a GitHub account name`, `FLEETWAVE_ALLOWED_OWNERS: "-x" is not a GitHub account name`}},
+		{"allowed owners empty list", with(EnvAllowedOwners, " , "), []string{"FLEETWAVE_ALLOWED_OWNERS: lists no account"}},
 		{"several at once", with(EnvAddr, "x", EnvArgoCDInsecure, "2"), []string{"FLEETWAVE_ADDR", "FLEETWAVE_ARGOCD_INSECURE"}},
 	}
 	for _, tt := range tests {
@@ -209,5 +212,20 @@ func TestLoadServeRepositories(t *testing.T) {
 	s := c.String()
 	if !strings.Contains(s, "repositories=/etc/repos.yaml (1 entries, credentials [redacted])") || strings.Contains(s, "chart-pass-1") {
 		t.Errorf("String() = %s", s)
+	}
+}
+
+func TestLoadServeAllowedOwners(t *testing.T) {
+	fsys := files{"/keys/app.pem": rsaPEM}
+	c, err := LoadServe(env(with(EnvAllowedOwners, " acme-corp,Platform ")...), "", fsys.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.AllowedOwners, "|") != "acme-corp|Platform" || !strings.Contains(c.String(), "allowed-owners=acme-corp,Platform") {
+		t.Errorf("allowed owners %q; %s", c.AllowedOwners, c)
+	}
+	c, err = LoadServe(env(minimal...), "", fsys.read)
+	if err != nil || c.AllowedOwners != nil || !strings.Contains(c.String(), "allowed-owners=any") {
+		t.Errorf("unset: %q, %v", c.AllowedOwners, err)
 	}
 }

@@ -85,6 +85,8 @@ type CheckAction struct {
 
 // CheckRunInfo is a check run as listed on a commit.
 type CheckRunInfo struct {
+	// AppID is the id of the GitHub App that created the run: any App may create a run of any name.
+	AppID      int64
 	ID         int64
 	Name       string
 	HeadSHA    string
@@ -278,7 +280,7 @@ func (c *Client) ListCheckRuns(ctx context.Context, repo, ref, name string) ([]C
 		}
 		for _, r := range res.CheckRuns {
 			out = append(out, CheckRunInfo{
-				ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
+				AppID: r.GetApp().GetID(), ID: r.GetID(), Name: r.GetName(), HeadSHA: r.GetHeadSHA(), Status: r.GetStatus(),
 				Conclusion: r.GetConclusion(), ExternalID: r.GetExternalID(), HTMLURL: r.GetHTMLURL(),
 			})
 		}

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	gh "github.com/google/go-github/v60/github"
 )
@@ -27,8 +28,12 @@ type PullRequest struct {
 	BaseRepo     string
 }
 
-// FromFork reports whether the head branch lives in another repository.
-func (p PullRequest) FromFork() bool { return p.HeadRepo != "" && p.HeadRepo != p.BaseRepo }
+// FromFork reports whether the head branch lives in another repository — or in none GitHub still knows (a
+// deleted fork's pull request has no head repository): a pull request is trusted as the base repository's own
+// only when its head is there.
+func (p PullRequest) FromFork() bool {
+	return p.HeadRepo == "" || !strings.EqualFold(p.HeadRepo, p.BaseRepo)
+}
 
 // ChangedFile is a file a pull request changes.
 type ChangedFile struct {

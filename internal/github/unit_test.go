@@ -196,3 +196,21 @@ func TestErrorsNameTheAction(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestFromFork: a pull request is the base repository's own only when its head is there; a deleted fork's pull
+// request (no head repository) is a fork.
+func TestFromFork(t *testing.T) {
+	for _, tt := range []struct {
+		head, base string
+		fork       bool
+	}{
+		{"octo/fleet", "octo/fleet", false},
+		{"Octo/Fleet", "octo/fleet", false},
+		{"mallory/fleet", "octo/fleet", true},
+		{"", "octo/fleet", true},
+	} {
+		if got := (PullRequest{HeadRepo: tt.head, BaseRepo: tt.base}).FromFork(); got != tt.fork {
+			t.Errorf("head %q, base %q: FromFork() = %v, want %v", tt.head, tt.base, got, tt.fork)
+		}
+	}
+}

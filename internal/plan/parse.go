@@ -125,18 +125,22 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	if !wavesSeen {
 		ps.errAt(root, "list the waves in rollout order, each with a name and a selector", "the policy has no waves")
 	}
-	names := map[string]int{}
+	names := map[string]WavePolicy{}
 	for i, wn := range waveNodes {
 		w, ok := ps.wave(wn, i)
 		if !ok {
 			continue
 		}
-		if first, dup := names[w.Name]; dup && w.Name != "" {
-			ps.errAt(wn, fmt.Sprintf("first defined at line %d; wave names must be unique", first),
-				"duplicate wave name %q", w.Name)
+		// Names compare case-insensitively, as /approve and /rollback name waves: "prod" and "PROD" are one wave.
+		if first, dup := names[strings.ToLower(w.Name)]; dup && w.Name != "" {
+			hint := fmt.Sprintf("first defined at line %d; wave names must be unique", first.Line)
+			if first.Name != w.Name {
+				hint = fmt.Sprintf("first defined at line %d as %q; wave names must be unique whatever their case", first.Line, first.Name)
+			}
+			ps.errAt(wn, hint, "duplicate wave name %q", w.Name)
 			continue
 		}
-		names[w.Name] = w.Line
+		names[strings.ToLower(w.Name)] = w
 		p.Waves = append(p.Waves, w)
 	}
 	ps.crossCheck(p, requireCanaryKey)

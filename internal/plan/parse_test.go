@@ -156,6 +156,8 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:3:5: wave "a" has no selector (hint: use selector: {} to take every app no earlier wave took)`}},
 		{"duplicate wave names", head + "  - {name: a, selector: {}}\n  - name: a\n    selector: {matchLabels: {env: prd}}\n", []string{
 			`p.yaml:4:5: duplicate wave name "a" (hint: first defined at line 3; wave names must be unique)`}},
+		{"wave names differing only in case", head + "  - {name: prod, selector: {}}\n  - name: PROD\n    selector: {matchLabels: {env: prd}}\n", []string{
+			`p.yaml:4:5: duplicate wave name "PROD" (hint: first defined at line 3 as "prod"; wave names must be unique whatever their case)`}},
 		{"bad wave name", head + "  - {name: 'prod eu', selector: {}}\n  - {name: all, selector: {}}\n", []string{
 			`p.yaml:3:12: invalid wave name "prod eu" (hint: use 1 to 63 letters, digits, '.', '_' or '-' (the name appears in check-runs and in /approve <wave>; "all" is reserved))`,
 			`p.yaml:4:12: invalid wave name "all" (hint: use 1 to 63 letters, digits, '.', '_' or '-' (the name appears in check-runs and in /approve <wave>; "all" is reserved))`}},

@@ -261,13 +261,23 @@ func (p *Policy) Allowed(command, wave string, actor Actor) (bool, string) {
 		return false, fmt.Sprintf("/%s needs %s", command, describeRule(rule))
 	}
 	if command == "approve" && wave != "" {
-		for _, w := range p.Waves {
-			if w.Name == wave && len(w.Approval.Teams) > 0 && !memberOfAny(actor.Teams, w.Approval.Teams) {
-				return false, fmt.Sprintf("wave %q may only be approved by %s", wave, strings.Join(w.Approval.Teams, ", "))
-			}
+		// Wave names compare case-insensitively, as the executor finds the wave it approves (and as the policy
+		// keeps them unique): the teams of "prod" apply to "/approve PROD".
+		if w := p.Wave(wave); w != nil && len(w.Approval.Teams) > 0 && !memberOfAny(actor.Teams, w.Approval.Teams) {
+			return false, fmt.Sprintf("wave %q may only be approved by %s", w.Name, strings.Join(w.Approval.Teams, ", "))
 		}
 	}
 	return true, ""
+}
+
+// Wave returns the policy's wave named name, compared case-insensitively (nil when there is none).
+func (p *Policy) Wave(name string) *WavePolicy {
+	for i := range p.Waves {
+		if strings.EqualFold(p.Waves[i].Name, name) {
+			return &p.Waves[i]
+		}
+	}
+	return nil
 }
 
 // Approvers says who may approve wave w: the approve command's rule, and the wave's approval teams when it has

@@ -71,7 +71,7 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 	sch := compileSchema(t)
 	cannotTell := map[string]bool{
 		"empty": true, "syntax": true, "two documents": true, "duplicate key": true, // not YAML values
-		"duplicate wave names": true, "duplicate through an alias": true, "teams but not required": true,
+		"duplicate wave names": true, "wave names differing only in case": true, "duplicate through an alias": true, "teams but not required": true,
 		"requireCanary without production wave": true, "first wave requires canary": true,
 	}
 	for _, tt := range parseErrorCases() {

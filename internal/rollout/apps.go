@@ -122,6 +122,8 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) 
 	}
 	if rollback {
 		opts.ResolveTimeout = time.Nanosecond
+	} else {
+		opts.Branch = sp.Execution.Branch // a forward sync goes only to apps tracking the merge's branch
 	}
 	return argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
 }

@@ -140,20 +140,9 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 	if err != nil {
 		return "", err
 	}
-	var wi int
-	if wave == "" {
-		wi = slices.IndexFunc(waves, func(w store.Wave) bool { return w.State == store.WaveAwaitingApproval })
-		if wi < 0 {
-			return "", refusef("no wave of rollout #%d is awaiting approval", id)
-		}
-	} else {
-		wi = slices.IndexFunc(waves, func(w store.Wave) bool { return strings.EqualFold(w.Name, wave) })
-		if wi < 0 {
-			return "", refusef("rollout #%d has no wave %q (waves: %s)", id, wave, waveNames(waves))
-		}
-		if waves[wi].State != store.WaveAwaitingApproval {
-			return "", refusef("wave %s is %s, not awaiting approval: %s", waves[wi].Name, waves[wi].State, approveWhen(r, wi))
-		}
+	wi, err := waveToApprove(r, waves, wave)
+	if err != nil {
+		return "", err
 	}
 	w, approved, err := e.st.ApproveWave(ctx, id, wi, actor)
 	if err != nil {
@@ -171,6 +160,50 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 		next = "wave " + waves[wi+1].Name + " starts"
 	}
 	return fmt.Sprintf("Approved wave %s of rollout #%d: %s.", w.Name, id, next), nil
+}
+
+// ApprovalWave says which wave Approve(id, wave) would approve, by its own name, without approving it: the wave
+// awaiting approval when wave is "", else the wave named so (case-insensitively), which must await approval.
+// The App resolves the wave this way before it authorises an approval, so that the wave's approval teams
+// apply to a bare /approve and to the rollout check-run's button; a refusal (ErrRefused) says why nothing
+// can be approved.
+func (e *Executor) ApprovalWave(ctx context.Context, id int64, wave string) (string, error) {
+	r, err := e.st.GetRollout(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if r.State.Terminal() {
+		return "", refusef("rollout #%d is %s", id, r.State)
+	}
+	waves, err := e.st.ListWaves(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	wi, err := waveToApprove(r, waves, wave)
+	if err != nil {
+		return "", err
+	}
+	return waves[wi].Name, nil
+}
+
+// waveToApprove is the index of the wave an approval of wave ("" = the one awaiting approval) is for, or a
+// refusal: one rule for Approve and ApprovalWave.
+func waveToApprove(r store.Rollout, waves []store.Wave, wave string) (int, error) {
+	if wave == "" {
+		wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State == store.WaveAwaitingApproval })
+		if wi < 0 {
+			return 0, refusef("no wave of rollout #%d is awaiting approval", r.ID)
+		}
+		return wi, nil
+	}
+	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return strings.EqualFold(w.Name, wave) })
+	if wi < 0 {
+		return 0, refusef("rollout #%d has no wave %q (waves: %s)", r.ID, wave, waveNames(waves))
+	}
+	if waves[wi].State != store.WaveAwaitingApproval {
+		return 0, refusef("wave %s is %s, not awaiting approval: %s", waves[wi].Name, waves[wi].State, approveWhen(r, wi))
+	}
+	return wi, nil
 }
 
 // Rollback rolls back the apps the rollout touched, from the named wave on ("" or "all": every wave), last

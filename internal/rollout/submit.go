@@ -48,6 +48,11 @@ type Request struct {
 	RepoURL string
 	// Prune is passed to the syncs.
 	Prune bool
+	// Branch is the branch MergeSHA is the tip of (the repository's default branch). When set, an app is synced
+	// only when its targetRevision (of its sources from RepoURL) resolves there — empty, HEAD or Branch; one that
+	// tracks another branch, a tag or a fixed commit is skipped, "not rolled out: tracks <rev>, not <Branch>"
+	// (argosync.Options.Branch). "" (the terminal's rollouts) checks nothing.
+	Branch string
 }
 
 // execution is what the executor needs besides the plan to resume a rollout; it is stored with the plan.
@@ -59,6 +64,7 @@ type execution struct {
 	PlanDigest    string                 `json:"planDigest"`
 	PRPlanDigest  string                 `json:"prPlanDigest,omitempty"`
 	PlanChanges   []string               `json:"planChanges,omitempty"`
+	Branch        string                 `json:"branch,omitempty"`
 }
 
 // storedPlan is what the store keeps as a rollout's plan: the plan's own JSON (so any reader of the plan
@@ -104,7 +110,7 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: unknown conflict policy %q", text.ShortRev(req.MergeSHA), req.OnConflict)
 	}
 	ex := execution{AutomatedSync: req.AutomatedSync, OnConflict: req.OnConflict, RepoURL: req.RepoURL, Prune: req.Prune,
-		PlanDigest: req.Plan.Digest(), PRPlanDigest: req.PRPlanDigest}
+		PlanDigest: req.Plan.Digest(), PRPlanDigest: req.PRPlanDigest, Branch: req.Branch}
 	if req.PRPlan != nil {
 		ex.PRPlanDigest = req.PRPlan.Digest()
 		if ex.PRPlanDigest != ex.PlanDigest {

@@ -22,6 +22,7 @@ type Rollouts interface {
 	Resume(ctx context.Context, id int64, actor string) (string, error)
 	Abort(ctx context.Context, id int64, actor string) (string, error)
 	Approve(ctx context.Context, id int64, wave, actor string) (string, error)
+	ApprovalWave(ctx context.Context, id int64, wave string) (string, error)
 	Rollback(ctx context.Context, id int64, target, actor string) (string, error)
 }
 
@@ -51,7 +52,7 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	}
 	req := rollout.Request{
 		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
-		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL,
+		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL, Branch: m.Branch,
 	}
 	if m.Policy != nil {
 		req.AutomatedSync = m.Policy.AutomatedSync
@@ -102,6 +103,25 @@ func (a *Adapter) OnCommand(ctx context.Context, req app.CommandRequest) (string
 		return "", fmt.Errorf("running /%s on rollout #%d: %w", req.Command, id, err)
 	}
 	return fmt.Sprintf("@%s: %s", req.Actor, answer), nil
+}
+
+// ApprovalWave resolves the wave an approval is for (rollout.Executor.ApprovalWave) on the rollout the request
+// names, before the app authorises it. A refusal is the reply, and nothing is approved.
+func (a *Adapter) ApprovalWave(ctx context.Context, req app.CommandRequest) (wave, reply string, err error) {
+	id, reply, err := a.target(ctx, req)
+	if err != nil || reply != "" {
+		return "", reply, err
+	}
+	wave, err = a.rollouts.ApprovalWave(ctx, id, req.Target)
+	switch {
+	case errors.Is(err, rollout.ErrRefused):
+		return "", fmt.Sprintf("@%s: %s", req.Actor, err.Error()), nil
+	case errors.Is(err, store.ErrNotFound):
+		return "", fmt.Sprintf("@%s: `/%s`: rollout #%d does not exist.", req.Actor, req.Command, id), nil
+	case err != nil:
+		return "", "", fmt.Errorf("finding the wave to approve of rollout #%d: %w", id, err)
+	}
+	return wave, "", nil
 }
 
 // target finds the rollout a command acts on: the one the clicked check-run names, else the pull request's

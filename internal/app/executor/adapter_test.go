@@ -53,6 +53,10 @@ func (f *fakeRollouts) Approve(_ context.Context, id int64, wave, actor string) 
 	return f.command("approve", id, wave, actor)
 }
 
+func (f *fakeRollouts) ApprovalWave(_ context.Context, id int64, wave string) (string, error) {
+	return f.command("approvalWave", id, wave)
+}
+
 func (f *fakeRollouts) Rollback(_ context.Context, id int64, target, actor string) (string, error) {
 	return f.command("rollback", id, target, actor)
 }
@@ -75,14 +79,14 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	policy.OnConflict, policy.Prune = plan.ConflictSupersede, true
 	err := a.OnMerge(context.Background(), app.Merge{
 		InstallationID: 99, Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", Plan: pl, Policy: policy,
-		PRPlanDigest: "sha256:shown", RepoURL: "https://github.com/octo/fleet.git", Sender: "alice",
+		PRPlanDigest: "sha256:shown", RepoURL: "https://github.com/octo/fleet.git", Sender: "alice", Branch: "main",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", InstallationID: 99, Plan: pl,
 		PRPlanDigest: "sha256:shown", AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
-		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git"}
+		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git", Branch: "main"}
 	if got != want {
 		t.Errorf("request\n got %+v\nwant %+v", got, want)
 	}
@@ -193,5 +197,32 @@ func TestOnCommand(t *testing.T) {
 				t.Errorf("calls %q, want %q", got, tt.wantCalls)
 			}
 		})
+	}
+}
+
+// TestApprovalWave: the wave an approval is for is resolved on the rollout the request names, by the executor's
+// rule; a refusal is the reply.
+func TestApprovalWave(t *testing.T) {
+	f := &fakeRollouts{
+		latest: func(string, int) (store.Rollout, error) { return store.Rollout{ID: 5}, nil },
+		commands: func(_ string, id int64) (string, error) {
+			if id == 9 {
+				return "", fmt.Errorf("%w: no wave of rollout #9 is awaiting approval", rollout.ErrRefused)
+			}
+			return "production", nil
+		},
+	}
+	a := New(f, nil)
+	wave, reply, err := a.ApprovalWave(context.Background(), app.CommandRequest{Repo: repo, PRNumber: 3, Command: command.Approve, Actor: "alice"})
+	if wave != "production" || reply != "" || err != nil {
+		t.Errorf("bare /approve: %q, %q, %v; want production", wave, reply, err)
+	}
+	wave, reply, err = a.ApprovalWave(context.Background(), app.CommandRequest{Repo: repo, Command: command.Approve, Actor: "bob",
+		Target: "PROD", CheckRunExternalID: "fleetwave:9"})
+	if wave != "" || err != nil || !strings.Contains(reply, "@bob: ") || !strings.Contains(reply, "no wave of rollout #9 is awaiting approval") {
+		t.Errorf("button with nothing awaiting: %q, %q, %v; want the refusal as the reply", wave, reply, err)
+	}
+	if want := []string{"latest(octo/fleet,3)", "approvalWave(5,)", "approvalWave(9,PROD)"}; strings.Join(f.calls, " ") != strings.Join(want, " ") {
+		t.Errorf("calls = %v, want %v", f.calls, want)
 	}
 }

@@ -190,6 +190,16 @@ func (s *Server) appJSON() map[string]any {
 	}
 }
 
+// checkRunAppJSON is the App that created cr: the fake's own, or another (AddCheckRun).
+func (s *Server) checkRunAppJSON(cr *CheckRun) map[string]any {
+	app := s.appJSON()
+	if cr.AppID != 0 && cr.AppID != app["id"] {
+		app["id"], app["slug"], app["name"], app["node_id"] = cr.AppID, "other-app", "other-app", nodeID("A", cr.AppID)
+		app["html_url"] = webBase + "/apps/other-app"
+	}
+	return app
+}
+
 func (s *Server) installationTokenJSON(tok string, expires time.Time) map[string]any {
 	return map[string]any{
 		"token":                tok,
@@ -277,7 +287,7 @@ func (s *Server) checkRunJSON(cr *CheckRun) map[string]any {
 			"annotations_url":   fmt.Sprintf("%s/repos/%s/check-runs/%d/annotations", apiBase, cr.Repo, cr.ID),
 		},
 		"check_suite":   map[string]any{"id": stableID("suite", cr.Repo+"@"+cr.HeadSHA)},
-		"app":           s.appJSON(),
+		"app":           s.checkRunAppJSON(cr),
 		"pull_requests": []any{},
 	}
 }

@@ -345,11 +345,12 @@ func (s *Server) listCheckRuns(c call) answer {
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID > runs[j].ID }) // newest first, as GitHub lists
 	if q.Get("filter") != "all" {
+		// The latest run of each name in each App's check suite: another App's run of the same name hides none.
 		seen := map[string]bool{}
 		latest := runs[:0]
 		for _, cr := range runs {
-			if !seen[cr.Name] {
-				seen[cr.Name] = true
+			if k := fmt.Sprint(cr.AppID, "/", cr.Name); !seen[k] {
+				seen[k] = true
 				latest = append(latest, cr)
 			}
 		}

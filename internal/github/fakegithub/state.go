@@ -65,6 +65,9 @@ type CheckRun struct {
 	Actions     []map[string]any
 	History     []string // statuses in order
 	Updates     int
+	// AppID is the GitHub App that created the run: 0 for the fake's own App (the one the client is), another id
+	// for a run another App (or a workflow) created (AddCheckRun).
+	AppID int64
 }
 
 // Reaction is a reaction to an issue comment.
@@ -109,6 +112,25 @@ func (s *Server) AddComment(repo string, number int, user, body string) int64 {
 	c := &Comment{ID: s.id(), Repo: repo, Number: number, Body: body, User: user, UserType: "User", CreatedAt: now, UpdatedAt: now}
 	s.comments[c.ID] = c
 	return c.ID
+}
+
+// AddCheckRun adds a check run to repo as another GitHub App would create it (cr.AppID, "other-app"; a zero AppID
+// is the fake's own App), and returns its id.
+func (s *Server) AddCheckRun(repo string, cr CheckRun) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cr.ID, cr.Repo = s.id(), repo
+	if cr.Status == "" {
+		cr.Status = "completed"
+	}
+	if cr.StartedAt.IsZero() {
+		cr.StartedAt = s.o.now()
+	}
+	if cr.Status == "completed" && cr.CompletedAt.IsZero() {
+		cr.CompletedAt = s.o.now()
+	}
+	s.checkRuns[cr.ID] = &cr
+	return cr.ID
 }
 
 // SetPermission gives user a role on repo: admin, maintain, write, triage, read or none.

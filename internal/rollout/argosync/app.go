@@ -94,6 +94,15 @@ func (r *appRun) run(ctx context.Context, revision string) {
 		}
 	}
 
+	// 0. An app that tracks another revision than the branch the revision is the tip of is not this change's to
+	// roll out: syncing it to the revision would pin it there (Options.Branch).
+	if opts.Branch != "" {
+		if rev, ok := r.t.tracks(cur, opts.Branch); !ok {
+			r.finish(OutcomeSkipped, cur, "not rolled out: tracks %s, not %s", rev, opts.Branch)
+			return
+		}
+	}
+
 	// 1. Wait until the revision resolves (status.sync.revision is what targetRevision resolved to).
 	pinned := false
 	if !r.t.resolved(cur) {

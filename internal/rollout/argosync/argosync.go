@@ -78,6 +78,11 @@ type Options struct {
 	// RequireResolved.
 	ResolveTimeout  time.Duration
 	RequireResolved bool
+	// Branch, when set, is the branch the revision is the tip of (the repository's default branch): an app whose
+	// targetRevision (of its sources from RepoURL, for a multi-source app) does not resolve there — anything but
+	// empty, HEAD, Branch or refs/heads/<Branch>: another branch, a tag, a fixed commit — is not synced to the
+	// revision; it ends skipped, "not rolled out: tracks <rev>, not <Branch>".
+	Branch string
 	// StallTimeout: when the stream said nothing about a waited-on app for this long, the app is read once
 	// (Argo CD drops events for slow streams); the interval doubles up to 5m (default 30s).
 	StallTimeout time.Duration

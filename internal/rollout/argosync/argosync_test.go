@@ -144,6 +144,27 @@ func TestOutcomes(t *testing.T) {
 		{name: "targetRevision pinned elsewhere, resolution required", app: fleetApp{name: "web", mod: pinnedOld},
 			opts:    argosync.Options{ResolveTimeout: 20 * time.Second, RequireResolved: true},
 			outcome: argosync.OutcomeFailed, message: `targetRevision "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a" resolves to 0a0a0a0a0a, not 1b1b1b1b1b`, syncs: 0, maxCalls: 1},
+		// With the branch the revision is the tip of (a merge's rollout), an app tracking anything else is not
+		// synced to the revision: that would pin it to a commit its targetRevision does not name.
+		{name: "targetRevision a tag: not rolled out", app: fleetApp{name: "web", mod: func(a *v1alpha1.Application) { a.Spec.Source.TargetRevision = "v1.2.0" }},
+			opts:    argosync.Options{ResolveTimeout: 20 * time.Second, Branch: "main"},
+			outcome: argosync.OutcomeSkipped, message: "not rolled out: tracks v1.2.0, not main", syncs: 0, maxCalls: 0},
+		{name: "targetRevision a fixed commit: not rolled out", app: fleetApp{name: "web", mod: pinnedOld},
+			opts:    argosync.Options{ResolveTimeout: 20 * time.Second, Branch: "main"},
+			outcome: argosync.OutcomeSkipped, message: "not rolled out: tracks 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a, not main", syncs: 0, maxCalls: 0},
+		{name: "targetRevision another branch: not rolled out", app: fleetApp{name: "web", mod: func(a *v1alpha1.Application) { a.Spec.Source.TargetRevision = "refs/heads/release" }},
+			opts:    argosync.Options{Branch: "main"},
+			outcome: argosync.OutcomeSkipped, message: "not rolled out: tracks refs/heads/release, not main", syncs: 0, maxCalls: 0},
+		{name: "targetRevision HEAD tracks the branch", app: fleetApp{name: "web"}, opts: argosync.Options{Branch: "main"},
+			outcome: argosync.OutcomeSynced, message: "applied 1b1b1b1b1b, Healthy", syncs: 1, maxCalls: 2, syncState: v1alpha1.SyncStatusCodeSynced},
+		{name: "multi-source app whose source from the repository is on another branch", app: fleetApp{name: "web", live: []string{"c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0", oldRev}, mod: func(a *v1alpha1.Application) {
+			a.Spec.Source = nil
+			a.Spec.Sources = v1alpha1.ApplicationSources{
+				{RepoURL: "https://charts.example.com", Chart: "web", TargetRevision: "1.4.0"},
+				{RepoURL: repo, TargetRevision: "staging", Ref: "values"},
+			}
+		}}, opts: argosync.Options{RepoURL: repo, Branch: "main"},
+			outcome: argosync.OutcomeSkipped, message: "not rolled out: tracks staging, not main", syncs: 0, maxCalls: 0},
 		{name: "revision resolves after a webhook", app: fleetApp{name: "web"},
 			before: func(t *testing.T, e *env) { e.sim.SetRef("HEAD", oldRev); e.sim.RefreshAll() },
 			during: func(e *env) {

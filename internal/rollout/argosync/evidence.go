@@ -31,6 +31,29 @@ func sourcePositions(app *v1alpha1.Application, repo string) []int64 {
 	return out
 }
 
+// tracks reports whether the app's targetRevision — of each source at the target's positions, or of its single
+// source — resolves to the tip of branch, and otherwise the first one that does not. Argo CD resolves an empty
+// targetRevision as HEAD, the remote's default branch (util/git/client.go, nativeGitClient.lsRemote).
+func (t target) tracks(app *v1alpha1.Application, branch string) (string, bool) {
+	revs := []string{app.Spec.GetSource().TargetRevision}
+	if t.positions != nil {
+		revs = revs[:0]
+		for _, p := range t.positions {
+			if int(p) <= len(app.Spec.Sources) {
+				revs = append(revs, app.Spec.Sources[p-1].TargetRevision)
+			}
+		}
+	}
+	for _, rev := range revs {
+		switch rev {
+		case "", "HEAD", branch, "refs/heads/" + branch:
+		default:
+			return rev, false
+		}
+	}
+	return "", true
+}
+
 func normalizeRepo(u string) string {
 	u = strings.ToLower(strings.TrimSpace(u))
 	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
