@@ -73,6 +73,12 @@ func (everyTime) FinishPreview(context.Context, store.PreviewKey) error         
 func (everyTime) ReleasePreview(context.Context, store.PreviewKey) error              { return nil }
 func (everyTime) CheckRunID(context.Context, string, string, string) (int64, error)   { return 0, nil }
 func (everyTime) SaveCheckRunID(context.Context, string, string, string, int64) error { return nil }
+func (everyTime) SaveComment(context.Context, store.PreviewKey, []string) error       { return nil }
+func (everyTime) ShowComment(context.Context, store.PreviewKey) error                 { return nil }
+func (everyTime) Comment(context.Context, store.PreviewKey) ([]string, error)         { return nil, nil }
+func (everyTime) ShownComment(context.Context, string, int) (store.PreviewKey, error) {
+	return store.PreviewKey{}, nil
+}
 
 // BenchmarkWebhookToCommentArgoCD is BenchmarkWebhookToComment with Argo CD configured — the simulator, in
 // process: clusters and their labels come from it, and the 50 affected apps are compared with their live state.

@@ -29,7 +29,12 @@
 //     delivery naming it — reopened, ready_for_review, synchronize redelivered, a redelivery under a new id —
 //     finds it done or running and makes no GitHub call. Only check_run/check_suite rerequested and /plan
 //     recompute a change done. A preview cancelled, stale or whose posting failed gives its claim back; a claim
-//     left by a replica that died expires after 30 minutes.
+//     left by a replica that died expires after 30 minutes. The comment posted for each change is kept there
+//     too, with the change the pull request's comment shows: a delivery naming a change done that the comment
+//     does not show (the head returned to an earlier commit: a force-push back, deliveries of several heads out
+//     of order) reads the pull request once, and when its head is that change's, the comment is re-pointed at
+//     the change's recorded comment — no preview, no check run (the head's are on the commit) —, so the comment
+//     always shows the head that would merge, named in its title (#34).
 //  1. The event's head is checked against the pull request's current head (GitHub does not deliver in order):
 //     an event for an older head is dropped, so it cannot cancel the newer preview.
 //  2. A preview of another head of the same pull request still running is cancelled (context cancellation

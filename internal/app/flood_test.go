@@ -16,6 +16,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Bounds of one head's GitHub calls (token requests aside), a preview with a one-part comment: the pull
@@ -177,6 +178,11 @@ func (fl *flood) send(ds []delivery) {
 	wg.Wait()
 }
 
+// stale counts the deliveries found stale by the one read of the pull request each costs.
+func (fl *flood) stale() int {
+	return strings.Count(fl.h.logs.String(), "stale event: the pull request's head is now another commit")
+}
+
 // checkHeads checks that no head got more than one check run of each name, and that the last one got both,
 // completed with results.
 func (fl *flood) checkHeads() {
@@ -220,8 +226,9 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 
 	reqs := h.fake.Requests()
 	got := ops(reqs)
-	t.Logf("%d deliveries for %d pushes: %d previews, %d GitHub calls (%.1f per head), %d content-creating; by operation %v",
-		sent, pushes, fl.previews.n.Load(), total(got), float64(total(got))/pushes, writes(reqs), got)
+	stale := fl.stale()
+	t.Logf("%d deliveries for %d pushes: %d previews, %d GitHub calls (%.1f per head), %d content-creating, %d stale deliveries read; by operation %v",
+		sent, pushes, fl.previews.n.Load(), total(got), float64(total(got))/pushes, writes(reqs), stale, got)
 	if n := fl.previews.n.Load(); n != pushes {
 		t.Errorf("%d previews for %d heads; want one per head", n, pushes)
 	}
@@ -229,8 +236,8 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 	if got["checks/create"] != 2*pushes {
 		t.Errorf("%d check runs created for %d heads; want 2 per head", got["checks/create"], pushes)
 	}
-	if n := total(got); n > callsPerHead*pushes {
-		t.Errorf("%d GitHub calls for %d heads; want at most %d per head", n, pushes, callsPerHead)
+	if n := total(got); n > callsPerHead*pushes+stale {
+		t.Errorf("%d GitHub calls for %d heads and %d stale deliveries; want at most %d per head plus one per stale delivery", n, pushes, stale, callsPerHead)
 	}
 	if n := writes(reqs); n > writesPerHead*pushes || int64(n) != fl.budget.takes.Load() {
 		t.Errorf("%d content-creating calls, %d through the write budget; want at most %d per head, every one through it", n, fl.budget.takes.Load(), writesPerHead)
@@ -239,7 +246,9 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 		t.Errorf("the webhooks server saw no duplicate delivery id: %+v", s)
 	}
 
-	// A restart (or another replica) on the same store: the same changes named again cost nothing.
+	// A restart (or another replica) on the same store: the same changes named again are not previewed again
+	// and write nothing; the head the comment shows costs nothing, another head one read of the pull request
+	// (has its head returned there? #34).
 	h.restart()
 	before, previewed := len(h.fake.Requests()), fl.previews.n.Load()
 	var again []delivery
@@ -250,9 +259,11 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 	}
 	fl.send(again)
 	h.wait()
-	if after := h.fake.Requests()[before:]; len(after) != 0 || fl.previews.n.Load() != previewed {
-		t.Fatalf("after a restart, %d deliveries of changes already previewed made %d previews and GitHub calls %v; want none", len(again), fl.previews.n.Load()-previewed, ops(after))
+	after := h.fake.Requests()[before:]
+	if reads := ops(after)["pulls/get"]; writes(after) != 0 || reads != total(ops(after)) || reads > 3*(len(f.heads)-1) || fl.previews.n.Load() != previewed {
+		t.Fatalf("after a restart, %d deliveries of changes already previewed made %d previews and GitHub calls %v; want none but one read per delivery of a head not shown", len(again), fl.previews.n.Load()-previewed, ops(after))
 	}
+	before = len(h.fake.Requests())
 
 	// A re-run after the restart recomputes, updating the head's check runs found in the store.
 	var diffID int64
@@ -265,9 +276,9 @@ func TestFloodOfDeliveriesPreviewsEachHeadOnce(t *testing.T) {
 	})
 	fl.send([]delivery{{"check_run", fl.newID(), rerun}})
 	h.wait()
-	after := ops(h.fake.Requests()[before:])
-	if fl.previews.n.Load() != previewed+1 || after["checks/create"] != 0 || after["checks/update"] != 2 {
-		t.Fatalf("a re-run after the restart made %d previews and %v; want 1 preview updating both check runs, creating none", fl.previews.n.Load()-previewed, after)
+	afterRerun := ops(h.fake.Requests()[before:])
+	if fl.previews.n.Load() != previewed+1 || afterRerun["checks/create"] != 0 || afterRerun["checks/update"] != 2 {
+		t.Fatalf("a re-run after the restart made %d previews and %v; want 1 preview updating both check runs, creating none", fl.previews.n.Load()-previewed, afterRerun)
 	}
 }
 
@@ -289,7 +300,7 @@ func TestFloodOfInterleavedPushes(t *testing.T) {
 
 	reqs := fl.h.fake.Requests()
 	got := ops(reqs)
-	stale := strings.Count(fl.h.logs.String(), "stale event: the pull request's head is now another commit")
+	stale := fl.stale()
 	t.Logf("%d deliveries for %d interleaved pushes: %d previews, %d GitHub calls, %d content-creating, %d stale deliveries; by operation %v",
 		sent, pushes, fl.previews.n.Load(), total(got), writes(reqs), stale, got)
 	fl.checkHeads()
@@ -304,5 +315,58 @@ func TestFloodOfInterleavedPushes(t *testing.T) {
 	}
 	if n := writes(reqs); n > writesPerHead*pushes || int64(n) != fl.budget.takes.Load() {
 		t.Errorf("%d content-creating calls, %d through the write budget; want at most %d per head, every one through it", n, fl.budget.takes.Load(), writesPerHead)
+	}
+}
+
+// TestFloodEndsOnAnEarlierHead (#34): four heads are previewed, each under its flood, then the pull request's
+// head returns to the second one (a force-push back) while deliveries of all four heads arrive at once, as the
+// issue's held-out flood ended. The second head is not previewed again and gets no check run again, but the
+// sticky comment ends on its preview — not on the last head previewed — re-pointed from the stored comment.
+func TestFloodEndsOnAnEarlierHead(t *testing.T) {
+	const pushes = 4
+	fl := newFlood(t, pushes)
+	h, f := fl.h, fl.f
+	var firstBody string
+	for i := range f.heads {
+		fl.send(fl.push(i))
+		h.wait()
+		if i == 1 {
+			firstBody = h.fake.Comments(repoFullName, prNumber)[0].Body
+		}
+	}
+	back := f.heads[1]
+	before := ops(h.fake.Requests())
+	h.openPR(f, back) // force-pushed back
+	var ds []delivery
+	for k := 0; k < 10; k++ {
+		ds = append(ds, delivery{"pull_request", fl.newID(), fl.prEvent("synchronize", back)})
+	}
+	for _, head := range f.heads {
+		for _, action := range []string{"synchronize", "reopened", "edited"} {
+			ds = append(ds, delivery{"pull_request", fl.newID(), fl.prEvent(action, head)})
+		}
+	}
+	fl.send(ds)
+	h.wait()
+
+	after := ops(h.fake.Requests())
+	t.Logf("%d deliveries after the return to head 2: GitHub calls %v", len(ds), after)
+	if n := fl.previews.n.Load(); n != pushes {
+		t.Errorf("%d previews for %d heads; want one per head, the return recomputing nothing", n, pushes)
+	}
+	if after["checks/create"] != before["checks/create"] || after["checks/update"] != before["checks/update"] {
+		t.Errorf("check runs touched by the return: %v, then %v", before, after)
+	}
+	fl.checkHeads()
+	comments := h.fake.Comments(repoFullName, prNumber)
+	want := "fleetwave preview `" + text.Short(f.base, 7) + ".." + text.Short(back, 7) + "`"
+	if len(comments) != 1 || !strings.Contains(comments[0].Body, want) {
+		t.Fatalf("the comment does not show the pull request's head: want %s in\n%.300s", want, comments[0].Body)
+	}
+	if comments[0].Body != firstBody {
+		t.Errorf("the comment is not head 2's preview as first posted")
+	}
+	if w := writes(h.fake.Requests()); int64(w) != fl.budget.takes.Load() {
+		t.Errorf("%d content-creating calls, %d through the write budget; want every one through it", w, fl.budget.takes.Load())
 	}
 }

@@ -68,3 +68,37 @@ func TestMemPreviews(t *testing.T) {
 		}
 	}
 }
+
+// TestMemPreviewsComments: the comment per change and the one each pull request shows, as the store keeps them
+// (storetest's previews group); the oldest comment forgotten beyond max.
+func TestMemPreviewsComments(t *testing.T) {
+	ctx := context.Background()
+	m := newMemPreviews(time.Now, 2)
+	a := store.PreviewKey{Repo: "octo/fleet", PR: 34, Head: "a", Base: "b"}
+	b, c := a, a
+	b.Head, c.Head = "b", "c"
+	if err := m.ShowComment(ctx, a); err == nil {
+		t.Fatal("ShowComment of a change with no comment succeeded")
+	}
+	_ = m.SaveComment(ctx, a, []string{"A"})
+	_ = m.SaveComment(ctx, b, []string{"B"})
+	if k, _ := m.ShownComment(ctx, a.Repo, a.PR); k != b {
+		t.Fatalf("shown %v; want B", k)
+	}
+	if err := m.ShowComment(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := m.ShownComment(ctx, a.Repo, a.PR); k != a {
+		t.Fatalf("shown %v after returning to A; want A", k)
+	}
+	if p, _ := m.Comment(ctx, a); len(p) != 1 || p[0] != "A" {
+		t.Fatalf("Comment(A) = %q", p)
+	}
+	_ = m.SaveComment(ctx, c, []string{"C"}) // A, the oldest, is forgotten
+	if p, _ := m.Comment(ctx, a); p != nil {
+		t.Fatalf("Comment(A) = %q after it was forgotten; want nil", p)
+	}
+	if k, _ := m.ShownComment(ctx, a.Repo, a.PR); k != c {
+		t.Fatalf("shown %v; want C", k)
+	}
+}

@@ -137,8 +137,7 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 		return fmt.Errorf("previewing %s#%d: %w", ch.Repo, ch.Number, err)
 	}
 	if !claimed {
-		log.Info("this change is already previewed or being previewed: nothing to do (re-run the check or comment /plan to recompute)")
-		return nil
+		return a.showAgain(ctx, ch, done)
 	}
 	finished := false
 	defer func() {
@@ -192,6 +191,73 @@ func (a *App) OnPullRequest(ctx context.Context, ch Change) error {
 		}
 	}
 	return err
+}
+
+// showAgain handles a delivery naming a change already previewed or being previewed. When the change is done
+// and the sticky comment shows another one, the pull request's head may have returned to it (a force-push back
+// to an earlier commit, or deliveries of several heads answered out of order): if GitHub says the head is the
+// change's, the comment is re-pointed at the change's recorded comment — no preview, no check run (the head's
+// are on the commit already) — so that it always shows what would merge. It costs nothing when the comment
+// shows the change, and one read of the pull request otherwise.
+func (a *App) showAgain(ctx context.Context, ch Change, k store.PreviewKey) error {
+	log := logFrom(ctx)
+	shown, err := a.previews.ShownComment(ctx, ch.Repo, ch.Number)
+	if err != nil {
+		return fmt.Errorf("previewing %s#%d: %w", ch.Repo, ch.Number, err)
+	}
+	if shown == k {
+		log.Info("this change is already previewed and its comment shown: nothing to do (re-run the check or comment /plan to recompute)")
+		return nil
+	}
+	parts, err := a.previews.Comment(ctx, k)
+	if err != nil {
+		return fmt.Errorf("previewing %s#%d: %w", ch.Repo, ch.Number, err)
+	}
+	if parts == nil {
+		log.Info("this change is being previewed: nothing to do (re-run the check or comment /plan to recompute)")
+		return nil
+	}
+	client, err := a.ghClient(ch.InstallationID)
+	if err != nil {
+		return err
+	}
+	// Under the pull request's lock, as publish: a preview of another head posts either before (and this
+	// re-points after it) or after, finding its head stale.
+	st := a.state(prKey{repo: ch.Repo, number: ch.Number})
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if shown, err := a.previews.ShownComment(ctx, ch.Repo, ch.Number); err != nil {
+		return fmt.Errorf("previewing %s#%d: %w", ch.Repo, ch.Number, err)
+	} else if shown == k {
+		log.Info("this change is already previewed and its comment shown: nothing to do (re-run the check or comment /plan to recompute)")
+		return nil // another delivery of the same head re-pointed it meanwhile
+	}
+	cur, err := client.PullRequest(ctx, ch.Repo, ch.Number)
+	if err != nil {
+		return fmt.Errorf("reading %s#%d to tell whether its head returned to %s: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), err)
+	}
+	if cur.State == "closed" {
+		log.Info("pull request closed: its comment is left as it is")
+		return nil
+	}
+	if cur.HeadSHA != ch.Head {
+		log.Info("stale event: the pull request's head is now another commit", slog.String("current", text.Short(cur.HeadSHA, 7)))
+		return nil
+	}
+	if st.run != nil && st.run.head != ch.Head {
+		st.run.cancel(errSuperseded) // a preview of a head the pull request left: its results would not be posted
+	}
+	st.head = ch.Head
+	pctx := context.WithoutCancel(ctx)
+	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
+		return fmt.Errorf("showing the preview of %s#%d at %s again: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), err)
+	}
+	if err := a.previews.ShowComment(pctx, k); err != nil {
+		log.Warn("recording the comment shown", slog.Any("error", err))
+	}
+	log.Info("the pull request's head returned to a commit already previewed: its comment is shown again, not recomputed",
+		slog.String("was", text.Short(shown.Head, 7)))
+	return nil
 }
 
 // releasePreview gives up the claim of a change not posted (cancelled, stale, or its posting failed), so that
@@ -447,6 +513,9 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	var errs []error
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
 		errs = append(errs, err)
+	} else if err := a.previews.SaveComment(pctx, previewKey(ch), parts); err != nil {
+		// Only a later return of the head to this commit needs it: the comment would then not be re-pointed.
+		log.Warn("recording the comment posted", slog.Any("error", err))
 	}
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
 	posted = len(errs) == 0

@@ -824,7 +824,19 @@ func describe(a *discover.App) report.App {
 		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project,
 		Cluster: cluster, Server: server, File: a.File, AppSet: a.AppSet, Parent: a.Parent,
 		Resources: []diff.Resource{}, Hooks: []diff.Resource{}, ReadFiles: []string{},
+		DestinationNamespace: a.App.Spec.Destination.Namespace, ReleaseName: releaseName(a),
 	}
+}
+
+// releaseName is the Helm release name the app's sources set, "" when none does (the app's name, Argo CD's
+// default: reposerver/repository/repository.go, templateOpts.Name).
+func releaseName(a *discover.App) string {
+	for _, src := range a.App.Spec.GetSources() {
+		if src.Helm != nil && src.Helm.ReleaseName != "" {
+			return src.Helm.ReleaseName
+		}
+	}
+	return ""
 }
 
 // fill describes an app present on one side only (added: head outcome; removed: base outcome).

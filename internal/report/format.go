@@ -158,6 +158,9 @@ func (r *Report) WriteText(w io.Writer) error {
 // writeGroupText writes one group: its apps, then the change once.
 func writeGroupText(bw *bufio.Writer, g *Group, fold bool) {
 	a := g.first()
+	if len(g.own) > 0 { // the group alone: its apps' values where they agree
+		a = mapApp(a, func(s string) string { return restore(s, g.own) })
+	}
 	fmt.Fprintf(bw, "\n=== %s\n", sectionSummary([]*Group{g}, len(g.members)))
 	if len(g.members) > 1 {
 		bw.WriteString("apps:")
@@ -171,6 +174,9 @@ func writeGroupText(bw *bufio.Writer, g *Group, fold bool) {
 			}
 		}
 		bw.WriteString("\n")
+	}
+	if l := legendOf(placeholdersIn(a)); l != "" {
+		fmt.Fprintf(bw, "%s\n", strings.ReplaceAll(l, "`", ""))
 	}
 	if a.Error != "" {
 		fmt.Fprintf(bw, "not rendered: %s\n", a.Error)
@@ -837,6 +843,9 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts boo
 	} else if u := urls[a.Key()]; u != "" {
 		fmt.Fprintf(&b, "[Open in Argo CD](%s)\n\n", u)
 	}
+	if l := legend(sec); l != "" {
+		fmt.Fprintf(&b, "%s\n\n", l)
+	}
 	if a.Error != "" {
 		fmt.Fprintf(&b, "Not rendered: %s\n\n", markdown.Escape(a.Error))
 	}
@@ -911,6 +920,10 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts boo
 		return blocks
 	}
 	for i, g := range sec {
+		own[i] = restore(own[i], g.own) // a variant's own hunks as its apps have them, where they agree
+		if ownHooks != nil {
+			ownHooks[i] = restore(ownHooks[i], g.own)
+		}
 		var v strings.Builder
 		label := fmt.Sprintf("#%d.%d %s → %s", g.Section, i+1, g.first().Key(), g.first().cluster())
 		if len(g.members) > 1 {

@@ -35,28 +35,47 @@ type Group struct {
 	// that change the same resources the same way except for some hunks (cluster-specific values) share a
 	// section, which shows the common diffs once and each variant's own.
 	Section int `json:"section"`
+	// Placeholders are the parts of the apps' own identity that the section shows as placeholders because
+	// they differ between its apps ("‹app›": each app's name, "‹release›", "‹namespace›", "‹cluster›"); each
+	// app's change is the shown one with its own values put back (identity.go).
+	Placeholders []string `json:"placeholders,omitempty"`
 
 	members []*App // the apps, in the order of Apps
+	// view is what the group's section shows of its change: its first app's, with the identity values that
+	// differ between the section's apps written as placeholders (the first app itself when none do).
+	view *App
+	// own are the identity values the same for every app of the group but not of its section: a variant's own
+	// hunks are shown with them written back.
+	own map[string]string
 }
 
-// first is the group's representative app (its diff is every member's diff).
-func (g *Group) first() *App { return g.members[0] }
+// first is the group's representative app, as its section shows it (its diff is every member's diff, with
+// each member's identity in the placeholders).
+func (g *Group) first() *App {
+	if g.view != nil {
+		return g.view
+	}
+	return g.members[0]
+}
 
 // grouped reports whether an app takes part in the grouped sections: it is shown and not a failure (failures
 // are listed apart, one line each).
 func grouped(a *App) bool { return shown(a) && a.Status != StatusError }
 
-// groups groups the shown apps by identical change and orders groups and their apps by rollout order: wave,
-// then batch (unplanned apps last), then app key.
+// groups groups the shown apps by identical change modulo their own identity (identity.go) and orders groups
+// and their apps by rollout order: wave, then batch (unplanned apps last), then app key.
 func (r *Report) groups() []Group {
 	byDigest := map[string]*Group{}
 	var order []*Group
+	norms := map[*App]normal{}
 	for i := range r.Apps {
 		a := &r.Apps[i]
 		if !grouped(a) {
 			continue
 		}
-		d := changeDigest(a)
+		n, subs := normalized(a)
+		norms[a] = normal{n, subs}
+		d := changeDigest(n)
 		g, ok := byDigest[d]
 		if !ok {
 			g = &Group{Status: a.Status, Counts: a.Counts, Digest: d}
@@ -67,6 +86,7 @@ func (r *Report) groups() []Group {
 	}
 	for _, g := range order {
 		slices.SortStableFunc(g.members, compareRollout)
+		g.view = norms[g.members[0]].app // the section's family compares normalized changes
 	}
 	sort.SliceStable(order, func(i, j int) bool { return compareRollout(order[i].first(), order[j].first()) < 0 })
 	out := make([]Group, len(order))
@@ -98,7 +118,65 @@ func (r *Report) groups() []Group {
 		out[i] = *g
 	}
 	assignSections(out)
+	for _, sec := range sections(out) {
+		setViews(sec, norms)
+	}
 	return out
+}
+
+// normal is an app's normalized change and identity.
+type normal struct {
+	app  *App
+	subs []substitution
+}
+
+// setViews sets what a section shows of each of its groups: the placeholders whose value is the same for every
+// app of the section are written back, the others stay (and are the groups' Placeholders). A section of one
+// app shows it as it is.
+func setViews(sec []*Group, norms map[*App]normal) {
+	apps := 0
+	for _, g := range sec {
+		apps += len(g.members)
+	}
+	if apps == 1 {
+		sec[0].view = nil
+		return
+	}
+	var all []*App
+	for _, g := range sec {
+		all = append(all, g.members...)
+	}
+	values := constants(all, norms)
+	for _, g := range sec {
+		n := norms[g.members[0]]
+		if len(n.subs) == 0 {
+			g.view = nil
+			continue
+		}
+		g.view = mapApp(n.app, func(s string) string { return restore(s, values) })
+		g.Placeholders = placeholdersIn(g.view)
+		if len(sec) > 1 && len(g.Placeholders) > 0 {
+			g.own = constants(g.members, norms)
+		}
+	}
+}
+
+// constants are the identity values the same for every one of apps.
+func constants(apps []*App, norms map[*App]normal) map[string]string {
+	values := map[string]string{}
+	varies := map[string]bool{}
+	for _, m := range apps {
+		for _, s := range norms[m].subs {
+			if v, ok := values[s.placeholder]; ok && v != s.value {
+				varies[s.placeholder] = true
+			}
+			values[s.placeholder] = s.value
+		}
+	}
+	for ph := range varies {
+		delete(values, ph)
+	}
+	return values
 }
 
 // family is the section key of a group: what it deploys and the shape of its change (which resources and hooks
@@ -181,7 +259,8 @@ func (a *App) cluster() string {
 }
 
 // changeDigest hashes everything an app's section shows except the app's identity (name, cluster, wave,
-// files): two apps with the same digest render the same section body.
+// files): two apps with the same digest render the same section body. Grouping hashes the normalized app
+// (identity.go), so that the identity in the text is left out too.
 func changeDigest(a *App) string {
 	h := sha256.New()
 	field := func(parts ...string) {

@@ -119,6 +119,11 @@ type App struct {
 	// change goes into (a tag, another branch, a commit): Argo CD syncs the app to that revision, not to the
 	// merge, so the plan gives it no wave slot.
 	PinnedRevision string `json:"pinnedRevision,omitempty"`
+	// DestinationNamespace is the app's destination namespace, and ReleaseName the Helm release name its source
+	// sets (empty: the app's name, Argo CD's default). With the name and the cluster they are the app's own
+	// identity, which the comment's grouping leaves out (docs/contract.md, Groups).
+	DestinationNamespace string `json:"destinationNamespace,omitempty"`
+	ReleaseName          string `json:"releaseName,omitempty"`
 	// Ignored is the number of the app's objects (on the side that had more) from which the release policy's
 	// diff.ignore removed fields before the diff.
 	Ignored int `json:"ignored,omitempty"`

@@ -38,6 +38,8 @@
 //	            force — a re-run or /plan —, a running one only once its claim expired), pruned by age
 //	head_check_runs  the check-run ids fleetwave created on a commit, by name (created once per head, then
 //	            updated, after a restart too)
+//	preview_comments  the sticky comment posted per pull request change (parts), and which change the pull
+//	            request's comment shows (SaveComment, ShowComment, ShownComment), pruned by age
 //
 // Every mutable row carries a version: updates are compare-and-set (the caller presents the version it read;
 // ErrConflict when the row changed since, ErrInvalidTransition when its state does not allow the move).

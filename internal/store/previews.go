@@ -124,7 +124,7 @@ ON CONFLICT (repo, head_sha, name) DO UPDATE SET check_run_id = excluded.check_r
 	return nil
 }
 
-// PrunePreviews deletes the previews and check-run ids last written more than olderThan ago (a running claim
+// PrunePreviews deletes the previews, check-run ids and comments last written more than olderThan ago (a running claim
 // only once expired), and returns how many rows it deleted. A change pruned is previewed again if a delivery
 // names it later.
 func (s *Store) PrunePreviews(ctx context.Context, olderThan time.Duration) (int64, error) {
@@ -140,6 +140,7 @@ func (s *Store) PrunePreviews(ctx context.Context, olderThan time.Duration) (int
 	}{
 		{"DELETE FROM previews WHERE updated_at < ? AND (state = 'done' OR claimed_until < ?)", []any{cutoff, s.d.timeArg(now)}},
 		{"DELETE FROM head_check_runs WHERE created_at < ?", []any{cutoff}},
+		{"DELETE FROM preview_comments WHERE updated_at < ?", []any{cutoff}},
 	} {
 		res, err := s.w.ExecContext(ctx, s.d.q(q.sql), q.args...)
 		if err != nil {

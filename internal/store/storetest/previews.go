@@ -139,6 +139,49 @@ var previewTests = []test{
 			t.Fatalf("claim of a change done before the restart = %v, %v; want false", got, err)
 		}
 	}},
+	{"the comment per change and the one shown, kept across a restart", func(t *testing.T, e *env) {
+		a, b := previewKey, previewKey
+		b.Head = "b0b0b0b0b0"
+		if k, err := e.s.ShownComment(e.ctx, a.Repo, a.PR); err != nil || k != (store.PreviewKey{}) {
+			t.Fatalf("ShownComment before any = %v, %v; want none", k, err)
+		}
+		if err := e.s.ShowComment(e.ctx, a); err == nil {
+			t.Fatal("ShowComment of a change with no comment recorded succeeded")
+		}
+		for _, c := range []struct {
+			k     store.PreviewKey
+			parts []string
+		}{{a, []string{"comment of A", "part 2 of A"}}, {b, []string{"comment of B"}}} {
+			if err := e.s.SaveComment(e.ctx, c.k, c.parts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		other := a
+		other.PR = 22
+		if err := e.s.SaveComment(e.ctx, other, []string{"another PR"}); err != nil {
+			t.Fatal(err)
+		}
+		if k, err := e.s.ShownComment(e.ctx, a.Repo, a.PR); err != nil || k != b {
+			t.Fatalf("ShownComment after B = %v, %v; want %v", k, err, b)
+		}
+		if err := e.s.ShowComment(e.ctx, a); err != nil { // the head returned to A
+			t.Fatal(err)
+		}
+		e.s.Close()
+		s := e.open()
+		if k, err := s.ShownComment(e.ctx, a.Repo, a.PR); err != nil || k != a {
+			t.Fatalf("ShownComment after returning to A and a restart = %v, %v; want %v", k, err, a)
+		}
+		if parts, err := s.Comment(e.ctx, a); err != nil || len(parts) != 2 || parts[0] != "comment of A" || parts[1] != "part 2 of A" {
+			t.Fatalf("Comment(A) = %q, %v", parts, err)
+		}
+		if parts, err := s.Comment(e.ctx, store.PreviewKey{Repo: a.Repo, PR: a.PR, Head: "none", Base: a.Base}); err != nil || parts != nil {
+			t.Fatalf("Comment of a change never posted = %q, %v; want nil", parts, err)
+		}
+		if k, err := s.ShownComment(e.ctx, other.Repo, other.PR); err != nil || k != other {
+			t.Fatalf("ShownComment of another PR = %v, %v; want %v", k, err, other)
+		}
+	}},
 	{"prune by age", func(t *testing.T, e *env) {
 		old := previewKey
 		if err := e.s.FinishPreview(e.ctx, old); err != nil {

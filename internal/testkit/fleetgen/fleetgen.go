@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // AppsPerCluster is the number of Applications each cluster gets: HelmApps then KustomizeApps.
@@ -32,16 +33,30 @@ func Cluster(i int) string { return fmt.Sprintf("c-%04d", i) }
 // Env is the environment of cluster i.
 func Env(i int) string { return Envs[i%len(Envs)] }
 
+// Options shape a fleet beyond its size.
+type Options struct {
+	// ReleaseNames gives the fleet the shape of nearly every real chart: the Helm apps set no helm.releaseName,
+	// so the release is the app's name as Argo CD renders it ("c-0000-web"), and the charts name their objects
+	// after it ({{ .Release.Name }}, {{ .Release.Name }}-service, the app.kubernetes.io/instance label); the
+	// Deployments of charts and Kustomize bases carry revisionHistoryLimit: 5 (ChangeRevisionHistory's line).
+	ReleaseNames bool
+}
+
 // Write writes a fleet of clusters × AppsPerCluster Applications into dir (created when missing); every
 // Application's source repoURL is repoURL.
 func Write(dir, repoURL string, clusters int) error {
-	w := writer{dir: dir}
+	return WriteWith(dir, repoURL, clusters, Options{})
+}
+
+// WriteWith is Write with options.
+func WriteWith(dir, repoURL string, clusters int, o Options) error {
+	w := writer{dir: dir, o: o}
 	for _, c := range []string{"web", "worker", "cache"} {
 		w.file("charts/"+c+"/Chart.yaml", "apiVersion: v2\nname: "+c+"\nversion: 1.4.2\nappVersion: \"2.1.0\"\n")
 		w.file("charts/"+c+"/values.yaml", chartValues)
 		w.file("charts/"+c+"/templates/_helpers.tpl", helpers)
-		w.file("charts/"+c+"/templates/deployment.yaml", chartDeployment)
-		w.file("charts/"+c+"/templates/service.yaml", chartService)
+		w.file("charts/"+c+"/templates/deployment.yaml", o.chartDeployment(5))
+		w.file("charts/"+c+"/templates/service.yaml", o.chartService())
 		w.file("charts/"+c+"/templates/configmap.yaml", chartConfigMap)
 	}
 	for _, a := range HelmApps {
@@ -52,7 +67,7 @@ func Write(dir, repoURL string, clusters int) error {
 	}
 	for _, k := range KustomizeApps {
 		w.file("kustomize/base/"+k+"/kustomization.yaml", "resources: [deployment.yaml, service.yaml]\nlabels:\n- pairs: {app.kubernetes.io/part-of: "+k+"}\nconfigMapGenerator:\n- name: "+k+"-config\n  literals: [APP="+k+"]\n")
-		w.file("kustomize/base/"+k+"/deployment.yaml", Deployment(k, "1.0.0"))
+		w.file("kustomize/base/"+k+"/deployment.yaml", o.deployment(k, 5))
 		w.file("kustomize/base/"+k+"/service.yaml", fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %[1]s}\nspec: {ports: [{port: 80, targetPort: 8080}], selector: {app: %[1]s}}\n", k))
 		for _, e := range Envs {
 			w.file("kustomize/env/"+e+"/"+k+"/kustomization.yaml", fmt.Sprintf(
@@ -63,6 +78,19 @@ func Write(dir, repoURL string, clusters int) error {
 		if err := writeCluster(&w, repoURL, i, 0); err != nil {
 			return err
 		}
+	}
+	return w.err
+}
+
+// ChangeRevisionHistory is the fleet-wide one-line change of a WriteWith(ReleaseNames) fleet: every chart's and
+// every Kustomize base's Deployment goes from revisionHistoryLimit 5 to limit, so that every app changes.
+func ChangeRevisionHistory(dir string, limit int) error {
+	w := writer{dir: dir, o: Options{ReleaseNames: true}}
+	for _, c := range []string{"web", "worker", "cache"} {
+		w.file("charts/"+c+"/templates/deployment.yaml", w.o.chartDeployment(limit))
+	}
+	for _, k := range KustomizeApps {
+		w.file("kustomize/base/"+k+"/deployment.yaml", w.o.deployment(k, limit))
 	}
 	return w.err
 }
@@ -94,6 +122,12 @@ func ChangedClusters(clusters, changed int) []int {
 	return out
 }
 
+// ClusterValues is the file of cluster i's values of Helm app name (its last value file), for a change of one
+// app only.
+func ClusterValues(i int, name string) string {
+	return "clusters/" + Cluster(i) + "/values/" + name + ".yaml"
+}
+
 func writeCluster(w *writer, repoURL string, i, generation int) error {
 	c, env := Cluster(i), Env(i)
 	w.file("clusters/"+c+"/secret.yaml", fmt.Sprintf(`apiVersion: v1
@@ -110,8 +144,12 @@ stringData: {name: %[1]s, server: "https://%[1]s.example.com"}
 			extra = fmt.Sprintf("  ROLLOUT: \"g%d\"\n", generation)
 		}
 		w.file("clusters/"+c+"/values/"+a.Name+".yaml", fmt.Sprintf("config:\n  CLUSTER: %s\n%sresources: {requests: {cpu: %dm}}\n", c, extra, 100+i%4*50))
+		release := fmt.Sprintf("      releaseName: %s\n", a.Name)
+		if w.o.ReleaseNames {
+			release = "" // the app's name, as Argo CD renders it
+		}
 		w.file("apps/"+c+"/"+a.Name+".yaml", application(c, a.Name, repoURL, "charts/"+a.Chart, fmt.Sprintf(
-			"    helm:\n      releaseName: %[1]s\n      valueFiles:\n      - ../../values/common/%[1]s.yaml\n      - ../../values/%[2]s/%[1]s.yaml\n      - ../../clusters/%[3]s/values/%[1]s.yaml\n", a.Name, env, c)))
+			"    helm:\n%[4]s      valueFiles:\n      - ../../values/common/%[1]s.yaml\n      - ../../values/%[2]s/%[1]s.yaml\n      - ../../clusters/%[3]s/values/%[1]s.yaml\n", a.Name, env, c, release)))
 	}
 	for _, k := range KustomizeApps {
 		w.file("clusters/"+c+"/kustomize/"+k+"/kustomization.yaml", fmt.Sprintf(
@@ -171,6 +209,32 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 `
 
+// chartDeployment is the charts' Deployment; with ReleaseNames it keeps limit old ReplicaSets.
+func (o Options) chartDeployment(limit int) string {
+	if !o.ReleaseNames {
+		return chartDeployment
+	}
+	return strings.Replace(chartDeployment, "  replicas: {{ .Values.replicas }}\n",
+		fmt.Sprintf("  replicas: {{ .Values.replicas }}\n  revisionHistoryLimit: %d\n", limit), 1)
+}
+
+// chartService is the charts' Service; with ReleaseNames named {{ .Release.Name }}-service.
+func (o Options) chartService() string {
+	if !o.ReleaseNames {
+		return chartService
+	}
+	return strings.Replace(chartService, `name: {{ include "app.fullname" . }}`, `name: {{ .Release.Name }}-service`, 1)
+}
+
+// deployment is a Kustomize base's Deployment; with ReleaseNames it keeps limit old ReplicaSets.
+func (o Options) deployment(name string, limit int) string {
+	d := Deployment(name, "1.0.0")
+	if !o.ReleaseNames {
+		return d
+	}
+	return strings.Replace(d, "  replicas: 1\n", fmt.Sprintf("  replicas: 1\n  revisionHistoryLimit: %d\n", limit), 1)
+}
+
 const chartDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -216,6 +280,7 @@ data:
 
 type writer struct {
 	dir string
+	o   Options
 	err error
 }
 
