@@ -36,6 +36,7 @@ type stepRun struct {
 	refused bool               // onTrigger refused: nothing recorded
 	// windowRefused: Argo CD refused the sync request because of a sync window.
 	windowRefused bool
+	repoURL       string // the rollout's repository (multi-source apps)
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -94,6 +95,7 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 		}
 		return app, err
 	}
+	t.d.noteOwnUser(app)
 	if run := runOf(ctx); run != nil {
 		run.mu.Lock()
 		if run.step.State == store.StepIntent {
@@ -210,7 +212,8 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 	if ctx.Err() != nil {
 		return s.State
 	}
-	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning}
+	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning,
+		repoURL: sp.Execution.RepoURL}
 	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.TargetRevision)
 	return d.record(ctx, run, res)
 }
@@ -284,6 +287,13 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 		}
 		d.windowRefusals.Add(1)
 		return d.saveOutcome(ctx, st, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepPending, Message: windowRefusedMessage})
+	}
+	if run.op == store.OpSync && (res.Outcome == argosync.OutcomeSynced || res.Outcome == argosync.OutcomeWaited || res.Outcome == argosync.OutcomeSkipped) {
+		// Applied, but by whom? An operation Argo CD's automated sync or a person started is not the plan's
+		// (outofplan.go), whatever the timing made it look like.
+		if f, ok := d.foreignSync(ctx, run.repoURL, st); ok {
+			return d.recordOutOfPlan(ctx, st, f)
+		}
 	}
 	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
 		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The
