@@ -96,7 +96,7 @@ func hhmmss(t time.Time) string {
 // internal/rollout/gates.go).
 func formatValue(v float64) string { return model.SampleValue(v).String() }
 
-type stepCounts struct{ total, pending, running, synced, skipped, failed, rolledBack int }
+type stepCounts struct{ total, pending, running, synced, skipped, failed, rolledBack, outOfPlan int }
 
 func countSteps(steps []store.AppStep, wave int) stepCounts {
 	var c stepCounts
@@ -118,6 +118,8 @@ func countSteps(steps []store.AppStep, wave int) stepCounts {
 			c.failed++
 		case store.StepRolledBack:
 			c.rolledBack++
+		case store.StepOutOfPlan:
+			c.outOfPlan++
 		}
 	}
 	return c
@@ -143,6 +145,8 @@ func stepLabel(s store.AppStep) string {
 		return "❌ failed"
 	case store.StepRolledBack:
 		return "↩️ rolled back"
+	case store.StepOutOfPlan:
+		return "⚠️ synced outside the plan"
 	}
 	return string(s.State)
 }
@@ -458,6 +462,10 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 		cr.Status, title = github.StatusInProgress, fmt.Sprintf("Rolling back: %d apps back so far", c.rolledBack)
 	case store.WaveRolledBack:
 		cr.Status, cr.Conclusion, title = github.StatusCompleted, github.ConclusionNeutral, fmt.Sprintf("Rolled back %d apps", c.rolledBack)
+	}
+	if c.outOfPlan > 0 {
+		// Apps Argo CD's automated sync or a person synced to the merge before the wave got to them.
+		title += fmt.Sprintf(" — %d synced outside the plan", c.outOfPlan)
 	}
 	if cr.Status == github.StatusCompleted {
 		cr.CompletedAt = w.FinishedAt

@@ -133,3 +133,29 @@ func TestActionsFitGitHubLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfPlanAppOnItsWave: an app synced to the merge outside the plan shows as such on its wave's check-run,
+// in the title and in the app table, never as skipped or pending.
+func TestOutOfPlanAppOnItsWave(t *testing.T) {
+	v := midway()
+	v.Waves[1].State, v.Waves[1].StartedAt = store.WaveAwaitingApproval, time.Time{}
+	for i := range v.Steps {
+		if v.Steps[i].Wave == 1 {
+			v.Steps[i].State, v.Steps[i].Message = store.StepPending, ""
+		}
+	}
+	v.Steps[2].State, v.Steps[2].Message = store.StepOutOfPlan, "synced outside the plan by automated sync (operation succeeded, started 12:00:01)"
+	cr := waveCheckRun(v, 1)
+	if !strings.Contains(cr.Output.Title, "1 synced outside the plan") {
+		t.Errorf("title %q", cr.Output.Title)
+	}
+	var row string
+	for _, l := range strings.Split(cr.Output.Text, "\n") {
+		if strings.Contains(l, "web-prd-2") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "synced outside the plan") || strings.Contains(row, "skipped") || strings.Contains(row, "pending") {
+		t.Errorf("web-prd-2's row: %q\n%s", row, cr.Output.Text)
+	}
+}

@@ -1095,6 +1095,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 	}
 	req.AutomatedSync = policy.AutomatedSync
 	req.OnConflict = rollout.ConflictPolicy(policy.OnConflict)
+	req.OutOfPlanSync = policy.OutOfPlanSync
 	req.Prune = req.Prune || policy.Prune
 	if pl.AppCount() == 0 {
 		req.Plan = nil

@@ -54,6 +54,7 @@ type rolloutSummary struct {
 	RolledBack []string         `json:"rolledBack"`
 	InFlight   []string         `json:"inFlight"`
 	NotStarted []string         `json:"notStarted"`
+	OutOfPlan  []failedApp      `json:"outOfPlan,omitempty"` // synced to the merge by Argo CD's automated sync or a person, not the plan
 	Waves      []waveSummaryRow `json:"waves"`
 	// ProcessGoneSince: the rollout is unfinished and not paused, but no process runs it since then (`rollout
 	// status` only): `rollout resume --argocd` or a rerun of the rollout command takes it over.
@@ -255,6 +256,9 @@ func summaryText(ev rolloutEvent) string {
 	if len(s.RolledBack) > 0 {
 		fmt.Fprintf(&b, ", %d rolled back", len(s.RolledBack))
 	}
+	if len(s.OutOfPlan) > 0 {
+		fmt.Fprintf(&b, ", %d synced outside the plan", len(s.OutOfPlan))
+	}
 	fmt.Fprintf(&b, ", %d in flight, %d not started", len(s.InFlight), len(s.NotStarted))
 	list := func(what string, apps []string) {
 		const most = 30 // the JSON summary lists them all
@@ -269,6 +273,13 @@ func summaryText(ev rolloutEvent) string {
 	list("skipped", s.Skipped)
 	for _, f := range s.Failed {
 		fmt.Fprintf(&b, "\n  failed: %s", f.App)
+		if f.Cluster != "" {
+			fmt.Fprintf(&b, " (%s)", f.Cluster)
+		}
+		fmt.Fprintf(&b, ": %s", f.Message)
+	}
+	for _, f := range s.OutOfPlan {
+		fmt.Fprintf(&b, "\n  synced outside the plan: %s", f.App)
 		if f.Cluster != "" {
 			fmt.Fprintf(&b, " (%s)", f.Cluster)
 		}
@@ -687,6 +698,8 @@ func summarize(s snapshot) *rolloutSummary {
 			sum.RolledBack = append(sum.RolledBack, name)
 		case store.StepIntent, store.StepTriggered:
 			sum.InFlight = append(sum.InFlight, name)
+		case store.StepOutOfPlan:
+			sum.OutOfPlan = append(sum.OutOfPlan, failedApp{App: name, Cluster: st.Cluster, Message: st.Message})
 		default:
 			sum.NotStarted = append(sum.NotStarted, name)
 		}

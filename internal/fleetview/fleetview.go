@@ -366,6 +366,7 @@ type wavePage struct {
 	store.Wave
 	Steps                                  []stepRow
 	Synced, InFlight, Waiting, Failed, All int
+	OutOfPlan                              int // synced to the merge by Argo CD's automated sync or a person
 	Soak, Approvers, ApprovalWhen          string
 	Gate                                   gateState
 	AwaitingApproval                       bool
@@ -434,7 +435,7 @@ func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
 			row.Duration = s.OpFinishedAt.Sub(s.IntentAt).Round(time.Second).String()
 		}
 		p.Total++
-		if s.State == store.StepSynced || s.State == store.StepSkipped {
+		if s.State == store.StepSynced || s.State == store.StepSkipped || s.State == store.StepOutOfPlan {
 			p.OnNew++
 		}
 		if s.Wave < len(p.Waves) {
@@ -444,6 +445,8 @@ func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
 			switch {
 			case s.State == store.StepSynced || s.State == store.StepSkipped:
 				wp.Synced++
+			case s.State == store.StepOutOfPlan:
+				wp.OutOfPlan++
 			case s.State.InFlight():
 				wp.InFlight++
 			case s.State == store.StepFailed:

@@ -63,7 +63,7 @@ const rolloutBody = `{{define "body"}}{{$now := .Now}}{{with .Rollout}}
 {{range .Waves}}<section aria-labelledby="wave-{{.Index}}">
 <h2 id="wave-{{.Index}}">Wave {{.Index | inc}}: {{.Name}} <span class="state s-{{.State}}">{{.State}}</span></h2>
 <p><label for="wave-{{.Index}}-progress">Synced</label> <progress id="wave-{{.Index}}-progress" max="{{.All}}" value="{{.Synced}}"></progress>
-{{.Synced}} synced, {{.InFlight}} in flight, {{.Waiting}} waiting, {{.Failed}} failed{{if .Message}} · {{.Message}}{{end}}</p>
+{{.Synced}} synced, {{.InFlight}} in flight, {{.Waiting}} waiting, {{.Failed}} failed{{if .OutOfPlan}}, <strong>{{.OutOfPlan}} synced outside the plan</strong>{{end}}{{if .Message}} · {{.Message}}{{end}}</p>
 {{if .AwaitingApproval}}<p class="gate"><strong>Approval pending</strong>{{if .Approvers}}: {{.Approvers}} may approve{{end}} with <code>/approve</code> on the pull request.</p>
 {{else if .ApprovedBy}}<p class="gate">Approved by {{.ApprovedBy}} at {{hhmm .ApprovedAt}}.</p>{{end}}
 {{if .Soak}}<p class="gate">Soak {{.Soak}}{{if .Gate.SoakDone}}: passed{{else if not (zero .Gate.SoakUntil)}}: ends {{hhmm .Gate.SoakUntil}}, in <span data-until="{{iso .Gate.SoakUntil}}">{{ago $now .Gate.SoakUntil}}</span>{{end}}</p>{{end}}

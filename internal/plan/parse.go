@@ -61,7 +61,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "prune", "requireCanary", "waves"}
+	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -96,6 +96,11 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 			if v, ok := ps.mode(f.val, "onConflict", "use wait (the default: the newer rollout queues) or supersede (the older one stops)",
 				string(ConflictWait), string(ConflictSupersede)); ok {
 				p.OnConflict = ConflictMode(v)
+			}
+		case "outOfPlanSync":
+			if v, ok := ps.mode(f.val, "outOfPlanSync", "use pause (the default: the rollout pauses) or continue (the apps are only reported)",
+				string(OutOfPlanSyncPause), string(OutOfPlanSyncContinue)); ok {
+				p.OutOfPlanSync = OutOfPlanSyncMode(v)
 			}
 		case "prune":
 			p.Prune, _ = ps.boolean(f.val, "prune")

@@ -50,7 +50,7 @@ func TestParsePolicyExamples(t *testing.T) {
 		}},
 		{file: "full.yaml", waves: []string{"canary", "staging", "production", "stragglers"}, check: func(t *testing.T, p *Policy) {
 			if p.OnFailure != OnFailureRollback || p.AutomatedSync != AutomatedSyncDisableDuringRollout ||
-				!p.RequireCanary || p.AppKindLabel != "app.kubernetes.io/name" || p.OnConflict != ConflictSupersede || !p.Prune {
+				!p.RequireCanary || p.AppKindLabel != "app.kubernetes.io/name" || p.OnConflict != ConflictSupersede || !p.Prune || p.OutOfPlanSync != OutOfPlanSyncContinue {
 				t.Errorf("top level = %+v", p)
 			}
 			if got := p.Waves[0].Selector.String(); got != "!deprecated,env in (canary,test),region,tier!=critical" {
@@ -196,6 +196,8 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:4:12: onFailure: unknown action "stop" (hint: use pause or rollback)`}},
 		{"bad automatedSync", head + "  - {name: a, selector: {}}\nautomatedSync: off\n", []string{
 			`p.yaml:4:16: automatedSync: unknown mode "off" (hint: use forbid (the default) or disable-during-rollout)`}},
+		{"bad outOfPlanSync", head + "  - {name: a, selector: {}}\noutOfPlanSync: ignore\n", []string{
+			`p.yaml:4:16: outOfPlanSync: unknown mode "ignore" (hint: use pause (the default: the rollout pauses) or continue (the apps are only reported))`}},
 		{"bad onConflict", head + "  - {name: a, selector: {}}\nonConflict: queue\nprune: 1\n", []string{
 			`p.yaml:4:13: onConflict: unknown mode "queue" (hint: use wait (the default: the newer rollout queues) or supersede (the older one stops))`,
 			`p.yaml:5:8: prune must be true or false, not "1" (hint: write true or false)`}},

@@ -48,6 +48,18 @@ const (
 	AutomatedSyncDisableDuringRollout AutomatedSyncMode = "disable-during-rollout"
 )
 
+// OutOfPlanSyncMode says what a rollout does when an app of its plan is synced to the merge outside the plan
+// (by Argo CD's automated sync or by a person) before its wave started.
+type OutOfPlanSyncMode string
+
+// The out-of-plan sync modes.
+const (
+	// OutOfPlanSyncPause (the default) pauses the rollout: the fleet is no longer where the plan says.
+	OutOfPlanSyncPause OutOfPlanSyncMode = "pause"
+	// OutOfPlanSyncContinue only reports such apps and carries on with the plan.
+	OutOfPlanSyncContinue OutOfPlanSyncMode = "continue"
+)
+
 // Policy is a parsed release policy (.fleetwave.yaml): how a change travels through the fleet.
 type Policy struct {
 	// Source names where the policy came from ("<file>", "default" or "ApplicationSet rollingSync"); it is
@@ -63,6 +75,9 @@ type Policy struct {
 	// OnConflict says what a merge's rollout does about an unfinished older rollout touching some of the same
 	// apps (default wait).
 	OnConflict ConflictMode
+	// OutOfPlanSync says what a rollout does when an app of its plan is synced outside the plan (default pause;
+	// empty means pause).
+	OutOfPlanSync OutOfPlanSyncMode
 	// Prune asks Argo CD to prune, in the rollout's syncs, the resources the change removed (default false, as
 	// Argo CD's own sync).
 	Prune bool

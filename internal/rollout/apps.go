@@ -38,6 +38,7 @@ type stepRun struct {
 	windowRefused bool
 	// deadline: past it, reads of the app that fail stop being retried (the sync timeout; zero: none).
 	deadline time.Time
+	repoURL  string // the rollout's repository (multi-source apps)
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -96,6 +97,7 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 		}
 		return app, err
 	}
+	t.d.noteOwnUser(app)
 	if run := runOf(ctx); run != nil {
 		run.mu.Lock()
 		if run.step.State == store.StepIntent {
@@ -218,7 +220,7 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 	}
 	// argosync bounds its own work on the app by the same timeout (argosync.Options.Timeout).
 	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning,
-		deadline: d.e.o.clock.Now().Add(d.e.o.syncTimeout)}
+		deadline: d.e.o.clock.Now().Add(d.e.o.syncTimeout), repoURL: sp.Execution.RepoURL}
 	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.TargetRevision)
 	return d.record(ctx, run, res)
 }
@@ -292,6 +294,13 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 		}
 		d.windowRefusals.Add(1)
 		return d.saveOutcome(ctx, st, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepPending, Message: windowRefusedMessage})
+	}
+	if run.op == store.OpSync && (res.Outcome == argosync.OutcomeSynced || res.Outcome == argosync.OutcomeWaited || res.Outcome == argosync.OutcomeSkipped) {
+		// Applied, but by whom? An operation Argo CD's automated sync or a person started is not the plan's
+		// (outofplan.go), whatever the timing made it look like.
+		if f, ok := d.foreignSync(ctx, run.repoURL, st); ok {
+			return d.recordOutOfPlan(ctx, st, f)
+		}
 	}
 	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
 		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The

@@ -23,6 +23,8 @@ type appCache struct {
 	// ready holds copies decoded ahead of a batch (prepare), each for the event it was decoded from and handed
 	// out once.
 	ready map[store.AppKey]preparedApp
+	// scanned holds, per app, the event scanChanged last looked at.
+	scanned map[store.AppKey]*argocd.Event
 }
 
 type preparedApp struct {
@@ -32,7 +34,8 @@ type preparedApp struct {
 
 func newAppCache(ns string, keys []store.AppKey) *appCache {
 	c := &appCache{want: make(map[store.AppKey]bool, len(keys)), apps: map[store.AppKey]*argocd.Event{}, ns: ns,
-		arrived: map[store.AppKey]chan struct{}{}, ready: map[store.AppKey]preparedApp{}}
+		arrived: map[store.AppKey]chan struct{}{}, ready: map[store.AppKey]preparedApp{},
+		scanned: map[store.AppKey]*argocd.Event{}}
 	for _, k := range keys {
 		c.want[k] = true
 	}
@@ -93,6 +96,29 @@ func (c *appCache) reset() {
 	defer c.mu.Unlock()
 	clear(c.apps)
 	clear(c.ready)
+	clear(c.scanned)
+}
+
+// scanChanged calls fn with the newest state of each of keys the cache holds whose state changed since the
+// last scanChanged saw it (out-of-plan detection at every step costs a decode per changed app, not per app).
+func (c *appCache) scanChanged(keys []store.AppKey, fn func(store.AppKey, *v1alpha1.Application)) {
+	for _, k := range keys {
+		c.mu.Lock()
+		ev := c.apps[k]
+		seen := ev == nil || c.scanned[k] == ev
+		if !seen {
+			c.scanned[k] = ev
+		}
+		c.mu.Unlock()
+		if seen {
+			continue
+		}
+		app, err := ev.Application()
+		if err != nil {
+			continue
+		}
+		fn(k, app)
+	}
 }
 
 // get returns a copy of the newest state of the app seen (nil: none, or it cannot be decoded).

@@ -36,6 +36,8 @@ type driver struct {
 	pubMu     sync.Mutex
 	published map[string]string // check-run external id → digest of what was last published
 	nudged    map[int64]bool    // older rollouts told that this one waits for them
+	// outOfPlan names the apps a batch found synced outside the plan (record), for runWave to act on.
+	outOfPlan []string
 }
 
 func newDriver(e *Executor, id int64, cancel context.CancelFunc) *driver {

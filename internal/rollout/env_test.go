@@ -224,7 +224,7 @@ func (e *env) submit(policyYAML, rev string, mod ...func(*rollout.Request)) stor
 	e.t.Helper()
 	p := e.policy(policyYAML)
 	req := rollout.Request{Repo: repo, PRNumber: 7, MergeSHA: rev, BaseSHA: oldRev, Plan: e.plan(p, e.apps),
-		AutomatedSync: p.AutomatedSync, RepoURL: repoURL}
+		AutomatedSync: p.AutomatedSync, OutOfPlanSync: p.OutOfPlanSync, RepoURL: repoURL}
 	for _, m := range mod {
 		m(&req)
 	}

@@ -113,6 +113,9 @@ type Executor struct {
 	draining atomic.Bool
 	drainCh  chan struct{}
 	drainOne sync.Once
+	// ownUser is the Argo CD username the executor's syncs are recorded under (operation.initiatedBy), learned
+	// from Argo CD's answer to its first accepted sync request: whose operation is whose (outofplan.go).
+	ownUser atomic.Pointer[string]
 
 	mu      sync.Mutex
 	drivers map[int64]*driver

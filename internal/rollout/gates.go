@@ -242,7 +242,7 @@ func (d *driver) finishWave(ctx context.Context, r store.Rollout, wi int, from s
 func waveApps(steps []store.AppStep, wi int) []store.AppKey {
 	var out []store.AppKey
 	for _, s := range steps {
-		if s.Wave == wi && (s.State == store.StepSynced || s.State == store.StepSkipped) {
+		if s.Wave == wi && (s.State == store.StepSynced || s.State == store.StepSkipped || s.State == store.StepOutOfPlan) {
 			out = append(out, s.App)
 		}
 	}

@@ -26,7 +26,7 @@ import (
 // touched: the step's app may run the rollout's revision (or be about to).
 func touched(s store.AppStep) bool {
 	switch s.State {
-	case store.StepSynced, store.StepFailed, store.StepIntent, store.StepTriggered:
+	case store.StepSynced, store.StepFailed, store.StepIntent, store.StepTriggered, store.StepOutOfPlan:
 		return true
 	}
 	return false
@@ -147,7 +147,7 @@ func (e *Executor) newerTouching(ctx context.Context, r store.Rollout, steps []s
 		if n.ID <= r.ID {
 			continue
 		}
-		ns, err := e.st.ListSteps(ctx, n.ID, store.StepFilter{States: []store.StepState{store.StepSynced, store.StepFailed, store.StepIntent, store.StepTriggered}})
+		ns, err := e.st.ListSteps(ctx, n.ID, store.StepFilter{States: []store.StepState{store.StepSynced, store.StepFailed, store.StepIntent, store.StepTriggered, store.StepOutOfPlan}})
 		if err != nil {
 			return nil, err
 		}
@@ -174,8 +174,8 @@ func rollbackEligible(s store.AppStep, gs gateState) bool {
 		return false
 	}
 	switch {
-	case s.State == store.StepSynced:
-		return true
+	case s.State == store.StepSynced, s.State == store.StepOutOfPlan:
+		return true // out-of-plan: it runs the merge all the same
 	case s.State == store.StepFailed && s.Op == store.OpSync:
 		return true
 	case s.State == store.StepFailed && s.Op == store.OpRollback:
@@ -235,7 +235,7 @@ func (d *driver) stepRollback(ctx context.Context, r store.Rollout, sp *storedPl
 	}
 	var failedApps []string
 	for _, s := range steps {
-		notBack := s.State == store.StepSynced || s.State == store.StepFailed || (s.State.InFlight() && s.Op == store.OpRollback)
+		notBack := s.State == store.StepSynced || s.State == store.StepOutOfPlan || s.State == store.StepFailed || (s.State.InFlight() && s.Op == store.OpRollback)
 		if s.Wave == wi && s.PreviousRevision != "" && notBack {
 			failedApps = append(failedApps, s.App.Name)
 		}
@@ -275,9 +275,9 @@ func (d *driver) endRollback(ctx context.Context, r store.Rollout, steps []store
 		switch {
 		case s.State == store.StepFailed && s.Op == store.OpRollback:
 			failed++
-		case (s.State == store.StepSynced || s.State == store.StepFailed) && s.PreviousRevision == "":
+		case (s.State == store.StepSynced || s.State == store.StepOutOfPlan || s.State == store.StepFailed) && s.PreviousRevision == "":
 			firstDeploy++
-		case s.State == store.StepSynced || s.State == store.StepFailed:
+		case s.State == store.StepSynced || s.State == store.StepOutOfPlan || s.State == store.StepFailed:
 			left++
 		}
 	}

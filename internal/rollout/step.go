@@ -208,6 +208,11 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 	if wi >= len(sp.Waves) {
 		return done, fmt.Errorf("rollout %d: wave %d is not in its plan", r.ID, wi)
 	}
+	// Apps someone else synced to the merge before their turn (outofplan.go): recorded, and the rollout pauses
+	// unless the policy says continue.
+	if paused, err := d.detectOutOfPlan(ctx, r, sp); err != nil || paused {
+		return again, err
+	}
 	w := waves[wi]
 	if r.State == store.RolloutAwaitingApproval && w.State != store.WaveAwaitingApproval {
 		if err := d.setRolloutState(ctx, r.ID, store.RolloutAwaitingApproval, store.RolloutRunning); err != nil {
@@ -363,6 +368,11 @@ func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, w
 	refusedBefore := d.windowRefusals.Load()
 	if err := d.runBatch(ctx, sp, todo, failed, tolerated); err != nil {
 		return again, err
+	}
+	if found := d.takeOutOfPlan(); len(found) > 0 {
+		if _, err := d.afterOutOfPlan(ctx, r, sp, found); err != nil {
+			return again, err
+		}
 	}
 	if d.windowRefusals.Load() != refusedBefore && d.mayStart(ctx, store.RolloutRunning) {
 		h, err := d.refusedHold(ctx, r, wi)

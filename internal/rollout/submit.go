@@ -44,6 +44,8 @@ type Request struct {
 	AutomatedSync plan.AutomatedSyncMode
 	// OnConflict: what to do about an unfinished older rollout touching the same apps (default wait).
 	OnConflict ConflictPolicy
+	// OutOfPlanSync: what to do when an app is synced to the merge outside the plan (default pause).
+	OutOfPlanSync plan.OutOfPlanSyncMode
 	// RepoURL is the GitOps repository's URL, needed for multi-source apps (the sources from it get MergeSHA).
 	RepoURL string
 	// Prune is passed to the syncs.
@@ -59,6 +61,7 @@ type Request struct {
 type execution struct {
 	AutomatedSync plan.AutomatedSyncMode `json:"automatedSync,omitempty"`
 	OnConflict    ConflictPolicy         `json:"onConflict,omitempty"`
+	OutOfPlanSync plan.OutOfPlanSyncMode `json:"outOfPlanSync,omitempty"`
 	RepoURL       string                 `json:"repoURL,omitempty"`
 	Prune         bool                   `json:"prune,omitempty"`
 	PlanDigest    string                 `json:"planDigest"`
@@ -109,7 +112,10 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 	if req.OnConflict != ConflictWait && req.OnConflict != ConflictSupersede {
 		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: unknown conflict policy %q", text.ShortRev(req.MergeSHA), req.OnConflict)
 	}
-	ex := execution{AutomatedSync: req.AutomatedSync, OnConflict: req.OnConflict, RepoURL: req.RepoURL, Prune: req.Prune,
+	if req.OutOfPlanSync != "" && req.OutOfPlanSync != plan.OutOfPlanSyncPause && req.OutOfPlanSync != plan.OutOfPlanSyncContinue {
+		return store.Rollout{}, fmt.Errorf("submitting the rollout of %s: unknown out-of-plan sync policy %q", text.ShortRev(req.MergeSHA), req.OutOfPlanSync)
+	}
+	ex := execution{AutomatedSync: req.AutomatedSync, OnConflict: req.OnConflict, OutOfPlanSync: req.OutOfPlanSync, RepoURL: req.RepoURL, Prune: req.Prune,
 		PlanDigest: req.Plan.Digest(), PRPlanDigest: req.PRPlanDigest, Branch: req.Branch}
 	if req.PRPlan != nil {
 		ex.PRPlanDigest = req.PRPlan.Digest()

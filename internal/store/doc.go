@@ -49,10 +49,10 @@
 // # The intent/outcome protocol of an app step
 //
 //	pending          ─RecordIntent(sync)────▶ intent ─MarkTriggered─▶ triggered ─RecordOutcome─▶ synced | failed
-//	pending          ─RecordOutcome─────────▶ skipped (already at the target)
-//	intent           ─RecordOutcome─────────▶ synced | failed | skipped, or pending (the sync never started)
+//	pending          ─RecordOutcome─────────▶ skipped (already at the target) | out-of-plan (synced by someone else)
+//	intent           ─RecordOutcome─────────▶ synced | failed | skipped | out-of-plan, or pending (never started)
 //	intent | failed  ─RecordIntent──────────▶ intent (a retry, same op from intent: Attempts grows)
-//	synced | failed  ─RecordIntent(rollback)▶ intent ─MarkTriggered─▶ triggered ─RecordOutcome─▶ rolled-back | failed
+//	synced | failed | out-of-plan ─RecordIntent(rollback)▶ intent ─MarkTriggered─▶ triggered ─RecordOutcome─▶ rolled-back | failed
 //
 // The executor records the intent before calling Argo CD, marks the step triggered when Argo CD accepted the
 // request, and records the outcome once it observed the result. Each move is one conditional UPDATE, so of

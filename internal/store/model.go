@@ -121,11 +121,14 @@ const (
 	StepFailed     StepState = "failed"      // Op failed; Message says why
 	StepSkipped    StepState = "skipped"     // nothing to do (already synced and healthy at the target)
 	StepRolledBack StepState = "rolled-back" // the app was synced back to PreviousRevision
+	// StepOutOfPlan: Argo CD's automated sync or a person synced the app to the target outside the plan (before
+	// the executor started it); Message names who. The app runs the target, but not because the plan said so.
+	StepOutOfPlan StepState = "out-of-plan"
 )
 
 // StepStates lists every step state.
 var StepStates = []StepState{
-	StepPending, StepIntent, StepTriggered, StepSynced, StepFailed, StepSkipped, StepRolledBack,
+	StepPending, StepIntent, StepTriggered, StepSynced, StepFailed, StepSkipped, StepRolledBack, StepOutOfPlan,
 }
 
 // Valid reports whether s is one of the step states.

@@ -106,11 +106,16 @@ type Outcome struct {
 	//   failed       from intent or triggered
 	//   skipped      from pending, or from intent with Op sync: the app already ran the target revision
 	//   pending      from intent with Op sync: reconciliation found that the sync never started
+	//   out-of-plan  from pending, or from intent with Op sync: someone else (Argo CD's automated sync, a person)
+	//                synced the app to the target outside the plan
 	State StepState
 	// OpStartedAt and OpFinishedAt are the observed Argo CD operation's timestamps.
 	OpStartedAt, OpFinishedAt time.Time
 	Health                    string
 	Message                   string
+	// PreviousRevision (out-of-plan only) is the revision the app ran before the sync outside the plan; it is
+	// recorded only if the step has none yet, so a rollback can take the app back.
+	PreviousRevision string
 }
 
 // fromCond is one state a step move may start from; op restricts it to steps whose current Op is op.
@@ -200,7 +205,8 @@ func (s *Store) moveStep(ctx context.Context, id, version int64, m stepMove) (Ap
 // RecordIntent writes, before a side effect, that the executor is about to perform in.Op on the app:
 // the step moves to intent, Attempts grows by one and IntentAt is set; the observation fields are cleared.
 // A sync intent may start from pending, failed, or a sync intent that reconciliation found never started; a
-// rollback intent from synced, failed or a rollback intent, and only when a previous revision is recorded.
+// rollback intent from synced, failed, out-of-plan or a rollback intent, and only when a previous revision is
+// recorded.
 // A step in triggered must be reconciled (RecordOutcome) first.
 func (s *Store) RecordIntent(ctx context.Context, in Intent) (AppStep, error) {
 	if in.Op == "" {
@@ -223,7 +229,7 @@ func (s *Store) RecordIntent(ctx context.Context, in Intent) (AppStep, error) {
 		m.from = []fromCond{{StepPending, ""}, {StepFailed, ""}, {StepIntent, OpSync}}
 	case OpRollback:
 		m.needPrevious = true
-		m.from = []fromCond{{StepSynced, ""}, {StepFailed, ""}, {StepIntent, OpRollback}}
+		m.from = []fromCond{{StepSynced, ""}, {StepFailed, ""}, {StepIntent, OpRollback}, {StepOutOfPlan, ""}}
 	}
 	m.setArgs = []any{string(StepIntent), string(in.Op), s.d.timeArg(s.now()), prev}
 	return s.moveStep(ctx, in.StepID, in.Version, m)
@@ -256,6 +262,10 @@ func (s *Store) RecordOutcome(ctx context.Context, o Outcome) (AppStep, error) {
 		m.from = []fromCond{{StepIntent, ""}, {StepTriggered, ""}}
 	case StepSkipped:
 		m.from = []fromCond{{StepPending, ""}, {StepIntent, OpSync}}
+	case StepOutOfPlan:
+		m.from = []fromCond{{StepPending, ""}, {StepIntent, OpSync}}
+		m.set += ", previous_revision = CASE WHEN previous_revision = '' THEN ? ELSE previous_revision END"
+		m.setArgs = append(m.setArgs, o.PreviousRevision)
 	case StepPending:
 		m.from = []fromCond{{StepIntent, OpSync}}
 		m.set += ", triggered_at = NULL"

@@ -15,6 +15,8 @@ type env struct {
 	Repo, NetNS              string
 	// TLSDataPath is argocd-repo-server's ARGOCD_TLS_DATA_PATH, where argocd-tls-certs-cm's entries are files.
 	TLSDataPath string
+	// AdminPassword is the admin account's: a person, for syncs by hand.
+	AdminPassword string
 }
 
 func loadEnv(t *testing.T) env {
@@ -51,7 +53,8 @@ func loadEnv(t *testing.T) env {
 		ArgoCDURL: get("FLEETWAVE_E2E_ARGOCD_URL"), Token: get("FLEETWAVE_E2E_ARGOCD_TOKEN"),
 		OldRevision: get("FLEETWAVE_E2E_OLD_REV"), NewRevision: get("FLEETWAVE_E2E_NEW_REV"),
 		Repo: get("FLEETWAVE_E2E_REPO"), NetNS: get("FLEETWAVE_E2E_NETNS"),
-		TLSDataPath: get("FLEETWAVE_E2E_ARGOCD_TLS_DATA_PATH"),
+		TLSDataPath:   get("FLEETWAVE_E2E_ARGOCD_TLS_DATA_PATH"),
+		AdminPassword: get("FLEETWAVE_E2E_ARGOCD_ADMIN_PASSWORD"),
 	}
 	if e.ArgoCDURL == "" {
 		t.Skip("no end-to-end environment: set FLEETWAVE_E2E_ENV to the env file hack/e2e/up.sh writes " +

@@ -57,6 +57,7 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	if m.Policy != nil {
 		req.AutomatedSync = m.Policy.AutomatedSync
 		req.OnConflict = rollout.ConflictPolicy(m.Policy.OnConflict)
+		req.OutOfPlanSync = m.Policy.OutOfPlanSync
 		req.Prune = m.Policy.Prune
 	}
 	r, err := a.rollouts.Submit(ctx, req)

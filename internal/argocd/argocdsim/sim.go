@@ -34,6 +34,9 @@ type Config struct {
 	Token string
 	// Username is recorded as operation.initiatedBy.username (default "admin").
 	Username string
+	// Users are further accounts: bearer token → username, accepted besides Token and recorded as
+	// initiatedBy.username of the syncs they request (someone syncing by hand).
+	Users map[string]string
 
 	// SyncDuration is how long an operation stays Running (default 1s); Behavior overrides it per app.
 	SyncDuration time.Duration
@@ -122,6 +125,8 @@ type Counts struct {
 	Terminates    int
 	Patches       int
 	OtherReads    int // managed-resources, manifests, syncwindows
+	// WebhookRefreshes counts the refreshes POST /api/webhook asked for the app.
+	WebhookRefreshes int
 
 	// When (on the server's clock) the last sync request was accepted, the last operation finished, and the last
 	// refresh was received and answered: where a client's time goes, e.g. how long after a wave's start its last
@@ -141,6 +146,8 @@ type Totals struct {
 	Operations     int   // operations started, manual and automated
 	Reconciles     int   // reconciles run (periodic resyncs included)
 	StreamBytes    int64 // bytes of stream messages sent, after each stream's `fields` filter
+	// Webhooks counts the POST /api/webhook push events received, WebhookRefreshes the apps they refreshed.
+	Webhooks, WebhookRefreshes int
 }
 
 // Server is a simulated Argo CD API server with the application controller's state machine. Create it with
