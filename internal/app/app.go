@@ -47,7 +47,8 @@ type App struct {
 	tempDir     string
 	// renderBudget is preview.Input.RenderBudget of every preview (0: preview's default).
 	renderBudget time.Duration
-	observer     Observer // nil: none
+	observer     Observer           // nil: none
+	holds        AutomatedSyncHolds // nil: automated sync is not held before the merge (no Argo CD)
 	// renderHeadRepos are the repositories ("owner/name", lower case) whose pull requests' heads may be rendered
 	// through Argo CD (WithArgoCDRenderHead); never a fork's.
 	renderHeadRepos map[string]bool
@@ -124,6 +125,10 @@ func (a *App) remoteHead(ch Change) bool {
 
 // WithArgoCDURL sets Argo CD's URL: the PR comment links each app to its page there.
 func WithArgoCDURL(u string) Option { return func(a *App) { a.argoURL = strings.TrimSuffix(u, "/") } }
+
+// WithAutomatedSyncHolds makes the plan check hold automated sync off, before the merge can land, for the apps a
+// pull request's plan rolls out under automatedSync: disable-during-rollout (*autosync.Holder, with Argo CD).
+func WithAutomatedSyncHolds(h AutomatedSyncHolds) Option { return func(a *App) { a.holds = h } }
 
 // WithMerges sets who is handed merges (default LoggingExecutor).
 func WithMerges(m Merges) Option { return func(a *App) { a.merges = m } }
@@ -295,9 +300,16 @@ func (a *App) onPullRequestEvent(ctx context.Context, action string, e *gh.PullR
 		key := prKey{repo: e.GetRepo().GetFullName(), number: pr.GetNumber()}
 		a.forget(key)
 		if !pr.GetMerged() {
+			a.releaseHolds(ctx, key.repo, key.number, "closed unmerged")
 			return nil
 		}
-		return a.onMerged(ctx, e)
+		if err := a.onMerged(ctx, e); err != nil {
+			return err // the holds stay: the redelivery hands the merge over, then lets go of them
+		}
+		// The rollout of the merge (submitted by onMerged) keeps the apps off from here; without one (nothing to
+		// roll out), the apps are restored.
+		a.releaseHolds(ctx, key.repo, key.number, "merged")
+		return nil
 	}
 	return nil
 }
@@ -314,8 +326,9 @@ func changeOf(installationID int64, repo *gh.Repository, pr *gh.PullRequest, rea
 		CloneURL:       repo.GetCloneURL(),
 		RepoURLs:       repoURLs(repo.GetHTMLURL(), repo.GetCloneURL(), repo.GetSSHURL(), repo.GetFullName()),
 		// A deleted fork's pull request has no head repository (head.repo null): a fork too.
-		Fork:   pr.GetHead().GetRepo().GetFullName() == "" || !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), repo.GetFullName()),
-		Reason: reason,
+		Fork:         pr.GetHead().GetRepo().GetFullName() == "" || !strings.EqualFold(pr.GetHead().GetRepo().GetFullName(), repo.GetFullName()),
+		HeadRepoGone: pr.GetHead() != nil && pr.GetHead().GetRepo() == nil,
+		Reason:       reason,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -253,6 +254,15 @@ func (a *App) publishGroup(ctx context.Context, client CheckRuns, key prKey, g M
 		a.cancelGroupChecks(pctx, client, g, ids, cause)
 		log.Info("merge group results not posted", slog.Any("cause", cause))
 		return nil
+	}
+	if out.err == nil {
+		// The merge group's plan is held as a pull request's: before its check can pass (holds.go). Its holds go
+		// with the queued pull request's, or to the rollout of the group's head once it lands.
+		hc := ch
+		if m := queuedPR.FindStringSubmatch(g.HeadRef); m != nil {
+			hc.Number, _ = strconv.Atoi(m[1])
+		}
+		applyHold(&planRun, a.holdAutomated(pctx, hc, out, true))
 	}
 	var errs []error
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)

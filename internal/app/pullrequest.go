@@ -31,6 +31,9 @@ type Change struct {
 	// RepoURLs are the names Applications may give the repository (html_url, clone_url, ssh_url, full_name).
 	RepoURLs []string
 	Fork     bool
+	// HeadRepoGone: the head branch's repository was deleted (the payload's head.repo is null); such a change,
+	// like a fork's, is never held (automated sync is switched off only for branches of this repository).
+	HeadRepoGone bool
 	// Reason is what asked for the preview ("opened", "synchronize", "rerequested", "/plan", ...), for logs.
 	Reason string
 }
@@ -509,6 +512,10 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		a.cancelChecks(pctx, client, ch, ids, errSuperseded)
 		log.Info("results not posted: the pull request has a newer head")
 		return false, nil
+	}
+	if out.err == nil {
+		// Before the check can pass: automated sync off for the apps the merge will roll out (holds.go).
+		applyHold(&planRun, a.holdAutomated(pctx, ch, out, false))
 	}
 	var errs []error
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {

@@ -388,8 +388,9 @@ func rolloutCheckRun(s rollout.Snapshot) github.CheckRun {
 			c.failed, gatesText(w))
 	}
 	if s.AutomatedSync != "" && s.AutomatedSync != "forbid" {
-		b.WriteString("\nAutomated sync is switched off for the rollout's apps while it runs (annotation `" + rollout.AnnotationAutomatedSync +
-			"` keeps the original) and restored when it succeeds; after a failure, an abort or a rollback it stays off.\n")
+		b.WriteString("\nAutomated sync is held off for the rollout's apps from its PR's plan check (before the merge) until it ends " +
+			"(annotation `" + rollout.AnnotationAutomatedSync + "` keeps the original): restored when it succeeds or is aborted " +
+			"(unless `/abort keep-automated-off`); after a failure or a rollback it stays off.\n")
 	}
 	b.WriteString("\nCommands (comment on the PR): `/pause`, `/resume`, `/abort`, `/approve [wave]`, `/rollback [wave|all]`.\n")
 	return withOutput(cr, title, clip(b.String(), maxOutput), appTable(s.Steps, s.Waves, true))
@@ -510,6 +511,9 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 	}
 	if w.Message != "" {
 		fmt.Fprintf(&b, "\n**%s:** %s\n", w.State, mdCell(w.Message, 1000))
+	}
+	if note := rollout.AutomatedSyncNote(r); note != "" && (w.State == store.WaveFailed || w.State == store.WaveRolledBack || w.State == store.WaveCancelled) {
+		fmt.Fprintf(&b, "\n%s\n", mdCell(note, 1000)) // which apps remain switched off, and the command that restores them
 	}
 	return withOutput(cr, title, clip(b.String(), maxOutput), appTable(waveSteps, s.Waves, false))
 }

@@ -80,6 +80,8 @@ type rolloutOptions struct {
 	id int64
 	// memberOf: the approver states membership of this team (approve of a wave whose approval names teams).
 	memberOf string
+	// keepAutomatedOff: abort leaves the apps' automated sync switched off (default: restored).
+	keepAutomatedOff bool
 	// Hidden, for tests: how long a killed run's claim on its rollout lasts, and how long a sync request may
 	// take to show in Argo CD.
 	leaseTTL, intentGrace time.Duration
@@ -230,11 +232,15 @@ and records the approval as stated, not checked ("alice (stated member of org/sr
 				return runRolloutCommand(cmd.Context(), deps, o, sub.verb, args, sub.drive)
 			},
 		}
+		if sub.verb == "abort" {
+			c.Flags().BoolVar(&o.keepAutomatedOff, "keep-automated-off", false, "leave the apps' Argo CD automated sync switched off (default: restored as it was, with --argocd)")
+		}
 		if sub.verb == "approve" {
 			c.Flags().StringVar(&o.memberOf, "member-of", "", "state that you are a member of this team (org/team), one of the wave's approval teams; recorded as stated, not checked")
 		}
 		cmd.AddCommand(c)
 	}
+	cmd.AddCommand(newRolloutPrepareCmd(deps, o), newRolloutReleaseCmd(deps, o))
 	return cmd
 }
 
@@ -640,6 +646,7 @@ func finish(w *watcher, s snapshot, o *rolloutOptions) error {
 	default:
 		err = &ExitError{Code: 1, Err: fmt.Errorf("rollout #%d %s: %d of %d apps failed", s.r.ID, s.r.State, len(sum.Failed), len(s.steps))}
 	}
+	msg = withAutomatedNote(msg, s.r)
 	w.emit(rolloutEvent{Event: "summary", Summary: sum, Message: msg})
 	return err
 }
@@ -650,7 +657,8 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		return usageErr(err)
 	}
 	var client *argocd.Client
-	if drive && o.server != "" {
+	// abort restores the apps' automated sync (unless --keep-automated-off): with Argo CD at hand, here.
+	if (drive || verb == "abort") && o.server != "" {
 		if err := o.checkServer(); err != nil {
 			return usageErr(err)
 		}
@@ -721,7 +729,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		}
 		reply, err = ex.Rollback(ctx, r.ID, target, actor)
 	case "abort":
-		reply, err = ex.Abort(ctx, r.ID, actor)
+		reply, err = ex.AbortWith(ctx, r.ID, actor, rollout.AbortOptions{KeepAutomatedOff: o.keepAutomatedOff})
 	case "pause":
 		reply, err = ex.Pause(ctx, r.ID, actor)
 	case "status":
@@ -735,7 +743,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 			sum.ProcessGoneSince = &goneSince
 			msg += fmt.Sprintf("; nothing runs it: rerun the rollout command, or run %s, to take it over", o.command("resume", "--argocd", "<url>"))
 		}
-		w.emit(rolloutEvent{Event: "summary", Summary: sum, Message: msg})
+		w.emit(rolloutEvent{Event: "summary", Summary: sum, Message: withAutomatedNote(msg, s.r)})
 		return nil
 	}
 	if errors.Is(err, rollout.ErrRefused) {

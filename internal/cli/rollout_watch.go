@@ -434,6 +434,12 @@ func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 			}
 		case "soak-passed", "metrics-passed":
 			ev.Event = e.Action
+		case "automated-sync-late":
+			// The rollout had to switch automated sync off at its start (internal/rollout automated.go): too late
+			// with a Git webhook. One line, once.
+			w.emit(rolloutEvent{Time: e.At, Event: "automated-sync-late", Rollout: w.id, Message: e.Message +
+				"; run `fleetwave rollout prepare` before merging"})
+			continue
 		case "window-held", "window-released":
 			// A sync window holds the wave (internal/rollout windows.go): "until <RFC3339>: <which apps, which
 			// window>", or the description alone when Argo CD's windows never open within the search horizon.

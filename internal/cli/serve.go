@@ -20,6 +20,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
@@ -399,6 +400,11 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		ex = rollout.New(d.Store, argo, checkrun.NewPublisher(reporter), exOpts...)
 		adapter := executor.New(ex, d.Log)
 		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
+		if d.Store != nil {
+			// The plan check switches automated sync off before the merge can land (automatedSync:
+			// disable-during-rollout): the rollout of the merge takes the holds over.
+			opts = append(opts, app.WithAutomatedSyncHolds(&autosync.Holder{Argo: argo, Store: d.Store}))
+		}
 	} else if file := d.Config.ClustersFile; file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {

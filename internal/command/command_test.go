@@ -22,6 +22,10 @@ func TestParse(t *testing.T) {
 			want: Result{Command: Pause, Args: []string{}}},
 		{name: "leading blank lines", comment: Comment{Body: "\n\n  /resume  \n"}, want: Result{Command: Resume, Args: []string{}}},
 		{name: "abort", comment: Comment{Body: "/abort"}, want: Result{Command: Abort, Args: []string{}}},
+		{name: "abort keeping automated sync off", comment: Comment{Body: "/abort keep-automated-off"},
+			want: Result{Command: Abort, Args: []string{"keep-automated-off"}}},
+		{name: "abort with another word", comment: Comment{Body: "/abort now"},
+			respContains: []string{"`/abort` takes no argument but `keep-automated-off`", `"now"`}},
 		{name: "approve without wave", comment: Comment{Body: "/approve"}, want: Result{Command: Approve, Args: []string{}}},
 		{name: "approve a wave", comment: Comment{Body: "/approve production"},
 			want: Result{Command: Approve, Args: []string{"production"}, Target: "production"}},
@@ -87,7 +91,7 @@ commands:
 	for _, want := range []string{
 		"| `/rollback [wave|all]` | sync the apps the rollout touched back to their previous revision, from that wave on (default: all) | membership of org/sre |",
 		"| `/pause` | finish the syncs in flight and start no new one | triage permission |",
-		"| `/abort` | end the rollout: no new syncs, nothing rolled back | write permission |",
+		"| `/abort [keep-automated-off]` | end the rollout: no new syncs, nothing rolled back; automated sync restored unless keep-automated-off | write permission |",
 		"| `/help` | show this help | anyone |",
 	} {
 		if !strings.Contains(h, want) {

@@ -27,6 +27,10 @@ const (
 // TargetAll is the Target of "/rollback all" (and of a bare /rollback).
 const TargetAll = "all"
 
+// KeepAutomatedOff is /abort's one word: the apps' Argo CD automated sync stays switched off (by default the
+// aborted rollout restores it).
+const KeepAutomatedOff = "keep-automated-off"
+
 // spec describes one command: its arguments and its help line.
 type spec struct {
 	name    Name
@@ -38,7 +42,7 @@ type spec struct {
 var specs = []spec{
 	{Pause, "", 0, "finish the syncs in flight and start no new one"},
 	{Resume, "", 0, "continue a paused rollout; a failed wave retries its failed apps"},
-	{Abort, "", 0, "end the rollout: no new syncs, nothing rolled back"},
+	{Abort, "[" + KeepAutomatedOff + "]", 1, "end the rollout: no new syncs, nothing rolled back; automated sync restored unless " + KeepAutomatedOff},
 	{Approve, "[wave]", 1, "pass the approval gate of a wave (default: the wave awaiting approval)"},
 	{Rollback, "[wave|all]", 1, "sync the apps the rollout touched back to their previous revision, from that wave on (default: all)"},
 	{Plan, "", 0, "recompute the wave plan"},
@@ -129,6 +133,10 @@ func (p Parser) Parse(c Comment) Result {
 	case Approve:
 		if len(args) == 1 {
 			r.Target = args[0]
+		}
+	case Abort:
+		if len(args) == 1 && !strings.EqualFold(args[0], KeepAutomatedOff) {
+			return Result{Response: fmt.Sprintf("`/abort` takes no argument but `%s`, got %s.\n\nUsage: %s", KeepAutomatedOff, quoteArgs(args), usage(sp))}
 		}
 	case Rollback:
 		r.Target = TargetAll

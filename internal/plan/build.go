@@ -246,7 +246,8 @@ func (b *builder) plan() *Plan {
 			out.Violations = append(out.Violations, b.violation(a, wave, RuleAutomatedSync, fmt.Sprintf(
 				"app %q has automated sync enabled: Argo CD would sync it as soon as the change merges, bypassing "+
 					"the waves (hint: remove spec.syncPolicy.automated, or set automatedSync: disable-during-rollout "+
-					"in the policy)", a.Name)))
+					"in the policy: fleetwave then switches its automated sync off when the plan check passes, before "+
+					"the merge can land, and back on when the rollout ends or the PR closes)", a.Name)))
 		}
 	}
 	slices.SortStableFunc(out.Violations, func(x, y Violation) int {

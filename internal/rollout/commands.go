@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -108,10 +109,26 @@ func (e *Executor) Resume(ctx context.Context, id int64, actor string) (string, 
 // (DELETE .../operation) leaves an app half-applied — some resources at the new revision, some at the old,
 // hooks cut short — which is worse than either revision, and Argo CD's own terminate is meant for stuck syncs.
 func (e *Executor) Abort(ctx context.Context, id int64, actor string) (string, error) {
+	return e.AbortWith(ctx, id, actor, AbortOptions{})
+}
+
+// AbortOptions are the choices of an abort.
+type AbortOptions struct {
+	// KeepAutomatedOff leaves the apps' automated sync switched off (`/abort keep-automated-off`, `rollout abort
+	// --keep-automated-off`); by default the aborted rollout restores it.
+	KeepAutomatedOff bool
+}
+
+// AbortWith is Abort with options. Unless o.KeepAutomatedOff, the apps' automated sync is restored as the
+// rollout ends (by its driver, or here when no driver runs it: the process that ran it was killed).
+func (e *Executor) AbortWith(ctx context.Context, id int64, actor string, o AbortOptions) (string, error) {
 	r, err := e.updateRollout(ctx, id, func(x *store.Rollout) (bool, error) {
 		switch x.State {
 		case store.RolloutPending, store.RolloutRunning, store.RolloutAwaitingApproval, store.RolloutPaused:
 			x.State, x.Message = store.RolloutAborted, "aborted by @"+actor
+			if o.KeepAutomatedOff {
+				x.Message += "; " + KeepAutomatedOffNote
+			}
 			return true, nil
 		case store.RolloutRollingBack:
 			return false, refusef("rollout #%d is rolling back; a rollback cannot be aborted", id)
@@ -123,7 +140,23 @@ func (e *Executor) Abort(ctx context.Context, id int64, actor string) (string, e
 	}
 	e.event(ctx, id, actor, "abort", "", "ok", "")
 	e.nudge(id)
-	return fmt.Sprintf("Aborted rollout #%d (merge %s): no new sync starts, the ones in flight finish. Nothing was rolled back; `/rollback` does that.", id, text.ShortRev(r.MergeSHA)), nil
+	msg := fmt.Sprintf("Aborted rollout #%d (merge %s): no new sync starts, the ones in flight finish. Nothing was rolled back; `/rollback` does that.", id, text.ShortRev(r.MergeSHA))
+	// The end of the rollout leaves automated sync as the abort wants it; done here too, so that an abort of a
+	// rollout nobody drives any more (its process was killed) does it. Idempotent with the driver's.
+	if sp, perr := parseStoredPlan(r.Plan); perr == nil && sp.Execution.AutomatedSync == plan.AutomatedSyncDisableDuringRollout {
+		if e.argo == nil {
+			if !o.KeepAutomatedOff {
+				msg += " Automated sync of its apps is restored by the process running it; if none does (it was killed), `" + ReleaseCommand(id) + "` restores it."
+			}
+		} else if err := e.endAutomated(ctx, r, sp); err != nil {
+			msg += " Automated sync could not be restored yet (" + text.FirstLine(err.Error()) + "): `" + ReleaseCommand(id) + "` restores it."
+		} else if o.KeepAutomatedOff {
+			msg += " Automated sync stays off for its apps: `" + ReleaseCommand(id) + "` restores it."
+		} else {
+			msg += " Automated sync is restored for its apps that no pull request or other rollout holds off."
+		}
+	}
+	return msg, nil
 }
 
 // Approve passes the approval gate of a wave (by name, case-insensitive; "" = the wave awaiting approval).

@@ -144,7 +144,7 @@ func TestAutomatedSyncSwitchedOffAndRestored(t *testing.T) {
 				seq = append(seq, ev.Action+":"+ev.Result)
 			}
 		}
-		if got := strings.Join(seq, " "); got != "automated-sync-off:intent automated-sync-off:ok automated-sync-restore:intent automated-sync-restore:ok" {
+		if got := strings.Join(seq, " "); got != "automated-sync-off:intent automated-sync-off:ok automated-sync-late:warning automated-sync-restore:intent automated-sync-restore:ok" {
 			t.Errorf("automated sync events: %s", got)
 		}
 	})
@@ -168,6 +168,10 @@ func TestAutomatedSyncStaysOffAfterRollback(t *testing.T) {
 			t.Error("the original automated sync setting is not kept, or not labelled")
 		}
 		e.expectLive(oldRev, "web-test-1")
+		r, _ = e.st.GetRollout(context.Background(), r.ID)
+		if note := rollout.AutomatedSyncNote(r); !strings.Contains(note, "automated sync stays off for 1 app (web-test-1;") {
+			t.Errorf("the rolled-back rollout does not say which apps remain off: %q", r.Message)
+		}
 	})
 }
 

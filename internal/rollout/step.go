@@ -43,7 +43,7 @@ func (d *driver) step(ctx context.Context) (stepResult, error) {
 		}
 	}
 	if r.State.Terminal() {
-		return d.finish(ctx, r, waves)
+		return d.finish(ctx, r, sp, waves)
 	}
 	if r.SupersededBy != 0 && r.State != store.RolloutRollingBack {
 		return d.supersede(ctx, r)
@@ -80,7 +80,10 @@ func (d *driver) plan(r store.Rollout) (*storedPlan, error) {
 }
 
 // finish closes a finished rollout: waves that never ended are cancelled, check-runs get their conclusion.
-func (d *driver) finish(ctx context.Context, r store.Rollout, waves []store.Wave) (stepResult, error) {
+func (d *driver) finish(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
+	if err := d.e.endAutomated(ctx, r, sp); err != nil {
+		return again, err
+	}
 	now := d.e.o.clock.Now()
 	for _, w := range waves {
 		switch w.State {
@@ -189,7 +192,7 @@ func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPla
 func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
 	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded })
 	if wi < 0 {
-		if err := d.restoreAutomated(ctx, r, sp); err != nil {
+		if err := d.e.restoreAutomated(ctx, r, sp); err != nil {
 			return again, err
 		}
 		_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
@@ -280,6 +283,9 @@ func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPla
 // startWave moves a wave from pending (or approved before it starts) to running and runs its first batch in the
 // same step.
 func (d *driver) startWave(ctx context.Context, r store.Rollout, sp *storedPlan, wi int, w store.Wave, from store.WaveState, steps []store.AppStep) (stepResult, error) {
+	if paused, err := d.checkStillOff(ctx, r, sp, wi); paused || err != nil {
+		return stepResult{}, err
+	}
 	now := d.e.o.clock.Now()
 	nw, err := d.e.updateWave(ctx, d.id, wi, func(x *store.Wave) (bool, error) {
 		if x.State != from {

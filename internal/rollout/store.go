@@ -50,6 +50,14 @@ type EventLog interface {
 	AppendEvent(ctx context.Context, e store.Event) (store.Event, error)
 }
 
+// HoldKeeper is the record of automated sync holds of changes not merged yet (internal/autosync): a rollout
+// takes those of its merge over when it starts, and restores nothing another hold needs off.
+type HoldKeeper interface {
+	PutHolds(ctx context.Context, hs []store.Hold) error
+	ListHolds(ctx context.Context, f store.HoldFilter) ([]store.Hold, error)
+	DeleteHolds(ctx context.Context, hs []store.Hold) error
+}
+
 // Store is every role: what the Executor as a whole is built on.
 type Store interface {
 	RolloutRecords
@@ -57,6 +65,7 @@ type Store interface {
 	StepJournal
 	LeaseKeeper
 	EventLog
+	HoldKeeper
 }
 
 // snapshotSource is what reading a Snapshot takes.

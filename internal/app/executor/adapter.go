@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
@@ -20,7 +21,7 @@ type Rollouts interface {
 	Latest(ctx context.Context, repo string, pr int) (store.Rollout, error)
 	Pause(ctx context.Context, id int64, actor string) (string, error)
 	Resume(ctx context.Context, id int64, actor string) (string, error)
-	Abort(ctx context.Context, id int64, actor string) (string, error)
+	AbortWith(ctx context.Context, id int64, actor string, o rollout.AbortOptions) (string, error)
 	Approve(ctx context.Context, id int64, wave, actor string) (string, error)
 	ApprovalWave(ctx context.Context, id int64, wave string) (string, error)
 	Rollback(ctx context.Context, id int64, target, actor string) (string, error)
@@ -83,7 +84,8 @@ func (a *Adapter) OnCommand(ctx context.Context, req app.CommandRequest) (string
 	case command.Resume:
 		answer, err = a.rollouts.Resume(ctx, id, req.Actor)
 	case command.Abort:
-		answer, err = a.rollouts.Abort(ctx, id, req.Actor)
+		keep := len(req.Args) == 1 && strings.EqualFold(req.Args[0], command.KeepAutomatedOff)
+		answer, err = a.rollouts.AbortWith(ctx, id, req.Actor, rollout.AbortOptions{KeepAutomatedOff: keep})
 	case command.Approve:
 		answer, err = a.rollouts.Approve(ctx, id, req.Target, req.Actor)
 	case command.Rollback:

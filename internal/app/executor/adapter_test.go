@@ -45,7 +45,10 @@ func (f *fakeRollouts) Resume(_ context.Context, id int64, actor string) (string
 	return f.command("resume", id, actor)
 }
 
-func (f *fakeRollouts) Abort(_ context.Context, id int64, actor string) (string, error) {
+func (f *fakeRollouts) AbortWith(_ context.Context, id int64, actor string, o rollout.AbortOptions) (string, error) {
+	if o.KeepAutomatedOff {
+		return f.command("abort-keep-automated-off", id, actor)
+	}
 	return f.command("abort", id, actor)
 }
 
@@ -126,6 +129,9 @@ func TestOnCommand(t *testing.T) {
 		{name: "abort",
 			req:       app.CommandRequest{Repo: repo, PRNumber: 3, Command: command.Abort, Actor: "alice"},
 			wantCalls: "latest(octo/fleet,3) abort(12,alice)", wantReply: "@alice: done abort #12"},
+		{name: "abort keep-automated-off",
+			req:       app.CommandRequest{Repo: repo, PRNumber: 3, Command: command.Abort, Args: []string{"keep-automated-off"}, Actor: "alice"},
+			wantCalls: "latest(octo/fleet,3) abort-keep-automated-off(12,alice)", wantReply: "@alice: done abort-keep-automated-off #12"},
 		{name: "approve names its wave",
 			req:       app.CommandRequest{Repo: repo, PRNumber: 3, Command: command.Approve, Target: "eu west", Actor: "bob"},
 			wantCalls: "latest(octo/fleet,3) approve(12,eu west,bob)", wantReply: "@bob: done approve #12"},

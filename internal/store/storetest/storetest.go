@@ -119,6 +119,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"restart", restartTests},
 		{"counts", countTests},
 		{"previews", previewTests},
+		{"holds", holdTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
