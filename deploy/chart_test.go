@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -113,6 +115,28 @@ func TestChartRendersAHardenedStatefulSet(t *testing.T) {
 				}
 				if find(t, objs, "ServiceMonitor", nil) || find(t, objs, "PodDisruptionBudget", nil) {
 					t.Error("ServiceMonitor or PodDisruptionBudget rendered while disabled")
+				}
+				// No URL a pull request writes may reach the cloud's instance metadata (issue #38 item 12).
+				var np networkingv1.NetworkPolicy
+				if !find(t, objs, "NetworkPolicy", &np) {
+					t.Fatal("no NetworkPolicy")
+				}
+				var except []string
+				for _, e := range np.Spec.Egress {
+					for _, to := range e.To {
+						if to.IPBlock != nil {
+							except = append(except, to.IPBlock.Except...)
+						}
+					}
+				}
+				if len(np.Spec.PolicyTypes) != 2 || !slices.Contains(except, "169.254.0.0/16") || !slices.Contains(except, "fd00:ec2::254/128") {
+					t.Errorf("NetworkPolicy: types %v, egress except %v", np.Spec.PolicyTypes, except)
+				}
+			}},
+		{"network policy off", map[string]string{"github.appID": "12345", "networkPolicy.enabled": "false"},
+			func(t *testing.T, objs []*unstructured.Unstructured, sts *appsv1.StatefulSet) {
+				if find(t, objs, "NetworkPolicy", nil) {
+					t.Error("NetworkPolicy rendered while disabled")
 				}
 			}},
 		{"postgres, three replicas, monitoring", map[string]string{"github.appID": "12345", "replicas": "3", "store.postgres.existingSecret": "pg",
