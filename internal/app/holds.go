@@ -24,35 +24,11 @@ type AutomatedSyncHolds interface {
 	Release(ctx context.Context, repo string, pr int, head string) (autosync.Result, error)
 }
 
-// defaultAppNamespace is the Argo CD control-plane namespace of the apps a plan names without one (the rollout
-// executor's default).
-const defaultAppNamespace = "argocd"
-
 // holdOutcome is what the hold did for a plan check.
 type holdOutcome struct {
 	applies bool   // the policy and the plan ask for a hold
 	held    int    // apps held off
 	failure string // one line: why the check cannot pass ("" when held)
-}
-
-// automatedApps are the plan's apps whose automated sync is on, as Argo CD names them.
-func automatedApps(pl *plan.Plan) []store.AppKey {
-	var out []store.AppKey
-	for _, w := range pl.Waves {
-		for _, b := range w.Batches {
-			for _, a := range b.Apps {
-				if !a.AutomatedSync {
-					continue
-				}
-				k := store.AppKey{Namespace: a.Namespace, Name: a.Name}
-				if k.Namespace == "" {
-					k.Namespace = defaultAppNamespace
-				}
-				out = append(out, k)
-			}
-		}
-	}
-	return out
 }
 
 // holdAutomated switches automated sync off for the apps of a change's plan that have it, before its plan check
@@ -74,7 +50,7 @@ func (a *App) holdAutomated(ctx context.Context, ch Change, out *outcome, group 
 	}
 	var apps []store.AppKey
 	if policy.AutomatedSync == plan.AutomatedSyncDisableDuringRollout && pl.OK() && pl.Complete() {
-		apps = automatedApps(pl)
+		apps = autosync.PlannedApps(pl)
 	}
 	log := logFrom(ctx)
 	if ch.Fork || ch.HeadRepoGone {

@@ -24,8 +24,33 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
+
+// DefaultNamespace is the Applications' namespace when the plan names none: Argo CD's own.
+const DefaultNamespace = "argocd"
+
+// PlannedApps are the plan's apps whose automated sync is on, as Argo CD names them: what a hold switches off
+// (the App's plan check and the terminal's rollout prepare alike).
+func PlannedApps(pl *plan.Plan) []store.AppKey {
+	var out []store.AppKey
+	for _, w := range pl.Waves {
+		for _, b := range w.Batches {
+			for _, a := range b.Apps {
+				if !a.AutomatedSync {
+					continue
+				}
+				k := store.AppKey{Namespace: a.Namespace, Name: a.Name}
+				if k.Namespace == "" {
+					k.Namespace = DefaultNamespace
+				}
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
 
 // Annotation is set on an Application whose automated sync fleetwave switched off, holding the original
 // spec.syncPolicy.automated (JSON). It is written in the same patch that switches automated sync off.

@@ -18,10 +18,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/text"
 )
 
-// defaultAppNamespace is Argo CD's control-plane namespace of the apps a plan names without one (the rollout
-// executor's default, rollout.WithNamespace).
-const defaultAppNamespace = "argocd"
-
 // newRolloutPrepareCmd is `fleetwave rollout prepare`: the hold before the merge, from the terminal.
 func newRolloutPrepareCmd(deps *Deps, o *rolloutOptions) *cobra.Command {
 	c := &cobra.Command{
@@ -95,26 +91,6 @@ release names it.`,
 	return c
 }
 
-// heldApps are the plan's apps with automated sync, as Argo CD names them.
-func heldApps(pl *plan.Plan) []store.AppKey {
-	var out []store.AppKey
-	for _, w := range pl.Waves {
-		for _, b := range w.Batches {
-			for _, a := range b.Apps {
-				if !a.AutomatedSync {
-					continue
-				}
-				k := store.AppKey{Namespace: a.Namespace, Name: a.Name}
-				if k.Namespace == "" {
-					k.Namespace = defaultAppNamespace
-				}
-				out = append(out, k)
-			}
-		}
-	}
-	return out
-}
-
 func runRolloutPrepare(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	if err := o.complete(deps.Getenv); err != nil {
 		return usageErr(err)
@@ -151,7 +127,7 @@ func runRolloutPrepare(ctx context.Context, deps *Deps, o *rolloutOptions) error
 		}
 		return &ExitError{Code: 1, Err: errors.New("rollout prepare: the plan breaks the release policy: nothing was switched")}
 	}
-	apps := heldApps(req.Plan)
+	apps := autosync.PlannedApps(req.Plan)
 	if len(apps) == 0 || req.AutomatedSync != plan.AutomatedSyncDisableDuringRollout {
 		fmt.Fprintf(deps.Stdout, "no app of the plan has automated sync: nothing to hold (%s in %s)\n",
 			text.Plural(req.Plan.AppCount(), "app"), text.Plural(len(req.Plan.Waves), "wave"))
