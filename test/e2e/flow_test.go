@@ -259,6 +259,8 @@ spec:
 	// 3. /rollback: every app back at base, with its own check-run.
 	b.send("issue_comment", withFields(t, "issue_comment/created-on-pull-request.json", map[string]any{
 		"repository.clone_url": repoURL, "issue.number": flowPR, "comment.body": "/rollback",
+		// A command comment older than a few minutes is refused (a replayed delivery): this one is new.
+		"comment.created_at": time.Now().UTC().Format(time.RFC3339),
 	}))
 	rb := waitFor(t, 5*time.Minute, "fleetwave/rollback to complete", func() (string, bool) {
 		cr, ok := lastRun(fake, merge, "fleetwave/rollback")
