@@ -162,18 +162,7 @@ func (e *Executor) AbortWith(ctx context.Context, id int64, actor string, o Abor
 // Approve passes the approval gate of a wave (by name, case-insensitive; "" = the wave awaiting approval).
 // Only a wave awaiting approval (its batches done, its soak and metric gates passed) can be approved.
 func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (string, error) {
-	r, err := e.st.GetRollout(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if r.State.Terminal() {
-		return "", refusef("rollout #%d is %s", id, r.State)
-	}
-	waves, err := e.st.ListWaves(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	wi, err := waveToApprove(r, waves, wave)
+	waves, wi, err := e.approvalTarget(ctx, id, wave)
 	if err != nil {
 		return "", err
 	}
@@ -195,24 +184,34 @@ func (e *Executor) Approve(ctx context.Context, id int64, wave, actor string) (s
 	return fmt.Sprintf("Approved wave %s of rollout #%d: %s.", w.Name, id, next), nil
 }
 
+// approvalTarget is the one rule Approve and ApprovalWave share: the rollout's waves and the index of the wave
+// an approval naming wave ("" = the wave awaiting approval) would pass, or a refusal.
+func (e *Executor) approvalTarget(ctx context.Context, id int64, wave string) ([]store.Wave, int, error) {
+	r, err := e.st.GetRollout(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if r.State.Terminal() {
+		return nil, 0, refusef("rollout #%d is %s", id, r.State)
+	}
+	waves, err := e.st.ListWaves(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	wi, err := waveToApprove(r, waves, wave)
+	if err != nil {
+		return nil, 0, err
+	}
+	return waves, wi, nil
+}
+
 // ApprovalWave says which wave Approve(id, wave) would approve, by its own name, without approving it: the wave
 // awaiting approval when wave is "", else the wave named so (case-insensitively), which must await approval.
 // The App resolves the wave this way before it authorises an approval, so that the wave's approval teams
 // apply to a bare /approve and to the rollout check-run's button; a refusal (ErrRefused) says why nothing
 // can be approved.
 func (e *Executor) ApprovalWave(ctx context.Context, id int64, wave string) (string, error) {
-	r, err := e.st.GetRollout(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	if r.State.Terminal() {
-		return "", refusef("rollout #%d is %s", id, r.State)
-	}
-	waves, err := e.st.ListWaves(ctx, id)
-	if err != nil {
-		return "", err
-	}
-	wi, err := waveToApprove(r, waves, wave)
+	waves, wi, err := e.approvalTarget(ctx, id, wave)
 	if err != nil {
 		return "", err
 	}
