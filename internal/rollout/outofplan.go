@@ -70,11 +70,16 @@ func initiator(i v1alpha1.OperationInitiator) (string, bool) {
 const outOfPlanLookback = 15 * time.Minute
 
 // foreignOperation finds the operation that applies rev (requested, current, or in the history) and says
-// whether someone other than the executor started it, at or after since. own is the executor's Argo CD username
-// ("" unknown); anyone says that any initiator is foreign (the step has no request of the executor's).
-func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyone bool, since time.Time) (foreignOp, bool) {
+// whether someone other than the executor started it, at or after the lookback before created (the rollout's
+// creation; zero: any time). own is the executor's Argo CD username ("" unknown); anyone says that any initiator
+// is foreign (the step has no request of the executor's).
+func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyone bool, created time.Time) (foreignOp, bool) {
 	if app == nil || rev == "" {
 		return foreignOp{}, false
+	}
+	since := time.Time{}
+	if !created.IsZero() {
+		since = created.Add(-outOfPlanLookback)
 	}
 	foreign := func(i v1alpha1.OperationInitiator) (string, bool) {
 		by, ok := initiator(i)
@@ -107,6 +112,11 @@ func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyon
 		return foreignOp{}, false
 	}
 	if os := app.Status.OperationState; os != nil && appliedRevision(os) == rev {
+		if os.Phase.Failed() && !created.IsZero() && os.StartedAt.Time.Before(created) {
+			// It failed before this rollout existed (an earlier rollout of the same merge, an automated sync
+			// right after the push): the app does not run the merge, nothing is in flight, its wave syncs it.
+			return foreignOp{}, false
+		}
 		if by, ok := foreign(os.Operation.InitiatedBy); ok && !os.StartedAt.Time.Before(since) {
 			n := len(app.Status.History)
 			if n > 0 && historyHas(app.Status.History[n-1], rev) {
@@ -116,11 +126,11 @@ func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyon
 		}
 		return foreignOp{}, false
 	}
-	for i := len(app.Status.History) - 1; i >= 0; i-- {
+	// Only the last entry is what the app runs: an older entry applying the merge was undone since (a rollback
+	// of an earlier rollout of the same merge, a person's sync elsewhere), and an app that no longer runs the merge
+	// is not "already there": its wave syncs it (an out-of-plan step is never synced again).
+	if i := len(app.Status.History) - 1; i >= 0 && historyHas(app.Status.History[i], rev) {
 		h := app.Status.History[i]
-		if !historyHas(h, rev) {
-			continue
-		}
 		if by, ok := foreign(h.InitiatedBy); ok && (h.DeployStartedAt == nil || !h.DeployStartedAt.Time.Before(since)) {
 			f := foreignOp{by: by, phase: "Succeeded", prev: prev(i)}
 			if h.DeployStartedAt != nil {
@@ -128,7 +138,6 @@ func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyon
 			}
 			return f, true
 		}
-		return foreignOp{}, false
 	}
 	return foreignOp{}, false
 }
@@ -177,7 +186,7 @@ func (d *driver) detectOutOfPlan(ctx context.Context, r store.Rollout, sp *store
 	var found []string
 	c.scanChanged(keys, func(k store.AppKey, app *v1alpha1.Application) {
 		s := bySKey[k]
-		f, ok := foreignOperation(app, s.TargetRevision, sp.Execution.RepoURL, d.ownUser(), true, r.CreatedAt.Add(-outOfPlanLookback))
+		f, ok := foreignOperation(app, s.TargetRevision, sp.Execution.RepoURL, d.ownUser(), true, r.CreatedAt)
 		if !ok {
 			return
 		}
@@ -254,13 +263,13 @@ func (d *driver) foreignSync(ctx context.Context, repoURL string, st store.AppSt
 	if st.State != store.StepPending && (st.State != store.StepIntent || st.Op != store.OpSync) {
 		return foreignOp{}, false
 	}
-	since := time.Time{}
+	created := time.Time{}
 	if r := d.cur.Load(); r != nil {
-		since = r.CreatedAt.Add(-outOfPlanLookback)
+		created = r.CreatedAt
 	}
 	// the stream's cache: it brought the operation argosync judged; a read past it is bounded as a sync is
 	app := d.readApp(ctx, st.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
-	return foreignOperation(app, st.TargetRevision, repoURL, d.ownUser(), st.State == store.StepPending, since)
+	return foreignOperation(app, st.TargetRevision, repoURL, d.ownUser(), st.State == store.StepPending, created)
 }
 
 // recordOutOfPlan records the step out-of-plan from record and queues the app for runWave.
