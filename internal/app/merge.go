@@ -105,7 +105,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	// the plugin apps, generates the live ApplicationSets and gives the sync windows, as for the pull request,
 	// so that the plan is the one the pull request showed; none of these fails the run, so there is no retry
 	// without it (runPreview's).
-	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, PlanOnly: true,
+	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, BaseBranch: m.branch, Settings: a.settings, PlanOnly: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
 		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, Live: a.live}
 	if a.clusters != nil {

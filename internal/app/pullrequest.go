@@ -369,7 +369,7 @@ func (a *App) compute(ctx context.Context, ch Change) *outcome {
 
 // previewInto previews ch in out.dir, which holds both revisions, and fills out's report or error.
 func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
-	in := preview.Input{RepoDir: out.dir, Base: ch.Base, Head: ch.Head, RepoURLs: ch.RepoURLs, Settings: a.settings,
+	in := preview.Input{RepoDir: out.dir, Base: ch.Base, Head: ch.Head, BaseBranch: ch.BaseRef, RepoURLs: ch.RepoURLs, Settings: a.settings,
 		Plan: true, Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered,
 		NoRemoteHead: !a.remoteHead(ch)}
 	if a.clusters != nil {

@@ -109,6 +109,18 @@ func TestNewUserPinnedRevisions(t *testing.T) {
 		}
 	}
 
+	// After the merge, as `fleetwave rollout --base <sha> --head <merge>` sees it: main's tip is the head, and
+	// the apps tracking main follow the change (the e2e trials of issue #32 found "affects no app" here).
+	baseSHA := gittest.Run(t, repo, "rev-parse", "main")
+	gitRun(t, repo, "checkout", "-q", "main")
+	gitRun(t, repo, "merge", "-q", "--ff-only", "change")
+	headSHA := gittest.Run(t, repo, "rev-parse", "main")
+	code, out, stderr = runPreviewCmd(t, "plan", "--repo", repo, "--base", baseSHA, "--head", headSHA)
+	if w := missingIn(out, "3 apps: 1 changed, 2 unchanged", "result: ok"); w != "" || code != 0 {
+		t.Fatalf("plan after the merge: code %d, want %q in\n%s\n%s", code, w, out, stderr)
+	}
+	gitRun(t, repo, "reset", "-q", "--hard", baseSHA)
+
 	// A change of the pinned revision itself is the Application's change: shown, still with no wave slot.
 	gitRun(t, repo, "checkout", "-q", "main")
 	gitRun(t, repo, "branch", "-q", "-D", "change")

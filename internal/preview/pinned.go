@@ -23,6 +23,7 @@ type pins struct {
 	repo       *source.Repo
 	baseBranch string // the branch the change goes into ("" when not known)
 	baseSHA    string
+	headSHA    string
 	tempDir    string
 
 	mu      sync.Mutex
@@ -41,7 +42,8 @@ type pinnedTree struct {
 
 // follows reports whether an app source of this repository at targetRevision follows the change's branch:
 // "" and HEAD (the default branch, which the change is taken to go into), the base branch by name or, when the
-// branch is not known (a commit id was given as base), a branch whose tip is the base commit.
+// branch is not known (a commit id was given as base), a branch whose tip is the base commit or the head commit:
+// after the merge (`fleetwave rollout --base <sha> --head <merge>`), the branch's tip is the head.
 func (ps *pins) followsChange(ctx context.Context, targetRevision string) bool {
 	if ps == nil {
 		return true
@@ -60,7 +62,7 @@ func (ps *pins) followsChange(ctx context.Context, targetRevision string) bool {
 		return f
 	}
 	c, tag, found := ps.repo.ResolveTarget(ctx, rev)
-	f = !found || !tag && c == ps.baseSHA // not found: the base branch's name may be the one the app uses
+	f = !found || !tag && (c == ps.baseSHA || c == ps.headSHA) // not found: the base branch's name may be the one the app uses
 	ps.mu.Lock()
 	ps.follows[rev] = f
 	ps.mu.Unlock()

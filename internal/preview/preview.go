@@ -332,7 +332,7 @@ func Run(ctx context.Context, r Renderer, in Input) (*report.Report, error) {
 	remote, _ := in.Live.(RemoteRenderer)
 	p := &pipeline{r: r, remote: remote, matcher: matcher, changes: changes, changed: source.Paths(changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
-	p.pins = &pins{repo: repo, baseBranch: in.BaseBranch, baseSHA: baseSHA, tempDir: in.TempDir, follows: map[string]bool{}, trees: map[string]*pinnedTree{}}
+	p.pins = &pins{repo: repo, baseBranch: in.BaseBranch, baseSHA: baseSHA, headSHA: headSHA, tempDir: in.TempDir, follows: map[string]bool{}, trees: map[string]*pinnedTree{}}
 	if p.pins.baseBranch == "" {
 		p.pins.baseBranch = repo.BranchOf(ctx, in.Base)
 	}
