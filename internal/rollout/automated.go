@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -29,14 +31,61 @@ const KeepAutomatedOffNote = "automated sync kept off"
 // automatedOffMarker starts the one line a rollout's message gets when it ends with apps still switched off.
 const automatedOffMarker = "automated sync stays off for "
 
+// automatedOnMarker starts the note of an aborted rollout whose restored automated sync now syncs the apps the
+// rollout had not started: they are not "not started" for long, Argo CD takes them to their revision itself.
+const automatedOnMarker = "automated sync restored: "
+
 // AutomatedSyncNote is the line of a finished rollout's message that says which apps remain with automated sync
 // switched off and the command that restores them ("" when none): the terminal summary, `rollout status` and
 // the check-runs show it.
 func AutomatedSyncNote(r store.Rollout) string {
-	if i := strings.Index(r.Message, automatedOffMarker); i >= 0 {
-		return r.Message[i:]
+	for _, m := range []string{automatedOffMarker, automatedOnMarker} {
+		if i := strings.Index(r.Message, m); i >= 0 {
+			return r.Message[i:]
+		}
 	}
 	return ""
+}
+
+// noteRestoredNotStarted adds to an aborted rollout's message which of the apps whose automated sync it restored
+// it had not started: Argo CD syncs those to the revision they track by itself (the merge, when they track the
+// branch), so `rollout status` does not leave them as merely "not started".
+func (e *Executor) noteRestoredNotStarted(ctx context.Context, r store.Rollout, restored []store.AppKey) error {
+	if len(restored) == 0 || AutomatedSyncNote(r) != "" {
+		return nil
+	}
+	pending, err := e.st.ListSteps(ctx, r.ID, store.StepFilter{States: []store.StepState{store.StepPending}})
+	if err != nil {
+		return err
+	}
+	on := make(map[store.AppKey]bool, len(restored))
+	for _, k := range restored {
+		on[k] = true
+	}
+	var names []string
+	for _, s := range pending {
+		if on[s.App] && s.Op != store.OpRollback && !slices.Contains(names, s.App.Name) {
+			names = append(names, s.App.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	shown := names
+	if len(shown) > 10 {
+		shown = append(append([]string{}, names[:10]...), fmt.Sprintf("%d more", len(names)-10))
+	}
+	note := fmt.Sprintf("%sArgo CD syncs the %s the rollout had not started (%s) to the revision they track by itself",
+		automatedOnMarker, text.Plural(len(names), "app"), strings.Join(shown, ", "))
+	_, err = e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
+		if x.State != store.RolloutAborted || AutomatedSyncNote(*x) != "" {
+			return false, nil
+		}
+		x.Message += "; " + note
+		return true, nil
+	})
+	return err
 }
 
 // ReleaseCommand is the terminal command that switches a finished rollout's apps' automated sync back on.
@@ -150,19 +199,25 @@ func containsKey(keys []store.AppKey, k store.AppKey) bool {
 // fleetwave switched off and nothing else needs off: an open pull request's hold, or another unfinished rollout
 // touching the app (that one, or the pull request's end, restores it). Idempotent.
 func (e *Executor) restoreAutomated(ctx context.Context, r store.Rollout, sp *storedPlan) error {
+	_, err := e.restoreAutomatedApps(ctx, r, sp)
+	return err
+}
+
+// restoreAutomatedApps is restoreAutomated returning the apps whose automated sync it switched back on.
+func (e *Executor) restoreAutomatedApps(ctx context.Context, r store.Rollout, sp *storedPlan) ([]store.AppKey, error) {
 	keys, err := e.rolloutApps(ctx, r, sp)
 	if err != nil {
-		return fmt.Errorf("restoring automated sync: %w", err)
+		return nil, fmt.Errorf("restoring automated sync: %w", err)
 	}
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
 	res, err := autosync.RestoreUnheld(ctx, e.argo, e.st, keys, func(o store.Rollout) bool { return o.ID == r.ID },
 		func(k store.AppKey, orig string) {
 			e.event(ctx, r.ID, "", "automated-sync-restore", k.Name, "intent", orig)
 		})
 	if err != nil {
-		return fmt.Errorf("restoring automated sync: %w", err)
+		return nil, fmt.Errorf("restoring automated sync: %w", err)
 	}
 	for _, k := range res.Restored {
 		e.event(ctx, r.ID, "", "automated-sync-restore", k.Name, "ok", "")
@@ -175,7 +230,7 @@ func (e *Executor) restoreAutomated(ctx context.Context, r store.Rollout, sp *st
 		e.event(ctx, r.ID, "", "automated-sync-restore", f.App.Name, "failed", f.Err.Error())
 		errs = append(errs, f)
 	}
-	return errors.Join(errs...)
+	return res.Restored, errors.Join(errs...)
 }
 
 // stillOff lists the rollout's apps (rolloutApps) that fleetwave switched off and that no hold or other unfinished
@@ -226,7 +281,11 @@ func (e *Executor) endAutomated(ctx context.Context, r store.Rollout, sp *stored
 		return e.restoreAutomated(ctx, r, sp)
 	case store.RolloutAborted:
 		if !strings.Contains(r.Message, KeepAutomatedOffNote) {
-			return e.restoreAutomated(ctx, r, sp)
+			restored, err := e.restoreAutomatedApps(ctx, r, sp)
+			if err != nil {
+				return err
+			}
+			return e.noteRestoredNotStarted(ctx, r, restored)
 		}
 	case store.RolloutFailed, store.RolloutRolledBack:
 	default:

@@ -80,8 +80,11 @@ func TestAutomatedSyncAtEveryEnd(t *testing.T) {
 			if got := e.automatedOn(); !slices.Equal(got, allAutomated) {
 				t.Errorf("after the abort, automated sync on for %v; want %v", got, allAutomated)
 			}
-			if note := rollout.AutomatedSyncNote(r); note != "" {
-				t.Errorf("note %q after an abort that restored everything", note)
+			// The production apps the rollout had not started are Argo CD's to sync now, and status says so.
+			r, _ = e.st.GetRollout(context.Background(), r.ID)
+			if note, want := rollout.AutomatedSyncNote(r), "automated sync restored: Argo CD syncs the 2 apps the rollout had not started "+
+				"(web-prd-1, web-prd-2) to the revision they track by itself"; note != want {
+				t.Errorf("note %q after an abort that restored everything, want %q", note, want)
 			}
 		})
 	})
