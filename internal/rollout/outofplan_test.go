@@ -11,6 +11,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -105,12 +106,16 @@ func initiatorName(i v1alpha1.OperationInitiator) string {
 // executor's own switch, so the rollout restores it).
 func hold(t *testing.T, e *env) {
 	t.Helper()
+	// The hold the App's plan check and `fleetwave rollout prepare` place (autosync.Holder), for the pull request
+	// e.submit merges (7): the rollout takes it over when it starts.
+	keys := make([]store.AppKey, 0, len(e.apps))
 	for _, fa := range e.apps {
-		patch := `{"metadata":{"annotations":{"` + rollout.AnnotationAutomatedSync + `":"{\"prune\":true,\"selfHeal\":true}"},` +
-			`"labels":{"` + rollout.LabelAutomatedSyncOff + `":"true"}},"spec":{"syncPolicy":{"automated":null}}}`
-		if _, err := e.argo.Patch(context.Background(), fa.name, patch, argocd.PatchMerge); err != nil {
-			t.Fatal(err)
-		}
+		keys = append(keys, store.AppKey{Namespace: "argocd", Name: fa.name})
+	}
+	h := &autosync.Holder{Argo: e.argo, Store: e.st}
+	res, err := h.Hold(context.Background(), autosync.Owner{Repo: repo, PR: 7, Head: "pr7head"}, keys)
+	if err != nil || len(res.Switched) != len(keys) {
+		t.Fatalf("Hold = %+v, %v; want all %d apps switched off", res, err, len(keys))
 	}
 }
 
