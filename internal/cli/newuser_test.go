@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
@@ -309,5 +310,48 @@ func TestNewUserRenderAllSkipped(t *testing.T) {
 	code, out, stderr := run(t, "render", "--all", "--repo", repo, "--revision", "main", "--progress-every", "0")
 	if code != 1 || !strings.Contains(stderr, "1 skipped (1 chart or OCI artifact: --repositories would fetch it)") || strings.Contains(stderr, "only Argo CD can render them") {
 		t.Fatalf("render --all: code %d\n%s\n%s", code, out, stderr)
+	}
+}
+
+// Item 8: each app renders with its destination cluster's Kubernetes version and API list (declared on the
+// cluster Secret here; from Argo CD's cluster info in serve), as Argo CD's controller passes each destination's
+// own; a cluster that declares none takes the global settings.
+func TestNewUserClusterRenderContext(t *testing.T) {
+	secret := func(name, annotations string) string {
+		return "apiVersion: v1\nkind: Secret\nmetadata: {name: " + name + ", namespace: argocd, labels: {argocd.argoproj.io/secret-type: cluster, env: dev}" +
+			annotations + "}\nstringData: {name: " + name + ", server: \"https://" + name + ".example.com\"}\n"
+	}
+	chartSource := "{repoURL: " + newUserOrigin + ", path: chart, targetRevision: main}"
+	repo := newUserRepo(t, map[string]string{
+		"app/cm.yaml":         "",
+		"clusters/dev-1.yaml": "",
+		"clusters/old-1.yaml": secret("old-1", ", annotations: {fleetwave.io/kube-version: v1.27.3, fleetwave.io/api-versions: 'apps/v1, apps/v1/Deployment'}"),
+		"clusters/new-1.yaml": secret("new-1", ", annotations: {fleetwave.io/kube-version: v1.31.2}"),
+		"clusters/any-1.yaml": secret("any-1", ""),
+		"apps/a.yaml":         newUserApp("a", chartSource, "{name: old-1, namespace: a}"),
+		"apps/b.yaml":         newUserApp("b", chartSource, "{name: new-1, namespace: b}"),
+		"apps/c.yaml":         newUserApp("c", chartSource, "{name: any-1, namespace: c}"),
+		"chart/Chart.yaml":    "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"chart/values.yaml":   "x: 1\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" +
+			"data: {k: \"{{ .Values.x }} {{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.APIVersions.Has \"apps/v1/Deployment\" }}\"}\n",
+	})
+	newUserChange(t, repo, map[string]string{"chart/values.yaml": "x: 2\n"})
+	code, out, stderr := runPreviewCmd(t, "diff", "--repo", repo, "--base", "main", "--head", "change")
+	if code != 0 {
+		t.Fatalf("diff: code %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{`+  k: 2 v1.27.3 true`, `+  k: 2 v1.31.2 false`, `+  k: 2 ` + render.DefaultKubeVersion + ` false`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+
+	// A version no renderer could take is one line naming the Secret.
+	filetest.Write(t, repo, "clusters/new-1.yaml", secret("new-1", ", annotations: {fleetwave.io/kube-version: latest}"))
+	gitRun(t, repo, "commit", "-qam", "bad version")
+	code, out, stderr = runPreviewCmd(t, "diff", "--repo", repo, "--base", "main", "--head", "change")
+	if code != 2 || !strings.Contains(stderr+out, `cluster secret new-1: annotation fleetwave.io/kube-version: kubeVersion "latest" is not a Kubernetes version`) {
+		t.Errorf("bad version: code %d\n%s\n%s", code, out, stderr)
 	}
 }

@@ -535,7 +535,9 @@ func argoClusters(c *argocd.Client) app.ClusterSource {
 		}
 		out := make([]discover.Cluster, 0, len(list))
 		for _, cl := range list {
-			out = append(out, discover.Cluster{Name: cl.Name, Server: cl.Server, Project: cl.Project, Labels: cl.Labels, Annotations: cl.Annotations})
+			// The version and API list Argo CD's controller discovered and renders this destination with.
+			out = append(out, discover.Cluster{Name: cl.Name, Server: cl.Server, Project: cl.Project, Labels: cl.Labels, Annotations: cl.Annotations,
+				KubeVersion: cl.Info.ServerVersion, APIVersions: cl.Info.APIVersions})
 		}
 		return out, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/version"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -30,8 +31,33 @@ type Cluster struct {
 	Project     string            `json:"project,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// KubeVersion and APIVersions are the cluster's Kubernetes version ("v1.29.4") and kind-qualified API list
+	// ("apps/v1", "apps/v1/Deployment") as Argo CD's application controller passes them to the repo-server for
+	// this destination (controller/state.go, from the cluster info controller/clusterinfoupdater.go keeps): from
+	// Argo CD's cluster list, or declared per cluster (clusters file fields, or the Secret's annotations
+	// AnnotationKubeVersion and AnnotationAPIVersions). Empty: the render settings' global values.
+	KubeVersion string   `json:"kubeVersion,omitempty"`
+	APIVersions []string `json:"apiVersions,omitempty"`
 	// Local marks the in-cluster destination Argo CD adds when no Secret declares it; it has no labels.
 	Local bool `json:"-"`
+}
+
+// The annotations of a cluster Secret that declare its render context when Argo CD's cluster info is not at
+// hand: the Kubernetes version, and a comma-separated API list.
+const (
+	AnnotationKubeVersion = "fleetwave.io/kube-version"
+	AnnotationAPIVersions = "fleetwave.io/api-versions"
+)
+
+// checkKubeVersion refuses a version Helm and Kustomize could not take ("v1.29", "1.29.4" are fine).
+func checkKubeVersion(v string) error {
+	if v == "" {
+		return nil
+	}
+	if _, err := version.ParseGeneric(v); err != nil {
+		return fmt.Errorf("kubeVersion %q is not a Kubernetes version (write it as v1.29.4)", v)
+	}
+	return nil
 }
 
 // clusterFile is the plain-list form of a --clusters file.
@@ -42,6 +68,8 @@ type clusterFile struct {
 		Project     string            `json:"project,omitempty"`
 		Labels      map[string]string `json:"labels,omitempty"`
 		Annotations map[string]string `json:"annotations,omitempty"`
+		KubeVersion string            `json:"kubeVersion,omitempty"`
+		APIVersions []string          `json:"apiVersions,omitempty"`
 	} `json:"clusters"`
 }
 
@@ -63,7 +91,11 @@ func ParseClusters(filename string, data []byte) ([]Cluster, error) {
 			if c.Server == "" {
 				return nil, fmt.Errorf("%s: clusters[%d] (%s): no server", filename, i, c.Name)
 			}
-			out = append(out, Cluster{Name: c.Name, Server: c.Server, Project: c.Project, Labels: c.Labels, Annotations: c.Annotations})
+			if err := checkKubeVersion(c.KubeVersion); err != nil {
+				return nil, fmt.Errorf("%s: clusters[%d] (%s): %w", filename, i, c.Name, err)
+			}
+			out = append(out, Cluster{Name: c.Name, Server: c.Server, Project: c.Project, Labels: c.Labels, Annotations: c.Annotations,
+				KubeVersion: c.KubeVersion, APIVersions: c.APIVersions})
 		}
 	} else {
 		docs, err := splitDocuments(data)
@@ -150,6 +182,15 @@ func clusterFromSecret(obj map[string]any) (Cluster, bool, error) {
 	}
 	if c.Server == "" {
 		return Cluster{}, false, fmt.Errorf("cluster secret %s has no server", name)
+	}
+	c.KubeVersion = strings.TrimSpace(c.Annotations[AnnotationKubeVersion])
+	if err := checkKubeVersion(c.KubeVersion); err != nil {
+		return Cluster{}, false, fmt.Errorf("cluster secret %s: annotation %s: %w", name, AnnotationKubeVersion, err)
+	}
+	for _, v := range strings.Split(c.Annotations[AnnotationAPIVersions], ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			c.APIVersions = append(c.APIVersions, v)
+		}
 	}
 	return c, true, nil
 }

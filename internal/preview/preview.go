@@ -556,7 +556,7 @@ func missingFile(err error) bool {
 }
 
 func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *outcome {
-	root, settings := s.co.Dir, s.settings
+	root, settings := s.co.Dir, clusterContext(s.settings, a)
 	pinned, mixed := p.pins.pinnedRevision(ctx, a, p.matcher.Match)
 	if mixed {
 		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: fmt.Errorf("%w: sources of this repository at %s and at the change's branch: fleetwave renders one revision of a repository per app",
@@ -1216,4 +1216,20 @@ func unevaluated(base, head *discover.Inventory) []report.Unevaluated {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApplicationSet < out[j].ApplicationSet })
 	return out
+}
+
+// clusterContext is the render settings for an app's destination cluster: its Kubernetes version and API list
+// when known (Argo CD's cluster info, or declared per cluster), as Argo CD's controller passes each
+// destination's own to the repo-server (controller/state.go); else the global settings.
+func clusterContext(s render.Settings, a *discover.App) render.Settings {
+	if !a.ClusterKnown {
+		return s
+	}
+	if a.Cluster.KubeVersion != "" {
+		s.KubeVersion = a.Cluster.KubeVersion
+	}
+	if len(a.Cluster.APIVersions) > 0 {
+		s.APIVersions = a.Cluster.APIVersions
+	}
+	return s
 }
