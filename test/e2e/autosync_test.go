@@ -1,9 +1,4 @@
-//go:build e2eautosync
-
-// Issue #32's ten trials against the real Argo CD. Not yet run green (the environment finished building too late in
-// the session that wrote them), so they are kept out of make e2e behind this build tag until they are:
-// FLEETWAVE_E2E_KEEP=1 make e2e, then go test -tags e2eautosync -c -o .cache/e2e/e2e.test ./test/e2e/ and run it
-// in the namespace with -test.run TestAutomatedSyncAgainstRealArgoCD (hack/e2e/README.md, "By hand").
+// Issue #32's trials against the real Argo CD: automated sync held before the merge, proven at merge time.
 
 package e2e_test
 
@@ -25,6 +20,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
@@ -61,6 +57,7 @@ type asFleet struct {
 	c       *argocd.Client
 	bot     string
 	repoURL string // https://127.0.0.1:port/autosync.git, the apps' repoURL
+	bare    string // the served bare repository (the App clones it as file://)
 	webURL  string // the repository's "web" URL, as GitHub's payload names it
 	work    string // the working clone fleetwave reads (--repo); origin is the served bare repository
 	store   string
@@ -97,6 +94,7 @@ func TestAutomatedSyncAgainstRealArgoCD(t *testing.T) {
 		}
 	})
 
+	t.Run("App flow trials", func(t *testing.T) { f.appTrials(t) })
 	t.Run("hand sync outside the plan", func(t *testing.T) { f.handSyncTrial(t) })
 }
 
@@ -110,7 +108,7 @@ func newASFleet(t *testing.T, e env, bot string) *asFleet {
 	bare := filepath.Join(root, "autosync.git")
 	gittest.Run(t, root, "init", "-q", "--bare", "-b", "main", bare)
 	srv := gitfetchtest.Start(t, root, "", "")
-	f := &asFleet{t: t, e: e, c: c, bot: bot, repoURL: srv.URL + "/autosync.git", webURL: srv.URL + "/autosync",
+	f := &asFleet{t: t, e: e, c: c, bot: bot, repoURL: srv.URL + "/autosync.git", webURL: srv.URL + "/autosync", bare: bare,
 		work: filepath.Join(t.TempDir(), "work"), store: filepath.Join(t.TempDir(), "rollout.db"),
 		logFile: filepath.Join(filepath.Dir(e.Repo), "logs", "argocd-server.log")}
 
@@ -528,8 +526,10 @@ func (f *asFleet) handSyncTrial(t *testing.T) {
 		t.Errorf("rollout status does not list as-prd-2 as synced outside the plan:\n%s", out)
 	}
 	// Rollback: the test apps and the app synced by hand go back to base.
-	if out, code := f.fleetwave(append([]string{"rollout", "rollback"}, f.storeArgs()...)...); code != 0 {
-		t.Fatalf("rollout rollback: exit %d\n%s", code, out)
+	// A rollout that ends rolled back exits 1 (docs/cli.md), and says which apps keep automated sync off.
+	if out, code := f.fleetwave(append([]string{"rollout", "rollback"}, f.storeArgs()...)...); code != 1 ||
+		!strings.Contains(out, "rolled-back") || !strings.Contains(out, "automated sync stays off for 6 apps") {
+		t.Fatalf("rollout rollback: exit %d, want 1 and the apps left off\n%s", code, out)
 	}
 	for _, name := range []string{"as-test-1", "as-test-2", "as-prd-2"} {
 		app, err := f.c.GetApplication(ctx, name, "")
@@ -541,4 +541,121 @@ func (f *asFleet) handSyncTrial(t *testing.T) {
 		}
 	}
 	t.Logf("after the rollback, automated sync: %v", f.automatedOn())
+}
+
+// appTrials is issue #32's App flow, asTrials times: the pull request opened (the plan check holds the apps: their
+// automated sync switched off before it is green), then merged — the push and Argo CD's webhook at the moment the
+// App gets the merge — rolled out until the prd wave awaits its approval, and aborted with /abort (automated sync
+// restored, and Argo CD then syncs the rest by itself). The App is `fleetwave serve` in its own process; GitHub is
+// the fake.
+func (f *asFleet) appTrials(t *testing.T) {
+	key, keyPEM := fakegithub.AppKey()
+	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
+	fake.SetPermission(flowRepo, "Codertocat", "admin")
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &botProc{t: t, bin: f.bot, env: []string{
+		"FLEETWAVE_GITHUB_APP_ID=" + fmt.Sprint(flowAppID), "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE=" + keyFile,
+		"FLEETWAVE_WEBHOOK_SECRET=" + webhookSecret, "FLEETWAVE_GITHUB_API_URL=" + fake.URL(),
+		"FLEETWAVE_ARGOCD_URL=" + f.e.ArgoCDURL, "FLEETWAVE_ARGOCD_TOKEN=" + f.e.Token,
+		"FLEETWAVE_STORE=sqlite://" + filepath.Join(dir, "fleetwave.db"), "FLEETWAVE_CACHE_DIR=" + filepath.Join(dir, "cache"),
+		"FLEETWAVE_REPLICA_NAME=e2e-autosync-0",
+	}, logs: filepath.Join(dir, "bot.log")}
+	b.start()
+	t.Cleanup(b.stop)
+	// The App clones the bare repository; its html_url is the served one, which the apps' repoURL and Argo CD's
+	// webhook handler match.
+	repoFields := func(number int, head, base, branch string) map[string]any {
+		return map[string]any{"repository.clone_url": "file://" + f.bare, "repository.html_url": f.webURL,
+			"repository.default_branch": "main", "number": number, "pull_request.number": number,
+			"pull_request.head.sha": head, "pull_request.base.sha": base, "pull_request.base.ref": "main",
+			"pull_request.head.ref": branch}
+	}
+	ok, prodEarly, testByFleet := 0, 0, 0
+	for i := 1; i <= asTrials; i++ {
+		start := time.Now()
+		number := 100 + i
+		branch := fmt.Sprintf("pr-%d", number)
+		gittest.Run(t, f.work, "checkout", "-q", "-B", branch, "main")
+		base, head := f.commitChange(fmt.Sprintf("app-%d", i))
+		gittest.Run(t, f.work, "push", "-q", "-f", "origin", branch, fmt.Sprintf("HEAD:refs/pull/%d/head", number))
+		fake.AddPullRequest(flowRepo, fakegithub.PullRequest{Number: number, HeadSHA: head, BaseSHA: base, BaseRef: "main",
+			HeadRef: branch, Author: "Codertocat"})
+		b.send("pull_request", withFields(t, "pull_request/opened.json", repoFields(number, head, base, branch)))
+		waitFor(t, 3*time.Minute, "fleetwave/plan success", func() (string, bool) {
+			cr, ok := lastRun(fake, head, "fleetwave/plan")
+			return cr.Conclusion, ok && cr.Conclusion == "success"
+		}, b)
+		for name, on := range f.automatedOn() {
+			if on {
+				t.Errorf("trial %d: fleetwave/plan is green while %s still has automated sync", i, name)
+			}
+		}
+
+		gittest.Run(t, f.work, "checkout", "-q", "main")
+		gittest.Run(t, f.work, "merge", "-q", "--no-ff", "-m", fmt.Sprintf("Merge pull request #%d", number), branch)
+		merge := gittest.Run(t, f.work, "rev-parse", "HEAD")
+		refreshed := f.refreshesRequested()
+		fields := repoFields(number, head, base, branch)
+		fields["pull_request.merged"], fields["pull_request.merge_commit_sha"] = true, merge
+		var wg sync.WaitGroup
+		var pushErr error
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pushErr = f.pushAndWebhook(base, merge)
+		}()
+		b.send("pull_request", withFields(t, "pull_request/closed-merged.json", fields))
+		wg.Wait()
+		if pushErr != nil {
+			t.Fatal(pushErr)
+		}
+		waitFor(t, 3*time.Minute, "the rollout awaiting the approval of prd", func() (string, bool) {
+			cr, ok := lastRun(fake, merge, "fleetwave/rollout")
+			return cr.Title, ok && strings.Contains(cr.Title, "Awaiting approval to start wave prd")
+		}, b)
+		who := f.initiators(merge)
+		early, byFleet := 0, 0
+		for _, a := range asApps {
+			switch {
+			case strings.HasPrefix(a.name, "as-prd-") && who[a.name] != "":
+				early++
+			case strings.HasPrefix(a.name, "as-test-") && who[a.name] == "fleetwave":
+				byFleet++
+			}
+		}
+		refreshes := f.refreshesRequested() - refreshed
+		b.send("issue_comment", withFields(t, "issue_comment/created-on-pull-request.json", map[string]any{
+			"repository.clone_url": "file://" + f.bare, "repository.html_url": f.webURL, "repository.default_branch": "main", "issue.number": number,
+			// Each trial's command is a new comment (a comment already acted on is refused as a replay).
+			"comment.id": 3011000000 + number, "comment.body": "/abort", "comment.created_at": time.Now().UTC().Format(time.RFC3339),
+		}))
+		waitFor(t, 2*time.Minute, "the rollout aborted", func() (string, bool) {
+			cr, ok := lastRun(fake, merge, "fleetwave/rollout")
+			return cr.Conclusion, ok && cr.Status == "completed"
+		}, b)
+		restored := true
+		for name, on := range f.automatedOn() {
+			if !on {
+				restored = false
+				t.Errorf("trial %d: %s has no automated sync after /abort", i, name)
+			}
+		}
+		f.converge(merge, 2*time.Minute)
+		prodEarly += early
+		testByFleet += byFleet
+		if early == 0 && byFleet == 2 && refreshes >= len(asApps) && restored {
+			ok++
+		}
+		t.Logf("App trial %d: production apps synced before the approval %d/4, test apps synced by fleetwave %d/2, webhook refreshes %d, automated sync restored %v (%s); initiators %v",
+			i, early, byFleet, refreshes, restored, time.Since(start).Round(100*time.Millisecond), who)
+	}
+	t.Logf("App flow: %d of %d trials with 0 production apps synced before the approval and the test wave synced by fleetwave; "+
+		"production apps synced early: %d; test apps synced by fleetwave: %d of %d", ok, asTrials, prodEarly, testByFleet, 2*asTrials)
+	if ok != asTrials {
+		t.Errorf("%d of %d App trials as required", ok, asTrials)
+	}
 }
