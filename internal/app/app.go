@@ -31,6 +31,8 @@ type App struct {
 	github   GitHubFactory
 	clones   Clones
 	renderer preview.Renderer
+	// fetchWaits are the pauses before fetching a merge commit the remote does not serve yet (mergeFetchWaits).
+	fetchWaits []time.Duration
 
 	settings    render.Settings
 	clusters    ClusterSource
@@ -182,7 +184,7 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 	if github == nil || clones == nil || renderer == nil {
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
-	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now,
+	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now, fetchWaits: mergeFetchWaits,
 		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024), discovered: discover.NewScanCache(discoveryCacheFiles)}
 	for _, o := range opts {
 		o(a)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 
+	"github.com/fleetwave/fleetwave/internal/gitcache"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/source"
@@ -93,7 +95,7 @@ func (a *App) handOver(ctx context.Context, m mergeTarget) error {
 func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	fullName := m.repo.GetFullName()
 	what := fmt.Sprintf("planning the rollout of %s@%s", fullName, text.Short(m.mergeSHA, 7))
-	dir, err := a.clones.Fetch(ctx, m.installationID, m.repo.GetCloneURL(), m.refs, m.commits)
+	dir, err := a.fetchMerge(ctx, m)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -190,4 +192,26 @@ func (a *App) readPolicy(ctx context.Context, dir, commit string) (*plan.Policy,
 		return nil, fmt.Errorf("the release policy at %s is invalid: %w", text.Short(commit, 7), err)
 	}
 	return p, err
+}
+
+// mergeFetchWaits are the pauses before fetching a merge commit again when the remote does not serve it yet:
+// GitHub announces a merge (the pull_request closed event, the push) possibly before every replica serves the
+// commit. About half a minute in all, then the error stands (a redelivery, or the push event, tries again).
+var mergeFetchWaits = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+
+// fetchMerge fetches the merge's commits, again after a pause while the remote does not have them yet.
+func (a *App) fetchMerge(ctx context.Context, m mergeTarget) (string, error) {
+	for i := 0; ; i++ {
+		dir, err := a.clones.Fetch(ctx, m.installationID, m.repo.GetCloneURL(), m.refs, m.commits)
+		if err == nil || !errors.Is(err, gitcache.ErrCommitNotFound) || i >= len(a.fetchWaits) {
+			return dir, err
+		}
+		logFrom(ctx).Info("merge commit not served yet: fetching again", slog.String("merge", text.Short(m.mergeSHA, 7)),
+			slog.Duration("after", a.fetchWaits[i]))
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(a.fetchWaits[i]):
+		}
+	}
 }

@@ -37,6 +37,10 @@ type Cache struct {
 	locks map[string]*sync.Mutex
 }
 
+// ErrCommitNotFound is wrapped by a fetch that left a commit missing: the remote does not have it, or not yet
+// (a merge commit GitHub announced before every replica serves it).
+var ErrCommitNotFound = errors.New("not found")
+
 // Option configures a Cache.
 type Option func(*Cache)
 
@@ -152,7 +156,7 @@ func (c *Cache) Fetch(ctx context.Context, installationID int64, cloneURL string
 			return "", err
 		}
 		if len(missing) > 0 {
-			return "", fmt.Errorf("fetching %s: commit %s not found: %w", redactURL(u), missing[0], errors.Join(refErr, shaErr))
+			return "", fmt.Errorf("fetching %s: commit %s %w: %w", redactURL(u), missing[0], ErrCommitNotFound, errors.Join(refErr, shaErr))
 		}
 	}
 	return dir, nil

@@ -110,8 +110,8 @@ func TestFetchMissingCommitNamesIt(t *testing.T) {
 	}
 	const absent = "0123456789abcdef0123456789abcdef01234567"
 	_, err = c.Fetch(context.Background(), 1, "file://"+src, []string{"refs/heads/main"}, []string{base, absent})
-	if err == nil || !strings.Contains(err.Error(), absent) {
-		t.Fatalf("err = %v, want one naming %s", err, absent)
+	if err == nil || !strings.Contains(err.Error(), absent) || !errors.Is(err, gitcache.ErrCommitNotFound) {
+		t.Fatalf("err = %v, want one naming %s and wrapping ErrCommitNotFound", err, absent)
 	}
 }
 

@@ -149,7 +149,7 @@ func (c *Cache) FetchRemote(ctx context.Context, r Remote, refs, commits []strin
 	if last != nil {
 		return "", last
 	}
-	return "", fmt.Errorf("fetching %s: commit %s not found", redactURL(u), missing[0])
+	return "", fmt.Errorf("fetching %s: commit %s %w", redactURL(u), missing[0], ErrCommitNotFound)
 }
 
 // SizeBytes is the size of the objects a mirror holds (git count-objects: loose and packed).

@@ -311,6 +311,11 @@ func (f *asFleet) pushAndWebhook(before, after string) error {
 	if out, err := exec.Command("git", "-C", f.work, "push", "-q", "origin", "main").CombinedOutput(); err != nil {
 		return fmt.Errorf("git push: %v: %s", err, out)
 	}
+	return f.argoWebhook(before, after)
+}
+
+// argoWebhook delivers GitHub's push event for before..after on main to Argo CD's /api/webhook.
+func (f *asFleet) argoWebhook(before, after string) error {
 	payload, _ := json.Marshal(map[string]any{
 		"ref": "refs/heads/main", "before": before, "after": after,
 		"repository": map[string]any{"html_url": f.webURL, "clone_url": f.repoURL, "default_branch": "main",
@@ -601,12 +606,15 @@ func (f *asFleet) appTrials(t *testing.T) {
 		refreshed := f.refreshesRequested()
 		fields := repoFields(number, head, base, branch)
 		fields["pull_request.merged"], fields["pull_request.merge_commit_sha"] = true, merge
+		// GitHub announces the merge once the commit is on main: the push, then Argo CD's webhook and the App's
+		// pull_request event at the same moment.
+		gittest.Run(t, f.work, "push", "-q", "origin", "main")
 		var wg sync.WaitGroup
 		var pushErr error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pushErr = f.pushAndWebhook(base, merge)
+			pushErr = f.argoWebhook(base, merge)
 		}()
 		b.send("pull_request", withFields(t, "pull_request/closed-merged.json", fields))
 		wg.Wait()
