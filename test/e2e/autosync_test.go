@@ -386,6 +386,24 @@ func (f *asFleet) initiators(rev string) map[string]string {
 	return out
 }
 
+// automatedOnSoon is automatedOn once every app has it again, or after 15 s: argocd-server answers a GET from its
+// informer's cache, which may lag the patch that restored an app by a moment (trial 9 of a run saw two apps
+// without automated sync right after the abort's check-run completed, and Argo CD syncing them a second later).
+func (f *asFleet) automatedOnSoon() map[string]bool {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		on := f.automatedOn()
+		all := true
+		for _, v := range on {
+			all = all && v
+		}
+		if all || time.Now().After(deadline) {
+			return on
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
 // automatedOn lists the apps whose automated sync is on.
 func (f *asFleet) automatedOn() map[string]bool {
 	f.t.Helper()
@@ -473,7 +491,7 @@ func (f *asFleet) terminalTrial(t *testing.T, i int) trialResult {
 	}
 	// Abort restores automated sync (then Argo CD syncs the rest of the fleet to the merge by itself).
 	res.restored = true
-	for name, on := range f.automatedOn() {
+	for name, on := range f.automatedOnSoon() {
 		if !on {
 			res.restored = false
 			t.Errorf("trial %d: %s has no automated sync after the abort", i, name)
@@ -646,7 +664,7 @@ func (f *asFleet) appTrials(t *testing.T) {
 			return cr.Conclusion, ok && cr.Status == "completed"
 		}, b)
 		restored := true
-		for name, on := range f.automatedOn() {
+		for name, on := range f.automatedOnSoon() {
 			if !on {
 				restored = false
 				t.Errorf("trial %d: %s has no automated sync after /abort", i, name)
