@@ -121,8 +121,8 @@
 // # Merges
 //
 // pull_request closed with merged: the plan is recomputed at the merge commit against its first parent and
-// handed to the Merges port with the policy at the merge commit (plan.Load, through the clone cache) and the
-// digest of the plan last shown on the pull request. A push to the default branch is handed over alike (against
+// handed to the Merges port with the policy at the merge commit (the one the preview planned with,
+// preview.Result.Policy) and the digest of the plan last shown on the pull request. A push to the default branch is handed over alike (against
 // the previous tip); a merge SHA already handed over is skipped in this process, and the executor is idempotent
 // per merge SHA.
 //

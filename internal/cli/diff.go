@@ -174,8 +174,12 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
-	rep, err := preview.Run(cmd.Context(), r, in)
+	res, err := preview.Run(cmd.Context(), r, in)
 	closeRenderer()
+	var rep *report.Report
+	if res != nil {
+		rep = res.Report
+	}
 	if rep != nil && worktreeNote != "" {
 		rep.Notes = append([]string{worktreeNote}, rep.Notes...)
 	}

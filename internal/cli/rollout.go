@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -1060,7 +1058,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}
-	rep, err := preview.Run(ctx, r, in)
+	res, err := preview.Run(ctx, r, in)
 	closeRenderer()
 	if err != nil {
 		var ie *preview.InputError
@@ -1069,6 +1067,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		}
 		return rollout.Request{}, &ExitError{Code: 2, Err: fmt.Errorf("rollout: %w", err)}
 	}
+	rep := res.Report
 	for _, n := range rep.Notes {
 		fmt.Fprintf(deps.Stderr, "fleetwave: rollout: note: %s\n", n)
 	}
@@ -1076,7 +1075,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		// As `plan`: an app that failed to render may be affected; the plan could miss it.
 		return rollout.Request{}, previewExit(deps.Stderr, "rollout", rep, false)
 	}
-	pl, _ := rep.Plan.(*plan.Plan)
+	pl := res.Plan
 	if pl == nil {
 		return rollout.Request{}, errors.New("rollout: the preview made no plan")
 	}
@@ -1093,14 +1092,8 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 	if req.Repo == "" {
 		req.Repo = repoFullName(origin, o.repo)
 	}
-	tree := rep.HeadTree
-	if tree == "" {
-		tree = rep.Head
-	}
-	policy, err := policyAt(ctx, o.repo, tree)
-	if err != nil {
-		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
-	}
+	// The policy the plan was made with (at the head side's tree): its execution settings go with the rollout.
+	policy := res.Policy
 	req.AutomatedSync = policy.AutomatedSync
 	req.OnConflict = rollout.ConflictPolicy(policy.OnConflict)
 	req.OutOfPlanSync = policy.OutOfPlanSync
@@ -1129,18 +1122,4 @@ func repoFullName(remote, dir string) string {
 		abs = dir
 	}
 	return "local/" + filepath.Base(abs)
-}
-
-// policyAt reads the release policy at a tree-ish of the repository (the default without one): its execution
-// settings (automated sync, conflicts, prune) go with the rollout.
-func policyAt(ctx context.Context, dir, treeish string) (*plan.Policy, error) {
-	p, _, err := plan.Load(func(name string) ([]byte, error) {
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "blob", treeish+":"+name).Output()
-		if err != nil {
-			// Absent (git cat-file fails the same way for other reasons; the preview read the tree already).
-			return nil, fmt.Errorf("%s at %s: %w", name, treeish, fs.ErrNotExist)
-		}
-		return out, nil
-	})
-	return p, err
 }
