@@ -108,7 +108,7 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	// without it (runPreview's).
 	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, Settings: a.settings, PlanOnly: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
-		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, Live: a.live}
+		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, ArgoCD: a.argocd}
 	if a.clusters != nil {
 		if in.Clusters, err = a.clusters(ctx); err != nil {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)

@@ -14,7 +14,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
-	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/text"
@@ -447,16 +446,16 @@ func (a *App) runPreview(ctx context.Context, installation int64, group string, 
 	if a.renderBudget != 0 {
 		in.RenderBudget = a.renderBudget
 	}
-	if a.live == nil {
+	if a.argocd.None() {
 		return preview.Run(ctx, r, in)
 	}
-	in.Live = a.live
+	in.ArgoCD = a.argocd
 	res, err := preview.Run(ctx, r, in)
 	var pe *plan.PolicyError
 	if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
 		return res, err
 	}
-	in.Live = nil
+	in.ArgoCD = preview.ArgoCD{}
 	res, err2 := preview.Run(ctx, a.rendererOf(installation, group), in) // a new view: its output budget afresh
 	if err2 != nil {
 		return nil, err // the first error is the one to report
@@ -466,19 +465,13 @@ func (a *App) runPreview(ctx context.Context, installation int64, group string, 
 	return res, nil
 }
 
-// sharedRenderer is a renderer shared among tenants (isolate.Pool): each tenant's renders are scheduled
-// fairly against the others', within a share of the workers, and its groups' fairly within it.
-type sharedRenderer interface {
-	For(tenant, group string) *isolate.Tenant
-}
-
 // rendererOf is the renderer of an installation's previews of a pull request: the installation's share of a
-// shared renderer, so that one installation flooding pull requests (or rendering bombs to the time cap)
-// cannot starve another, and within it the pull request's turn, so that one pull request's queue of bombs
-// does not hold the next pull request of the same installation.
+// shared renderer (TenantRenderers), so that one installation flooding pull requests (or rendering bombs to the
+// time cap) cannot starve another, and within it the pull request's turn, so that one pull request's queue of
+// bombs does not hold the next pull request of the same installation.
 func (a *App) rendererOf(installation int64, group string) preview.Renderer {
-	if s, ok := a.renderer.(sharedRenderer); ok {
-		return s.For(strconv.FormatInt(installation, 10), group)
+	if a.tenants != nil {
+		return a.tenants(strconv.FormatInt(installation, 10), group)
 	}
 	return a.renderer
 }

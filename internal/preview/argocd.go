@@ -10,9 +10,30 @@ import (
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
+// ArgoCD is what the preview asks of Argo CD, one port per role; a nil port is a role Argo CD does not serve
+// here. internal/argocd/livediff's Comparer serves all four (Comparer.Ports).
+type ArgoCD struct {
+	// Live compares the affected apps' renders with their live state; each compared app gets report.App.Live.
+	// Not asked with Input.PlanOnly.
+	Live LiveComparer
+	// Remote renders the apps only Argo CD can render (a config-management plugin, a source fleetwave does not
+	// fetch); nil: they are reported as not rendered.
+	Remote RemoteRenderer
+	// AppSets generates the ApplicationSets whose generators need a live service; nil: they are reported
+	// unevaluated.
+	AppSets AppSetGenerator
+	// Windows reads the AppProjects' sync windows: the plan says which of its waves they would hold now.
+	Windows SyncWindowReader
+}
+
+// None reports that no role is served: the preview asks Argo CD nothing.
+func (a ArgoCD) None() bool {
+	return a.Live == nil && a.Remote == nil && a.AppSets == nil && a.Windows == nil
+}
+
 // RemoteRenderer renders an app through Argo CD's repo-server, at one revision per source (revisions[i] for
 // source i; one for a single-source app): the apps only Argo CD can render — a config-management plugin, a
-// repository or registry fleetwave may not or cannot fetch. internal/diff/livediff's Comparer implements it.
+// repository or registry fleetwave may not or cannot fetch (ArgoCD.Remote).
 //
 // repoURLs are the URLs naming this repository: the Argo CD app is rendered only when one of its live sources is
 // one of them and its project is app's (ErrNotManagedHere otherwise): a pull request here must not render, nor
@@ -30,8 +51,8 @@ type RemoteRender struct {
 }
 
 // AppSetGenerator generates an ApplicationSet's apps through Argo CD (the generators that need a live service:
-// scmProvider, pullRequest, plugin, clusterDecisionResource). internal/diff/livediff's Comparer implements it; when
-// Input.Live does, discovery uses it (discover.Options.Generate says which sets a change may have generated).
+// scmProvider, pullRequest, plugin, clusterDecisionResource): ArgoCD.AppSets, which discovery uses
+// (discover.Options.Generate says which sets a change may have generated).
 type AppSetGenerator interface {
 	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)
 }

@@ -32,7 +32,7 @@
 // callers that roll the change out take them.
 //
 // A merge needs only the plan (Input.PlanOnly, the App's hand-off to the rollout): steps 1–7 run as for a pull
-// request, since the plan depends on which apps changed, but the live comparison with Argo CD (Input.Live serves
+// request, since the plan depends on which apps changed, but the live comparison with Argo CD (Input.ArgoCD serves
 // only rendering, generators and sync windows) and the comment's presentation (app kinds, waves, footer) are
 // skipped.
 //

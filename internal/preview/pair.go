@@ -31,7 +31,7 @@ func (p *pipeline) diff(ctx context.Context, in Input, rep *report.Report, pol h
 		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+text.FirstLine(pol.err.Error()))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
-	p.dropRenders = in.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
+	p.dropRenders = in.ArgoCD.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
 	fetcher, _ := p.r.(interface {

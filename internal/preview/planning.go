@@ -59,7 +59,7 @@ func (p *pipeline) planned(ctx context.Context, in Input, rep *report.Report, po
 		return nil, pol.err
 	}
 	pl := p.plan(pol.policy, p.head.inv, rep)
-	if wr, ok := in.Live.(SyncWindowReader); ok {
+	if wr := in.ArgoCD.Windows; wr != nil {
 		holdWaves(ctx, wr, pl, p.head.inv, time.Now())
 	}
 	rep.Plan = pl

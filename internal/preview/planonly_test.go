@@ -23,11 +23,11 @@ func (c *countingLive) CompareLive(_ context.Context, apps []LiveApp) ([]*report
 func TestPlanOnlyMakesThePreviewsPlan(t *testing.T) {
 	dir := exampleRepo(t)
 	var fullLive, onlyLive countingLive
-	full, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true, Live: &fullLive})
+	full, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true, ArgoCD: ArgoCD{Live: &fullLive}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	only, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", PlanOnly: true, Live: &onlyLive})
+	only, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", PlanOnly: true, ArgoCD: ArgoCD{Live: &onlyLive}})
 	if err != nil {
 		t.Fatal(err)
 	}

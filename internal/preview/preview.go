@@ -36,7 +36,7 @@ type Input struct {
 	Plan bool
 	// PlanOnly makes the report what a merge's rollout needs, the plan (Plan is implied), and no more. The apps
 	// are still rendered and diffed — which apps changed, were added, removed or failed decides the plan — but
-	// their live state is not compared (Live serves only what the plan needs: rendering through Argo CD,
+	// their live state is not compared (ArgoCD serves only what the plan needs: rendering through Argo CD,
 	// generating ApplicationSets, sync windows), and what only the comment shows (each app's kind, wave and
 	// batch, the footer) is left out. The plan is the one a full preview of the same change makes.
 	PlanOnly bool
@@ -52,12 +52,10 @@ type Input struct {
 	// Discovered, when set, keeps the files discovery parsed for the next previews of the repository (serve
 	// keeps one per process): a preview parses only what changed since the revisions already seen.
 	Discovered *discover.ScanCache
-	// Live, when set, compares the affected apps' renders with their live state in Argo CD (internal/diff/livediff
-	// implements it); each compared app gets report.App.Live. Nil leaves the report as it is without Argo CD.
-	// When it also implements RemoteRenderer, apps whose source is a config-management plugin are rendered
-	// through it.
-	Live LiveComparer
-	// NoRemoteHead keeps the head side from being rendered through Argo CD (Live's RemoteRenderer): Argo CD would
+	// ArgoCD is what the preview asks of Argo CD, one port per role (internal/argocd/livediff's Comparer serves
+	// them all: Comparer.Ports); its zero value asks nothing, and the report is what it is without Argo CD.
+	ArgoCD ArgoCD
+	// NoRemoteHead keeps the head side from being rendered through Argo CD (ArgoCD.Remote): Argo CD would
 	// run the head's content through its config-management plugins, whose output (a secret-injecting plugin's
 	// resolved values among them) comes back in the diff. The App sets it for a pull request unless its
 	// repository opts in (serve's FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS), and always for a fork's. The base side is
@@ -114,8 +112,8 @@ func Run(ctx context.Context, r Renderer, in Input) (*Result, error) {
 	}
 	pol := readPolicy(p.head.co)        // planning.go
 	p.diff(ctx, in, rep, pol, ch.names) // pair.go
-	if in.Live != nil && !in.PlanOnly {
-		if err := p.live(ctx, in.Live, rep); err != nil { // live.go
+	if in.ArgoCD.Live != nil && !in.PlanOnly {
+		if err := p.live(ctx, in.ArgoCD.Live, rep); err != nil { // live.go
 			return nil, err
 		}
 	}

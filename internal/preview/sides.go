@@ -135,7 +135,7 @@ func open(ctx context.Context, r Renderer, in Input, ch *change) (*pipeline, err
 	}
 	settings := in.Settings.WithDefaults()
 	var generate discover.GenerateFunc
-	if g, ok := in.Live.(AppSetGenerator); ok {
+	if g := in.ArgoCD.AppSets; g != nil {
 		generate = func(set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
 			return g.GenerateApplicationSet(ctx, set)
 		}
@@ -153,8 +153,7 @@ func open(ctx context.Context, r Renderer, in Input, ch *change) (*pipeline, err
 	}
 	headSide := newSide(d.co)
 
-	remote, _ := in.Live.(RemoteRenderer)
-	p := &pipeline{r: r, remote: remote, matcher: ch.matcher, changes: ch.changes, changed: source.Paths(ch.changes),
+	p := &pipeline{r: r, remote: in.ArgoCD.Remote, matcher: ch.matcher, changes: ch.changes, changed: source.Paths(ch.changes),
 		base: baseSide, head: headSide, baseOut: &outcomes{m: map[string]*lazy{}}, headOut: &outcomes{m: map[string]*lazy{}}}
 	p.pins = &pins{repo: ch.repo, baseBranch: in.BaseBranch, baseSHA: ch.base, tempDir: in.TempDir, follows: map[string]bool{}, trees: map[string]*pinnedTree{}}
 	if p.pins.baseBranch == "" {
