@@ -36,8 +36,9 @@ type App struct {
 
 	settings    render.Settings
 	clusters    ClusterSource
-	live        preview.LiveComparer
-	argoURL     string // Argo CD's URL for links to apps ("" = no links)
+	argocd      preview.ArgoCD  // zero: no Argo CD
+	tenants     TenantRenderers // nil: every preview renders with renderer
+	argoURL     string          // Argo CD's URL for links to apps ("" = no links)
 	merges      Merges
 	commands    Commands
 	botLogin    string
@@ -98,9 +99,14 @@ func WithSettings(s render.Settings) Option { return func(a *App) { a.settings =
 // cluster Secrets).
 func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c } }
 
-// WithLive compares the affected apps with their live state in Argo CD (internal/diff/livediff); when Argo CD
-// cannot be read the preview is made without it, with a note.
-func WithLive(l preview.LiveComparer) Option { return func(a *App) { a.live = l } }
+// WithArgoCD gives the previews Argo CD's ports (internal/argocd/livediff's Comparer.Ports): the affected apps of
+// a pull request compared with their live state, the apps only Argo CD renders, live ApplicationSet generators,
+// sync windows. When Argo CD cannot be read the preview is made without it, with a note.
+func WithArgoCD(p preview.ArgoCD) Option { return func(a *App) { a.argocd = p } }
+
+// WithTenantRenderers renders each installation's previews with its share of a renderer shared among
+// installations (internal/render/isolate's Pool.For), instead of with New's renderer.
+func WithTenantRenderers(t TenantRenderers) Option { return func(a *App) { a.tenants = t } }
 
 // WithArgoCDRenderHead lets the pull requests of repos ("owner/name") have their head rendered through Argo CD
 // when fleetwave cannot render an app itself (a config-management plugin, a source it does not fetch). Argo CD

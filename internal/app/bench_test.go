@@ -18,7 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/diff/livediff"
+	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -192,7 +192,7 @@ func simArgoCD(b *testing.B, f *fixture) (*argocdsim.Server, []app.Option) {
 		}
 		return out, nil
 	}
-	return sim, []app.Option{app.WithClusters(clusters), app.WithLive(livediff.New(client, livediff.Options{Server: "sim"}))}
+	return sim, []app.Option{app.WithClusters(clusters), app.WithArgoCD(livediff.New(client, livediff.Options{Server: "sim"}).Ports())}
 }
 
 func benchWebhook(b *testing.B, f *fixture, h *harness) {

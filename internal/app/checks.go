@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 
@@ -24,15 +23,6 @@ type headFiles struct {
 
 func (a *App) headFiles(ctx context.Context, out *outcome, ch Change) *headFiles {
 	return &headFiles{ctx: ctx, clones: a.clones, dir: out.dir, commit: ch.Head, cache: map[string][]byte{}}
-}
-
-// open returns the file's content, and an error wrapping fs.ErrNotExist when it cannot be read (plan.Load's
-// reader: an unreadable policy file is no policy file here, the preview having read it already).
-func (h *headFiles) open(path string) ([]byte, error) {
-	if data := h.read(path); data != nil {
-		return data, nil
-	}
-	return nil, fmt.Errorf("%s: %w", path, fs.ErrNotExist)
 }
 
 // read returns the file's content, nil when it cannot be read ("" is no file).
@@ -178,16 +168,15 @@ func (a *App) planCheck(ctx context.Context, ch Change, out *outcome) github.Che
 		run.Output = &github.CheckOutput{Title: fmt.Sprintf("The release policy %s is invalid", pe.File), Summary: sb.String(), Annotations: anns}
 		return run
 	}
-	pl, ok := out.rep.Plan.(*plan.Plan)
-	if !ok || pl == nil {
+	pl := out.plan
+	if pl == nil {
 		run.Conclusion = github.ConclusionNeutral
 		run.Output = &github.CheckOutput{Title: "No plan", Summary: "No wave plan was made for this change."}
 		return run
 	}
 	run.ExternalID = externalID(ch.Number, pl.Digest())
-	// The policy file at head, for its wave lines, and its warnings when it parses (files.open never fails but
-	// for absence, so an error is the policy's own: policy is then nil and policyFile still names the file).
-	policy, policyFile, _ := plan.Load(files.open)
+	// The policy the plan was made with, for its warnings, and its file at head, for its wave lines.
+	policy, policyFile := out.policy, out.policyFile
 	policyData := files.read(policyFile)
 	var md strings.Builder
 	if err := pl.WriteMarkdown(&md); err != nil {

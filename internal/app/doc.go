@@ -12,9 +12,11 @@
 //   - Clones: *gitcache.Cache — a local bare mirror per repository, fetched with the installation token.
 //   - preview.Renderer: *render.Renderer — Argo CD's rendering, in process and confined.
 //   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).
-//   - preview.LiveComparer (optional, WithLive): internal/diff/livediff over Argo CD — the affected apps of a pull
-//     request compared with their live state (a merge compares none). When Argo CD cannot be read, the preview is
-//     made without it and says so.
+//   - TenantRenderers (optional, WithTenantRenderers): each installation's share of a render pool
+//     (internal/render/isolate), each pull request's turn within it.
+//   - preview.ArgoCD (optional, WithArgoCD): internal/argocd/livediff over Argo CD — the affected apps of a pull
+//     request compared with their live state (a merge compares none), plugin apps rendered, live generators, sync
+//     windows. When Argo CD cannot be read, the preview is made without it and says so.
 //   - Merges and Commands (optional): the rollout executor. Until it is wired, LoggingExecutor logs merges
 //     and answers rollout commands with a note that nothing was done.
 //
@@ -121,8 +123,8 @@
 // # Merges
 //
 // pull_request closed with merged: the plan is recomputed at the merge commit against its first parent and
-// handed to the Merges port with the policy at the merge commit (plan.Load, through the clone cache) and the
-// digest of the plan last shown on the pull request. A push to the default branch is handed over alike (against
+// handed to the Merges port with the policy at the merge commit (the one the preview planned with,
+// preview.Result.Policy) and the digest of the plan last shown on the pull request. A push to the default branch is handed over alike (against
 // the previous tip); a merge SHA already handed over is skipped in this process, and the executor is idempotent
 // per merge SHA.
 //

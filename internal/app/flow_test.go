@@ -498,7 +498,7 @@ func TestMergeHandsThePlanOver(t *testing.T) {
 	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
 	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
 	live := &countingLive{}
-	h := newHarness(t, nil, app.WithLive(live))
+	h := newHarness(t, nil, app.WithArgoCD(preview.ArgoCD{Live: live}))
 	h.open(f)
 	previewed := live.apps.Load()
 	if previewed == 0 {
@@ -736,7 +736,7 @@ func (failingLive) CompareLive(context.Context, []preview.LiveApp) ([]*report.Li
 // TestArgoCDDownStillPreviews: when the live state cannot be read, the preview is posted without it, saying so.
 func TestArgoCDDownStillPreviews(t *testing.T) {
 	f := newFixture(t, edit(t, "manifests/payments/deployment.yaml", func(s string) string { return strings.Replace(s, "replicas: 2", "replicas: 3", 1) }))
-	h := newHarness(t, nil, app.WithLive(failingLive{}))
+	h := newHarness(t, nil, app.WithArgoCD(preview.ArgoCD{Live: failingLive{}}))
 	h.open(f)
 	d := h.runsOn(f.head())[app.CheckDiff][0]
 	if d.Conclusion != "success" || !strings.Contains(d.Summary, "live state not compared: argo cd https://argocd.example: connection refused") {

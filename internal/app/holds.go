@@ -40,12 +40,8 @@ func (a *App) holdAutomated(ctx context.Context, ch Change, out *outcome, group 
 	if a.holds == nil || out == nil || out.err != nil || out.policyErr != nil || out.rep == nil {
 		return holdOutcome{}
 	}
-	pl, ok := out.rep.Plan.(*plan.Plan)
-	if !ok || pl == nil {
-		return holdOutcome{}
-	}
-	policy, _, err := plan.Load(a.headFiles(ctx, out, ch).open)
-	if err != nil || policy == nil {
+	pl, policy := out.plan, out.policy
+	if pl == nil || policy == nil {
 		return holdOutcome{}
 	}
 	var apps []store.AppKey

@@ -99,9 +99,10 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	policy, err := a.readPolicy(ctx, dir, m.mergeSHA)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	if !source.IsFullSHA(m.mergeSHA) {
+		// Never the default policy for what is not a commit: it would stand in for gates and command rules that
+		// may well exist.
+		return fmt.Errorf("%s: reading the release policy: %q is not a commit SHA", what, text.Short(m.mergeSHA, 40))
 	}
 	// Only the plan: no live comparison with Argo CD, no comment (preview.Input.PlanOnly). Argo CD still renders
 	// the plugin apps, generates the live ApplicationSets and gives the sync windows, as for the pull request,
@@ -109,23 +110,27 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 	// without it (runPreview's).
 	in := preview.Input{RepoDir: dir, Base: m.base, Head: m.mergeSHA, BaseBranch: m.branch, Settings: a.settings, PlanOnly: true,
 		RepoURLs:    repoURLs(m.repo.GetHTMLURL(), m.repo.GetCloneURL(), m.repo.GetSSHURL(), fullName),
-		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, Live: a.live}
+		Concurrency: a.concurrency, TempDir: a.tempDir, Discovered: a.discovered, RenderBudget: a.renderBudget, ArgoCD: a.argocd}
 	if a.clusters != nil {
 		if in.Clusters, err = a.clusters(ctx); err != nil {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
 		}
 	}
-	rep, err := preview.Run(ctx, a.rendererOf(m.installationID, renderGroup(fullName, m.number)), in)
+	res, err := preview.Run(ctx, a.rendererOf(m.installationID, renderGroup(fullName, m.number)), in)
+	var pe *plan.PolicyError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: the release policy at %s is invalid: %w", what, text.Short(m.mergeSHA, 7), pe)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	pl, _ := rep.Plan.(*plan.Plan)
-	if pl == nil {
+	if res.Plan == nil {
 		return fmt.Errorf("%s: the preview made no plan", what)
 	}
+	// The policy the plan was made with (the merge commit's) goes with it: its execution settings.
 	merge := Merge{
-		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: rep.Base,
-		Plan: pl, Policy: policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender, Branch: m.branch,
+		InstallationID: m.installationID, Repo: fullName, PRNumber: m.number, MergeSHA: m.mergeSHA, BaseSHA: res.Report.Base,
+		Plan: res.Plan, Policy: res.Policy, RepoURL: m.repo.GetCloneURL(), Sender: m.sender, Branch: m.branch,
 	}
 	if m.number != 0 && m.prHead != "" {
 		merge.PRPlanDigest = a.shownPlanDigest(ctx, m.installationID, fullName, m.prHead)

@@ -13,7 +13,6 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -227,8 +226,8 @@ func (a *App) publishGroup(ctx context.Context, client CheckRuns, key prKey, g M
 		diffRun.Output.Summary = header + diffRun.Output.Summary
 		planRun.Output.Summary = header + planRun.Output.Summary
 		diffRun.ExternalID, planRun.ExternalID = groupExternalID(g.HeadRef, ""), groupExternalID(g.HeadRef, "")
-		if pl, ok := out.rep.Plan.(*plan.Plan); ok && pl != nil && out.policyErr == nil {
-			planRun.ExternalID = groupExternalID(g.HeadRef, pl.Digest())
+		if out.plan != nil && out.policyErr == nil {
+			planRun.ExternalID = groupExternalID(g.HeadRef, out.plan.Digest())
 		}
 	}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/preview"
 )
 
 // The use cases' roles of GitHub, for one App installation. *github.Client plays them all; the value types
@@ -157,3 +158,8 @@ func (l LoggingExecutor) log() *slog.Logger {
 	}
 	return l.Log
 }
+
+// TenantRenderers is a renderer shared among tenants (internal/render/isolate's Pool.For): the renderer of one
+// tenant's (an installation's) previews, scheduled fairly against the other tenants', within a share of the
+// workers, and the renders of one group (a pull request) fairly against its other groups'.
+type TenantRenderers func(tenant, group string) preview.Renderer

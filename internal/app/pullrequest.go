@@ -14,7 +14,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
-	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/text"
@@ -338,11 +337,14 @@ func (a *App) saveCheckRunID(ctx context.Context, repo, head, name string, id in
 
 // outcome is what a preview produced.
 type outcome struct {
-	dir       string            // the local repository
-	rep       *report.Report    // nil when err is set
-	policyErr *plan.PolicyError // the release policy at head is invalid (rep is then a diff without a plan)
-	err       error             // no report could be made
-	elapsed   time.Duration     // for logs only: never in what is posted
+	dir        string            // the local repository
+	rep        *report.Report    // nil when err is set
+	plan       *plan.Plan        // the wave plan; nil without one (no report, or policyErr)
+	policy     *plan.Policy      // the release policy the preview read at head and planned with; nil with policyErr
+	policyFile string            // its file ("" for the default policy)
+	policyErr  *plan.PolicyError // the release policy at head is invalid (rep is then a diff without a plan)
+	err        error             // no report could be made
+	elapsed    time.Duration     // for logs only: never in what is posted
 }
 
 // compute fetches the change and previews it.
@@ -380,22 +382,23 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 		}
 		in.Clusters = cs
 	}
-	rep, err := a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
+	res, err := a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
 		// The diff does not depend on the policy: show it, and fail the plan check on the policy's lines.
 		// preview.Run returns the diff with the policy error (its PolicyErrors say why there is no plan).
 		out.policyErr = pe
-		if rep != nil {
+		if res != nil {
 			err = nil
 		} else {
 			in.Plan = false
-			rep, err = a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
+			res, err = a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
 		}
 	}
-	out.rep, out.err = rep, err
-	if rep != nil {
-		a.link(rep, ch)
+	out.err = err
+	if err == nil && res != nil {
+		out.rep, out.plan, out.policy, out.policyFile = res.Report, res.Plan, res.Policy, res.PolicyFile
+		a.link(out.rep, ch)
 	}
 }
 
@@ -438,43 +441,37 @@ func repoWebURL(ch Change) string {
 // runPreview runs the preview of a change of the installation (of the pull request group), with the live state
 // when a comparer is configured; when the preview fails with it (Argo CD unreachable) it is made again without,
 // and says so.
-func (a *App) runPreview(ctx context.Context, installation int64, group string, in preview.Input) (*report.Report, error) {
+func (a *App) runPreview(ctx context.Context, installation int64, group string, in preview.Input) (*preview.Result, error) {
 	r := a.rendererOf(installation, group)
 	if a.renderBudget != 0 {
 		in.RenderBudget = a.renderBudget
 	}
-	if a.live == nil {
+	if a.argocd.None() {
 		return preview.Run(ctx, r, in)
 	}
-	in.Live = a.live
-	rep, err := preview.Run(ctx, r, in)
+	in.ArgoCD = a.argocd
+	res, err := preview.Run(ctx, r, in)
 	var pe *plan.PolicyError
 	if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
-		return rep, err
+		return res, err
 	}
-	in.Live = nil
-	rep, err2 := preview.Run(ctx, a.rendererOf(installation, group), in) // a new view: its output budget afresh
+	in.ArgoCD = preview.ArgoCD{}
+	res, err2 := preview.Run(ctx, a.rendererOf(installation, group), in) // a new view: its output budget afresh
 	if err2 != nil {
 		return nil, err // the first error is the one to report
 	}
-	rep.Notes = append(rep.Notes, "live state not compared: "+postable(err))
+	res.Report.Notes = append(res.Report.Notes, "live state not compared: "+postable(err))
 	logFrom(ctx).Warn("preview without live state", slog.Any("error", err))
-	return rep, nil
-}
-
-// sharedRenderer is a renderer shared among tenants (isolate.Pool): each tenant's renders are scheduled
-// fairly against the others', within a share of the workers, and its groups' fairly within it.
-type sharedRenderer interface {
-	For(tenant, group string) *isolate.Tenant
+	return res, nil
 }
 
 // rendererOf is the renderer of an installation's previews of a pull request: the installation's share of a
-// shared renderer, so that one installation flooding pull requests (or rendering bombs to the time cap)
-// cannot starve another, and within it the pull request's turn, so that one pull request's queue of bombs
-// does not hold the next pull request of the same installation.
+// shared renderer (TenantRenderers), so that one installation flooding pull requests (or rendering bombs to the
+// time cap) cannot starve another, and within it the pull request's turn, so that one pull request's queue of
+// bombs does not hold the next pull request of the same installation.
 func (a *App) rendererOf(installation int64, group string) preview.Renderer {
-	if s, ok := a.renderer.(sharedRenderer); ok {
-		return s.For(strconv.FormatInt(installation, 10), group)
+	if a.tenants != nil {
+		return a.tenants(strconv.FormatInt(installation, 10), group)
 	}
 	return a.renderer
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/diff/livediff"
+	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
@@ -33,7 +33,7 @@ type previewFlags struct {
 	exitCode                   bool
 	worktree                   bool
 	concurrency                int
-	// Live-state comparison (internal/diff/livediff); off without --argocd.
+	// Live-state comparison (internal/argocd/livediff); off without --argocd.
 	argocdURL, argocdToken string
 	argocdInsecure         bool
 	argocdCM               string
@@ -60,10 +60,10 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.argocdCM, "argocd-cm", "", "with --argocd: Argo CD's argocd-cm ConfigMap (YAML) whose resource.customizations.ignoreDifferences.* and resource.compareoptions the live comparison applies (default: read from Argo CD's settings API)")
 }
 
-// liveComparer returns the live-state comparer of --argocd (nil without it).
-func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
+// argoCD returns the preview's Argo CD ports of --argocd (none without it).
+func (f *previewFlags) argoCD(deps *Deps) (preview.ArgoCD, error) {
 	if f.argocdURL == "" {
-		return nil, nil
+		return preview.ArgoCD{}, nil
 	}
 	token := f.argocdToken
 	if token == "" {
@@ -71,17 +71,17 @@ func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
 	}
 	client, err := argocd.New(argocd.Options{BaseURL: f.argocdURL, Token: token, Insecure: f.argocdInsecure})
 	if err != nil {
-		return nil, err
+		return preview.ArgoCD{}, err
 	}
 	opts := livediff.Options{Server: f.argocdURL}
 	if f.argocdCM != "" {
 		sys, err := livediff.LoadArgoCDCM(f.argocdCM)
 		if err != nil {
-			return nil, fmt.Errorf("--argocd-cm: %w", err)
+			return preview.ArgoCD{}, fmt.Errorf("--argocd-cm: %w", err)
 		}
 		opts.System = &sys
 	}
-	return livediff.New(client, opts), nil
+	return livediff.New(client, opts).Ports(), nil
 }
 
 func newDiffCmd(deps *Deps) *cobra.Command {
@@ -156,11 +156,11 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if f.argocdCM != "" && f.argocdURL == "" {
 		return usageErr(fmt.Errorf("%s: --argocd-cm needs --argocd", name))
 	}
-	live, err := f.liveComparer(deps)
+	argo, err := f.argoCD(deps)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
 	}
-	in.Live = live
+	in.ArgoCD = argo
 	worktreeNote, err := f.workingTree(cmd, &in)
 	if err != nil {
 		return err
@@ -174,8 +174,12 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
-	rep, err := preview.Run(cmd.Context(), r, in)
+	res, err := preview.Run(cmd.Context(), r, in)
 	closeRenderer()
+	var rep *report.Report
+	if res != nil {
+		rep = res.Report
+	}
 	if rep != nil && worktreeNote != "" {
 		rep.Notes = append([]string{worktreeNote}, rep.Notes...)
 	}

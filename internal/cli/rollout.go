@@ -7,16 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,6 +21,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
@@ -179,16 +177,9 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	_ = pf.MarkHidden("intent-grace")
 
 	f := cmd.Flags()
-	f.StringVar(&o.repo, "repo", ".", "the GitOps repository (with --base)")
-	f.StringVar(&o.base, "base", "", "base revision: the plan is computed as 'fleetwave plan --base' does")
-	f.StringVar(&o.head, "head", "HEAD", "head revision: the change rolled out (apps are synced to its commit)")
-	f.StringVar(&o.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
-	f.StringVar(&o.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
-	registerRepositories(f, &o.repositories)
-	f.StringVar(&o.argocdVersion, "argocd-version", "", argocdVersionUsage+"; without either, the release the Argo CD reports")
-	f.StringArrayVar(&o.repoURLs, "repo-url", nil, "a URL under which Applications name the repository (default its origin remote); the first is also given to multi-source syncs; repeatable")
-	f.StringVar(&o.repoName, "repo-name", "", "the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan); one rollout per name and commit")
-	f.StringVar(&o.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
+	registerChangeFlags(f, o, "head revision: the change rolled out (apps are synced to its commit)",
+		"a URL under which Applications name the repository (default its origin remote); the first is also given to multi-source syncs; repeatable",
+		"the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan); one rollout per name and commit")
 	f.StringVar(&o.selector, "selector", "", "label selector of the applications, e.g. 'env=prd,region in (eu-1)'")
 	f.StringVar(&o.revision, "revision", "", "with --selector: the commit SHA (or chart version) to roll out")
 	f.StringSliceVar(&o.projects, "project", nil, "with --selector: only apps of these Argo CD projects")
@@ -340,37 +331,9 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	if err := o.complete(deps.Getenv); err != nil {
 		return usageErr(err)
 	}
-	if err := o.checkMode(); err != nil {
-		return usageErr(err)
-	}
-	if err := o.checkServer(); err != nil {
-		return usageErr(err)
-	}
-	client, err := o.client()
-	if err != nil {
-		return usageErr(err)
-	}
-	var req rollout.Request
-	switch {
-	case o.selector != "":
-		req, err = o.selectorRequest(ctx, client)
-	case o.planFile != "":
-		req, err = o.planFileRequest(ctx, client)
-	default:
-		req, err = o.repoRequest(ctx, deps, client)
-	}
-	if err != nil {
+	client, req, err := o.plannedRequest(ctx, deps, "rollout", "roll out", "synced")
+	if err != nil || req.Plan == nil {
 		return err
-	}
-	if req.Plan == nil {
-		fmt.Fprintln(deps.Stderr, "fleetwave: rollout: the change affects no app: nothing to roll out")
-		return nil
-	}
-	if !req.Plan.OK() {
-		for _, v := range req.Plan.Violations {
-			fmt.Fprintf(deps.Stderr, "fleetwave: rollout: %s: %s (%s)\n", v.App, v.Message, v.Rule)
-		}
-		return &ExitError{Code: 1, Err: errors.New("rollout: the plan breaks the release policy: nothing was synced")}
 	}
 	if o.dryRun {
 		if o.output == "json" {
@@ -429,6 +392,63 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 		}
 	}
 	return o.drive(ctx, deps, w, st, ex, rep, reach, r.ID)
+}
+
+// registerChangeFlags registers into o the flags that name the change to plan: the repository and its revisions,
+// clusters, render settings, allowed repositories, the Argo CD version, the repository's names, or a plan file.
+// The rollout and its prepare word --head, --repo-url and --repo-name each their own way.
+func registerChangeFlags(f *pflag.FlagSet, o *rolloutOptions, headUsage, repoURLUsage, repoNameUsage string) {
+	f.StringVar(&o.repo, "repo", ".", "the GitOps repository (with --base)")
+	f.StringVar(&o.base, "base", "", "base revision: the plan is computed as 'fleetwave plan --base' does")
+	f.StringVar(&o.head, "head", "HEAD", headUsage)
+	f.StringVar(&o.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
+	f.StringVar(&o.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
+	registerRepositories(f, &o.repositories)
+	f.StringVar(&o.argocdVersion, "argocd-version", "", argocdVersionUsage+"; without either, the release the Argo CD reports")
+	f.StringArrayVar(&o.repoURLs, "repo-url", nil, repoURLUsage)
+	f.StringVar(&o.repoName, "repo-name", "", repoNameUsage)
+	f.StringVar(&o.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
+}
+
+// plannedRequest connects to Argo CD and builds the request of the change the flags name (--selector, --plan, or
+// the repository's --base and --head), refusing a plan that breaks the release policy. A request without a plan
+// (and no error) is a change that affects no app, said on stderr. cmd names the command in messages ("rollout",
+// "rollout prepare"), nothing what it then has nothing to do ("roll out"), undone what a refusal leaves undone
+// ("synced").
+func (o *rolloutOptions) plannedRequest(ctx context.Context, deps *Deps, cmd, nothing, undone string) (*argocd.Client, rollout.Request, error) {
+	if err := o.checkMode(); err != nil {
+		return nil, rollout.Request{}, usageErr(err)
+	}
+	if err := o.checkServer(); err != nil {
+		return nil, rollout.Request{}, usageErr(err)
+	}
+	client, err := o.client()
+	if err != nil {
+		return nil, rollout.Request{}, usageErr(err)
+	}
+	var req rollout.Request
+	switch {
+	case o.selector != "":
+		req, err = o.selectorRequest(ctx, client)
+	case o.planFile != "":
+		req, err = o.planFileRequest(ctx, client)
+	default:
+		req, err = o.repoRequest(ctx, deps, client)
+	}
+	if err != nil {
+		return nil, rollout.Request{}, err
+	}
+	if req.Plan == nil {
+		fmt.Fprintf(deps.Stderr, "fleetwave: %s: the change affects no app: nothing to %s\n", cmd, nothing)
+		return client, req, nil
+	}
+	if !req.Plan.OK() {
+		for _, v := range req.Plan.Violations {
+			fmt.Fprintf(deps.Stderr, "fleetwave: %s: %s: %s (%s)\n", cmd, v.App, v.Message, v.Rule)
+		}
+		return nil, rollout.Request{}, &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan breaks the release policy: nothing was %s", cmd, undone)}
+	}
+	return client, req, nil
 }
 
 // reachability wraps the Argo CD client so that the terminal says when Argo CD stops answering (rollout_reach.go);
@@ -717,7 +737,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		}
 		reply, err = ex.Resume(ctx, r.ID, actor)
 	case "approve":
-		who, aerr := terminalApprover(r, args[0], actor, o.memberOf)
+		who, aerr := rollout.StatedApprover(r, args[0], actor, o.memberOf)
 		if aerr != nil {
 			return &ExitError{Code: 1, Err: aerr}
 		}
@@ -808,49 +828,6 @@ func orphaned(ctx context.Context, st *store.Store, r store.Rollout) (bool, time
 	return false, time.Time{}
 }
 
-// terminalApprover is who approves wave from the terminal, as the audit log and the check-run record it. The App
-// lets only members of a wave's approval.teams approve it (plan.Policy.Allowed, with membership read from
-// GitHub); the terminal cannot read GitHub teams, so for such a wave it refuses unless the user states, with
-// --member-of, one of those teams, and records the statement as such.
-func terminalApprover(r store.Rollout, wave, user, memberOf string) (string, error) {
-	var p plan.Plan
-	if err := json.Unmarshal(r.Plan, &p); err != nil {
-		return "", fmt.Errorf("rollout approve: reading the plan of rollout #%d: %w", r.ID, err)
-	}
-	var teams, names []string
-	found := false
-	for _, w := range p.Waves {
-		names = append(names, w.Name)
-		// As the executor finds the wave (Executor.Approve): by name, case-insensitively.
-		if strings.EqualFold(w.Name, wave) {
-			found = true
-			wave = w.Name
-			if w.Gates.Approval != nil {
-				teams = w.Gates.Approval.Teams
-			}
-		}
-	}
-	if !found {
-		return "", fmt.Errorf("rollout #%d has no wave %q (waves: %s)", r.ID, wave, strings.Join(names, ", "))
-	}
-	if len(teams) == 0 {
-		if memberOf != "" {
-			return "", fmt.Errorf("rollout approve: --member-of %s: wave %s names no approval team", memberOf, wave)
-		}
-		return user, nil
-	}
-	if memberOf == "" {
-		return "", fmt.Errorf("rollout approve: wave %s may only be approved by members of %s, and the terminal cannot check GitHub team membership: approve it on the pull request (/approve %s) or its check-run, or state your team with --member-of %s (recorded as stated, not checked)",
-			wave, strings.Join(teams, " or "), wave, teams[0])
-	}
-	for _, t := range teams {
-		if strings.EqualFold(t, memberOf) {
-			return fmt.Sprintf("%s (stated member of %s, not checked)", user, t), nil
-		}
-	}
-	return "", fmt.Errorf("rollout approve: --member-of %s is not one of the approval teams of wave %s (%s)", memberOf, wave, strings.Join(teams, ", "))
-}
-
 func latestRollout(ctx context.Context, st *store.Store, id int64) (store.Rollout, error) {
 	if id != 0 {
 		r, err := st.GetRollout(ctx, id)
@@ -881,13 +858,17 @@ func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Cli
 	if err := o.checkRevision(ctx, client, list.Items); err != nil {
 		return rollout.Request{}, err
 	}
-	pl := selectorPlan(o.selector, list.Items)
 	// The store names a rollout by owner/name and revision: the selector is the "name" (its slashes escaped).
-	req := rollout.Request{Repo: "selector/" + strings.ReplaceAll(o.selector, "/", "%2F"), MergeSHA: o.revision, Plan: pl, Prune: o.prune}
+	return rollout.NewRequest(rollout.Change{Repo: "selector/" + strings.ReplaceAll(o.selector, "/", "%2F"), MergeSHA: o.revision,
+		Plan: rollout.SelectorPlan(o.selector, list.Items), RepoURL: o.repoURL(), Prune: o.prune}), nil
+}
+
+// repoURL is the GitOps repository's URL the flags give (the first --repo-url), "" when none.
+func (o *rolloutOptions) repoURL() string {
 	if len(o.repoURLs) > 0 {
-		req.RepoURL = o.repoURLs[0]
+		return o.repoURLs[0]
 	}
-	return req, nil
+	return ""
 }
 
 // checkRevision asks Argo CD to render one app of each source repository at --revision before anything is synced:
@@ -925,40 +906,6 @@ func (o *rolloutOptions) checkRevision(ctx context.Context, client *argocd.Clien
 	return nil
 }
 
-// selectorPlan puts the apps in one wave of one batch (the executor's --concurrency bounds the syncs at once); the
-// first failure fails the wave, which pauses the rollout.
-func selectorPlan(selector string, apps []v1alpha1.Application) *plan.Plan {
-	b := plan.Batch{}
-	clusters := map[string]bool{}
-	for _, a := range apps {
-		cluster := a.Spec.Destination.Name
-		if cluster == "" {
-			cluster = a.Spec.Destination.Server
-		}
-		if !clusters[cluster] {
-			clusters[cluster] = true
-			b.Clusters = append(b.Clusters, cluster)
-		}
-		b.Apps = append(b.Apps, plan.PlannedApp{Name: a.Name, Namespace: a.Namespace, Project: a.Spec.Project, Cluster: cluster,
-			Server: a.Spec.Destination.Server, ClusterLabels: map[string]string{}, Labels: nonNilLabels(a.Labels),
-			AutomatedSync: a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.IsAutomatedSyncEnabled()})
-	}
-	slices.Sort(b.Clusters)
-	slices.SortFunc(b.Apps, func(x, y plan.PlannedApp) int { return strings.Compare(x.Name, y.Name) })
-	return &plan.Plan{Policy: "selector " + selector, Violations: []plan.Violation{}, Waves: []plan.Wave{{
-		Name: "selector", Limits: plan.Limits{MaxClusters: len(b.Clusters)},
-		Gates:   plan.Gates{OnFailure: plan.OnFailurePause},
-		Batches: []plan.Batch{b},
-	}}}
-}
-
-func nonNilLabels(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
 // planFileRequest reads --plan (fleetwave plan --output json).
 func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Client) (rollout.Request, error) {
 	data, err := os.ReadFile(o.planFile)
@@ -990,24 +937,8 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 	if name == "" {
 		name = "local/plan"
 	}
-	req := rollout.Request{Repo: name, MergeSHA: doc.Head, BaseSHA: doc.Base, Plan: &pl, Prune: o.prune}
-	// The plan does not carry the policy's automatedSync mode; a plan of a policy file that passed its check with
-	// apps whose automated sync is on was made under disable-during-rollout: the executor switches it off for the
-	// rollout and back on after, as it would have.
-	if plan.IsPolicyFile(pl.Policy) && pl.OK() {
-		for _, w := range pl.Waves {
-			for _, b := range w.Batches {
-				for _, a := range b.Apps {
-					if a.AutomatedSync {
-						req.AutomatedSync = plan.AutomatedSyncDisableDuringRollout
-					}
-				}
-			}
-		}
-	}
-	if len(o.repoURLs) > 0 {
-		req.RepoURL = o.repoURLs[0]
-	}
+	// The plan does not carry its policy: rollout.NewRequest tells its automated sync mode from the plan.
+	req := rollout.NewRequest(rollout.Change{Repo: name, MergeSHA: doc.Head, BaseSHA: doc.Base, Plan: &pl, RepoURL: o.repoURL(), Prune: o.prune})
 	if pl.AppCount() == 0 {
 		req.Plan = nil
 	}
@@ -1060,7 +991,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 	if err != nil {
 		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
 	}
-	rep, err := preview.Run(ctx, r, in)
+	res, err := preview.Run(ctx, r, in)
 	closeRenderer()
 	if err != nil {
 		var ie *preview.InputError
@@ -1069,6 +1000,7 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		}
 		return rollout.Request{}, &ExitError{Code: 2, Err: fmt.Errorf("rollout: %w", err)}
 	}
+	rep := res.Report
 	for _, n := range rep.Notes {
 		fmt.Fprintf(deps.Stderr, "fleetwave: rollout: note: %s\n", n)
 	}
@@ -1076,35 +1008,23 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		// As `plan`: an app that failed to render may be affected; the plan could miss it.
 		return rollout.Request{}, previewExit(deps.Stderr, "rollout", rep, false)
 	}
-	pl, _ := rep.Plan.(*plan.Plan)
+	pl := res.Plan
 	if pl == nil {
 		return rollout.Request{}, errors.New("rollout: the preview made no plan")
 	}
-	req := rollout.Request{Repo: o.repoName, MergeSHA: rep.Head, BaseSHA: rep.Base, Plan: pl, Prune: o.prune}
 	origin := ""
 	if repo, err := source.Open(ctx, o.repo); err == nil {
 		origin, _ = repo.OriginURL(ctx)
 	}
-	if len(o.repoURLs) > 0 {
-		req.RepoURL = o.repoURLs[0]
-	} else {
-		req.RepoURL = origin
+	c := rollout.Change{Repo: o.repoName, MergeSHA: rep.Head, BaseSHA: rep.Base, Plan: pl, Policy: res.Policy, RepoURL: o.repoURL(), Prune: o.prune}
+	if c.RepoURL == "" {
+		c.RepoURL = origin
 	}
-	if req.Repo == "" {
-		req.Repo = repoFullName(origin, o.repo)
+	if c.Repo == "" {
+		c.Repo = repoFullName(origin, o.repo)
 	}
-	tree := rep.HeadTree
-	if tree == "" {
-		tree = rep.Head
-	}
-	policy, err := policyAt(ctx, o.repo, tree)
-	if err != nil {
-		return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
-	}
-	req.AutomatedSync = policy.AutomatedSync
-	req.OnConflict = rollout.ConflictPolicy(policy.OnConflict)
-	req.OutOfPlanSync = policy.OutOfPlanSync
-	req.Prune = req.Prune || policy.Prune
+	// The policy the plan was made with (at the head side's tree): its execution settings go with the rollout.
+	req := rollout.NewRequest(c)
 	if pl.AppCount() == 0 {
 		req.Plan = nil
 	}
@@ -1129,18 +1049,4 @@ func repoFullName(remote, dir string) string {
 		abs = dir
 	}
 	return "local/" + filepath.Base(abs)
-}
-
-// policyAt reads the release policy at a tree-ish of the repository (the default without one): its execution
-// settings (automated sync, conflicts, prune) go with the rollout.
-func policyAt(ctx context.Context, dir, treeish string) (*plan.Policy, error) {
-	p, _, err := plan.Load(func(name string) ([]byte, error) {
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "cat-file", "blob", treeish+":"+name).Output()
-		if err != nil {
-			// Absent (git cat-file fails the same way for other reasons; the preview read the tree already).
-			return nil, fmt.Errorf("%s at %s: %w", name, treeish, fs.ErrNotExist)
-		}
-		return out, nil
-	})
-	return p, err
 }

@@ -49,17 +49,9 @@ policy; 2 bad input.`,
 		o.repositories, o.argocdVersion, o.repoURLs, o.repoName, o.planFile = p.repositories, p.argocdVersion, p.repoURLs, p.repoName, p.planFile
 		return runRolloutPrepare(cmd.Context(), deps, o)
 	}
-	f := c.Flags()
-	f.StringVar(&p.repo, "repo", ".", "the GitOps repository (with --base)")
-	f.StringVar(&p.base, "base", "", "base revision: the plan is computed as 'fleetwave plan --base' does")
-	f.StringVar(&p.head, "head", "HEAD", "head revision: the change to be merged")
-	f.StringVar(&p.clustersFile, "clusters", "", "destination clusters file (default: Argo CD's clusters)")
-	f.StringVar(&p.settingsFile, "settings", "", "render settings file (as for 'fleetwave plan')")
-	registerRepositories(f, &p.repositories)
-	f.StringVar(&p.argocdVersion, "argocd-version", "", argocdVersionUsage+"; without either, the release the Argo CD reports")
-	f.StringArrayVar(&p.repoURLs, "repo-url", nil, "a URL under which Applications name the repository (default its origin remote); repeatable")
-	f.StringVar(&p.repoName, "repo-name", "", "the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan)")
-	f.StringVar(&p.planFile, "plan", "", "a plan file: the output of 'fleetwave plan --output json'")
+	registerChangeFlags(c.Flags(), &p, "head revision: the change to be merged",
+		"a URL under which Applications name the repository (default its origin remote); repeatable",
+		"the repository's name in the store, owner/name (default: from its origin remote, local/plan for --plan)")
 	return c
 }
 
@@ -98,34 +90,9 @@ func runRolloutPrepare(ctx context.Context, deps *Deps, o *rolloutOptions) error
 	if o.selector != "" || o.revision != "" {
 		return usageErr(errors.New("rollout prepare holds a change before its merge: give --base (or --plan), not --selector"))
 	}
-	if err := o.checkMode(); err != nil {
-		return usageErr(err)
-	}
-	if err := o.checkServer(); err != nil {
-		return usageErr(err)
-	}
-	client, err := o.client()
-	if err != nil {
-		return usageErr(err)
-	}
-	var req rollout.Request
-	if o.planFile != "" {
-		req, err = o.planFileRequest(ctx, client)
-	} else {
-		req, err = o.repoRequest(ctx, deps, client)
-	}
-	if err != nil {
+	client, req, err := o.plannedRequest(ctx, deps, "rollout prepare", "hold", "switched")
+	if err != nil || req.Plan == nil {
 		return err
-	}
-	if req.Plan == nil {
-		fmt.Fprintln(deps.Stderr, "fleetwave: rollout prepare: the change affects no app: nothing to hold")
-		return nil
-	}
-	if !req.Plan.OK() {
-		for _, v := range req.Plan.Violations {
-			fmt.Fprintf(deps.Stderr, "fleetwave: rollout prepare: %s: %s (%s)\n", v.App, v.Message, v.Rule)
-		}
-		return &ExitError{Code: 1, Err: errors.New("rollout prepare: the plan breaks the release policy: nothing was switched")}
 	}
 	apps := autosync.PlannedApps(req.Plan)
 	if len(apps) == 0 || req.AutomatedSync != plan.AutomatedSyncDisableDuringRollout {

@@ -615,7 +615,7 @@ func (w *watcher) wave(s snapshot, i int, wv store.Wave) {
 }
 
 // approveCommand is the command that approves a wave from the terminal: for a wave whose approval names teams
-// the plain command is refused (terminalApprover), so it states the first of them with --member-of.
+// the plain command is refused (rollout.StatedApprover), so it states the first of them with --member-of.
 func (w *watcher) approveCommand(wave string, a *plan.Approval) string {
 	if a != nil && len(a.Teams) > 0 {
 		return w.commands("approve", wave, "--member-of", a.Teams[0])

@@ -20,11 +20,11 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
-	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/gitcache"
@@ -32,6 +32,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/github/writebudget"
 	"github.com/fleetwave/fleetwave/internal/metrics"
+	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
@@ -343,7 +344,7 @@ type serveWiring struct {
 //     repositories it allows are fetched at their targetRevision (internal/gitfetch, mirrors under git/);
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
-//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/diff/livediff);
+//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/argocd/livediff);
 //   - rollouts: with Argo CD, merges and rollout commands go to the rollout executor (internal/rollout, over the
 //     store and Argo CD) through internal/app/executor; internal/checkrun publishes its check-runs, written with
 //     the token of the installation stored with each rollout (the one its merge came through). It runs from
@@ -384,7 +385,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		// Render as the Argo CD release the server runs (FLEETWAVE_RENDER_SETTINGS' argocdVersion wins).
 		settings.ArgoCDVersion = detectArgoCDVersion(ctx, argo, d.Log)
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
-			app.WithLive(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL})),
+			app.WithArgoCD(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL}).Ports()),
 			app.WithArgoCDURL(d.Config.ArgoCDURL),
 			// Pull-request heads rendered through Argo CD: only the repositories named (never forks; docs/security.md).
 			app.WithArgoCDRenderHead(strings.Split(getenv(envArgoCDRenderHeadRepos), ",")...))
@@ -458,6 +459,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			closeRenderer()
 			return serveWiring{}, fmt.Errorf("render workers: %w", err)
 		}
+		opts = append(opts, app.WithTenantRenderers(func(tenant, group string) preview.Renderer { return pool.For(tenant, group) }))
 	}
 	a, err := app.New(ghFactory, cache, renderer, opts...)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestSyntheticFleetAffectsExactlyFifty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a 500-app repository")
 	}
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: syntheticFleet(t), Base: "main", Head: "change"})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: syntheticFleet(t), Base: "main", Head: "change"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkDiff500Apps(b *testing.B) {
 	go samplePeakHeap(&peak, stop)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rep, err := Run(ctx, r, Input{RepoDir: dir, Base: "main", Head: "change"})
+		rep, err := reportOf(Run(ctx, r, Input{RepoDir: dir, Base: "main", Head: "change"}))
 		if err != nil {
 			b.Fatal(err)
 		}

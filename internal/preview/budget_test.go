@@ -23,7 +23,7 @@ func TestRenderBudget(t *testing.T) {
 	dir := exampleRepo(t)
 	const budget = 300 * time.Millisecond
 	start := time.Now()
-	rep, err := Run(context.Background(), hangingRenderer{}, Input{RepoDir: dir, Base: "main", Head: "change", RenderBudget: budget})
+	rep, err := reportOf(Run(context.Background(), hangingRenderer{}, Input{RepoDir: dir, Base: "main", Head: "change", RenderBudget: budget}))
 	if err != nil {
 		t.Fatal(err)
 	}

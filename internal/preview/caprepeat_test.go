@@ -100,7 +100,7 @@ func TestBombAtBaseCostsOneCap(t *testing.T) {
 			dir := capRepo(t, tc.head)
 			r := &cappedRenderer{cap: timeCap, r: render.New(render.Options{})}
 			start := time.Now()
-			rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "change"})
+			rep, err := reportOf(Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "change"}))
 			if err != nil {
 				t.Fatal(err)
 			}

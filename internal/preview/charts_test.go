@@ -90,7 +90,7 @@ func TestPreviewChartFromHelmRepository(t *testing.T) {
 		{"docs", report.StatusUnchanged, nil},
 	} {
 		t.Run(tc.head, func(t *testing.T) {
-			rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: tc.head, RepoURLs: []string{chartsRepoURL}})
+			rep, err := reportOf(Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: tc.head, RepoURLs: []string{chartsRepoURL}}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,8 +26,13 @@
 //  7. plan (optional): the changed and added apps go through the release policy of the head revision
 //     (plan.Load: .fleetwave.yaml, else .fleetwave.yml; an unreadable or invalid one is an InputError).
 //
+// Run (preview.go) reads as these steps, each in its own file: change.go (1), sides.go (2, 3), render.go (4, 5),
+// pair.go (6: the diffs), live.go (the live comparison, with Input.Live), findings.go (the repository's
+// problems), planning.go (7). It returns a Result: the report, and the plan and the release policy as the
+// callers that roll the change out take them.
+//
 // A merge needs only the plan (Input.PlanOnly, the App's hand-off to the rollout): steps 1–7 run as for a pull
-// request, since the plan depends on which apps changed, but the live comparison with Argo CD (Input.Live serves
+// request, since the plan depends on which apps changed, but the live comparison with Argo CD (Input.ArgoCD serves
 // only rendering, generators and sync windows) and the comment's presentation (app kinds, waves, footer) are
 // skipped.
 //

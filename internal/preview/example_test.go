@@ -89,7 +89,7 @@ func TestExampleFleetGolden(t *testing.T) {
 		if withPlan {
 			name = "plan"
 		}
-		rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: withPlan})
+		rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: withPlan}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestExampleFleetGolden(t *testing.T) {
 
 // TestExampleAffectedApps checks which apps the example change affects, and why.
 func TestExampleAffectedApps(t *testing.T) {
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: exampleRepo(t), Base: "main", Head: "change"})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: exampleRepo(t), Base: "main", Head: "change"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestExampleOutputsNeverHoldSecretValues(t *testing.T) {
 	secrets := append(secretValues(t), chartserver.RegistryPassword)
 	dir := exampleRepo(t)
 	for _, withPlan := range []bool{false, true} {
-		rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: withPlan})
+		rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: withPlan}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +270,7 @@ spec:
 	}
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "broken")
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "broken"})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "broken"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ data:
 // comment as the App posts it.
 func planComment(t *testing.T, dir string, n int) []string {
 	t.Helper()
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

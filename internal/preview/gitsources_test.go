@@ -141,7 +141,7 @@ func TestPreviewSourcesInOtherGitRepositories(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.head, func(t *testing.T) {
-			rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: tc.head, RepoURLs: []string{gitFleetURL}})
+			rep, err := reportOf(Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: tc.head, RepoURLs: []string{gitFleetURL}}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func TestPreviewSourcesInOtherGitRepositories(t *testing.T) {
 	// A second pull request on the same revisions: the server is not asked again.
 	n := len(srv.Requests())
 	gittest.Run(t, dir, "checkout", "-q", "-b", "bump-again", "bump")
-	rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "bump-again", RepoURLs: []string{gitFleetURL}})
+	rep, err := reportOf(Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "bump-again", RepoURLs: []string{gitFleetURL}}))
 	if err != nil {
 		t.Fatal(err)
 	}

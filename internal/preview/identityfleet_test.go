@@ -51,7 +51,7 @@ func TestFleetWideChartChangeGroupsModuloIdentity(t *testing.T) {
 	gittest.Run(t, dir, "add", "-A")
 	gittest.Run(t, dir, "commit", "-q", "-m", "revisionHistoryLimit: 10 everywhere; 3 replicas of c-0007-web")
 
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestFleetWideChartChangeGroupsModuloIdentity(t *testing.T) {
 func BenchmarkScaleReport(b *testing.B) {
 	for _, tc := range []struct{ clusters, changed int }{{50, 50}, {500, 50}} {
 		b.Run(fmt.Sprintf("%d-%d", tc.clusters*fleetgen.AppsPerCluster, tc.changed), func(b *testing.B) {
-			rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: scaledFleet(b, tc.clusters, tc.changed), Base: "main", Head: "change"})
+			rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: scaledFleet(b, tc.clusters, tc.changed), Base: "main", Head: "change"}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -70,7 +70,7 @@ data:
 			write("chart/values.yaml", "replicas: 5\ngreeting: hello\n")
 			gittest.Run(t, dir, "commit", "-q", "-am", "bump")
 
-			rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
+			rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -64,7 +64,7 @@ func TestPreviewOCIChartsAndFailures(t *testing.T) {
 	write(t, dir, fleet("1.16.1", "2"))
 	gittest.Run(t, dir, "commit", "-q", "-am", "bump")
 
-	rep, err := Run(context.Background(), render.New(render.Options{Charts: f}), Input{RepoDir: dir, Base: "main", Head: "change", RepoURLs: []string{chartsRepoURL}})
+	rep, err := reportOf(Run(context.Background(), render.New(render.Options{Charts: f}), Input{RepoDir: dir, Base: "main", Head: "change", RepoURLs: []string{chartsRepoURL}}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestOddFileNamesAffectOnlyTheirApps(t *testing.T) {
 
 	for _, head := range []string{"odd", "crafted"} {
 		t.Run(head, func(t *testing.T) {
-			rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: head})
+			rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: head}))
 			if err != nil {
 				t.Fatalf("no report: %v", err)
 			}

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/report"
 )
 
@@ -24,11 +23,11 @@ func (c *countingLive) CompareLive(_ context.Context, apps []LiveApp) ([]*report
 func TestPlanOnlyMakesThePreviewsPlan(t *testing.T) {
 	dir := exampleRepo(t)
 	var fullLive, onlyLive countingLive
-	full, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true, Live: &fullLive})
+	full, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true, ArgoCD: ArgoCD{Live: &fullLive}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	only, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", PlanOnly: true, Live: &onlyLive})
+	only, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", PlanOnly: true, ArgoCD: ArgoCD{Live: &onlyLive}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,11 +42,11 @@ func TestPlanOnlyMakesThePreviewsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(onlyJSON) != string(fullJSON) || only.Plan.(*plan.Plan).Digest() != full.Plan.(*plan.Plan).Digest() {
+	if string(onlyJSON) != string(fullJSON) || only.Plan.Digest() != full.Plan.Digest() {
 		t.Errorf("the plan-only plan differs from the preview's:\n%s\nwant\n%s", onlyJSON, fullJSON)
 	}
-	if full.Summary != only.Summary {
-		t.Errorf("summary %+v, want the preview's %+v", only.Summary, full.Summary)
+	if full.Report.Summary != only.Report.Summary {
+		t.Errorf("summary %+v, want the preview's %+v", only.Report.Summary, full.Report.Summary)
 	}
 	if fullLive.apps.Load() == 0 {
 		t.Fatal("the full preview compared no app with its live state: the test proves nothing")
@@ -55,7 +54,7 @@ func TestPlanOnlyMakesThePreviewsPlan(t *testing.T) {
 	if n := onlyLive.calls.Load(); n != 0 {
 		t.Errorf("the plan-only run asked Argo CD for the live state %d time(s), want none", n)
 	}
-	if only.Footer != nil || full.Footer == nil {
-		t.Errorf("footers: plan only %+v, full %+v; want only the full preview's", only.Footer, full.Footer)
+	if only.Report.Footer != nil || full.Report.Footer == nil {
+		t.Errorf("footers: plan only %+v, full %+v; want only the full preview's", only.Report.Footer, full.Report.Footer)
 	}
 }

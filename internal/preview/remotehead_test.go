@@ -68,7 +68,7 @@ func TestNoRemoteHead(t *testing.T) {
 	dir, base, head := pluginRepo(t)
 	for _, off := range []bool{true, false} {
 		live := &remoteLive{}
-		rep, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: base, Head: head, Live: live, NoRemoteHead: off})
+		rep, err := reportOf(Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: base, Head: head, ArgoCD: ArgoCD{Live: live, Remote: live}, NoRemoteHead: off}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,7 +83,7 @@ spec:
 	gittest.Run(t, dir, "rm", "-q", "apps/web.yaml")
 	gittest.Run(t, dir, "commit", "-q", "-m", "remove web")
 
-	rep, err := Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true})
+	rep, err := reportOf(Run(context.Background(), theRenderer(), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func benchScale(b *testing.B, clusters, changed int, warm bool) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rep, err := Run(context.Background(), r, in)
+		rep, err := reportOf(Run(context.Background(), r, in))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestDiscoveryCacheAcrossPreviews(t *testing.T) {
 	dir := scaledFleet(t, 3, 10)
 	cache := discover.NewScanCache(1000)
 	in := Input{RepoDir: dir, Base: "main", Head: "change", Discovered: cache}
-	first, err := Run(context.Background(), theRenderer(), in)
+	first, err := reportOf(Run(context.Background(), theRenderer(), in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDiscoveryCacheAcrossPreviews(t *testing.T) {
 	if parsed < 3*fleetgen.AppsPerCluster {
 		t.Fatalf("after one preview: %d files kept", parsed)
 	}
-	second, err := Run(context.Background(), theRenderer(), in)
+	second, err := reportOf(Run(context.Background(), theRenderer(), in))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func vendorRenderer(tb testing.TB, secrets string, tr *http.Transport, cacheDir 
 func TestVendorChartBumpShowsEveryApp(t *testing.T) {
 	srv := helmrepotest.New(t, "fleet", "bench-password", vendorBenchChart("1.0.0"), vendorBenchChart("1.1.0"))
 	dir := vendorFleet(t, srv.URL)
-	rep, err := Run(context.Background(), vendorRenderer(t, srv.Secret("vendor"), nil, t.TempDir()), Input{RepoDir: dir, Base: "main", Head: "change"})
+	rep, err := reportOf(Run(context.Background(), vendorRenderer(t, srv.Secret("vendor"), nil, t.TempDir()), Input{RepoDir: dir, Base: "main", Head: "change"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func BenchmarkVendorChartBump100Apps(b *testing.B) {
 	} {
 		dir := vendorFleet(b, src.repoURL)
 		run := func(b *testing.B, r *render.Renderer) {
-			rep, err := Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "change"})
+			rep, err := reportOf(Run(context.Background(), r, Input{RepoDir: dir, Base: "main", Head: "change"}))
 			if err != nil {
 				b.Fatal(err)
 			}

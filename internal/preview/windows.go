@@ -7,23 +7,36 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/plan"
 )
 
-// SyncWindowReader reads an AppProject's sync windows. When Input.Live implements it (Argo CD is configured),
+// SyncWindowReader reads an AppProject's sync windows (ArgoCD.Windows). When Argo CD is configured,
 // the plan says which of its waves Argo CD's sync windows would hold now, and until when
 // (plan.Wave.HeldBySyncWindow); the rollout waits for them the same way (internal/rollout windows.go).
 type SyncWindowReader interface {
-	ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error)
+	ProjectSyncWindows(ctx context.Context, project string) (ProjectWindows, error)
+}
+
+// ProjectWindows are one AppProject's sync windows, evaluated for one of its apps at a time as Argo CD does
+// (internal/argocd/livediff: argocd.EvaluateWindows over v1alpha1.SyncWindows.Matches of the app).
+type ProjectWindows interface {
+	HoldAt(app *v1alpha1.Application, now time.Time) WindowHold
+}
+
+// WindowHold says whether an app's sync windows refuse a manual sync at an instant, why, and until when (zero:
+// no opening found).
+type WindowHold struct {
+	Blocked bool
+	Reason  string
+	Until   time.Time
 }
 
 // holdWaves marks the waves of pl whose apps Argo CD's sync windows refuse a manual sync of at now, evaluated as
-// Argo CD does (argocd.EvaluateWindows over v1alpha1.SyncWindows.Matches of the app as the head revision
-// declares it). A project whose windows cannot be read is left out: the plan says nothing rather than guess.
+// Argo CD does for the app as the head revision declares it (ProjectWindows). A project whose windows cannot be
+// read is left out: the plan says nothing rather than guess.
 func holdWaves(ctx context.Context, wr SyncWindowReader, pl *plan.Plan, inv *discover.Inventory, now time.Time) {
-	projects := map[string]v1alpha1.SyncWindows{}
+	projects := map[string]ProjectWindows{}
 	for wi := range pl.Waves {
 		wv := &pl.Waves[wi]
 		var hold *plan.WindowHold
@@ -45,7 +58,10 @@ func holdWaves(ctx context.Context, wr SyncWindowReader, pl *plan.Plan, inv *dis
 					}
 					projects[proj] = ws
 				}
-				h := argocd.EvaluateWindows(argocd.AppWindows(ws, a.App), now)
+				if ws == nil {
+					continue
+				}
+				h := ws.HoldAt(a.App, now)
 				if !h.Blocked {
 					continue
 				}

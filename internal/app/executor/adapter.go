@@ -51,16 +51,10 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	if m.Plan == nil {
 		return fmt.Errorf("submitting the rollout of %s@%s: no plan", m.Repo, text.Short(m.MergeSHA, 7))
 	}
-	req := rollout.Request{
+	req := rollout.NewRequest(rollout.Change{
 		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
-		Plan: m.Plan, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL, Branch: m.Branch,
-	}
-	if m.Policy != nil {
-		req.AutomatedSync = m.Policy.AutomatedSync
-		req.OnConflict = rollout.ConflictPolicy(m.Policy.OnConflict)
-		req.OutOfPlanSync = m.Policy.OutOfPlanSync
-		req.Prune = m.Policy.Prune
-	}
+		Plan: m.Plan, Policy: m.Policy, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL, Branch: m.Branch,
+	})
 	r, err := a.rollouts.Submit(ctx, req)
 	if err != nil {
 		return fmt.Errorf("submitting the rollout of %s@%s: %w", m.Repo, text.Short(m.MergeSHA, 7), err)

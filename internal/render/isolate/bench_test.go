@@ -13,6 +13,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/preview/previewtest"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
+	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkDiff500Apps(b *testing.B) {
 		}
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			rep, err := preview.Run(ctx, r, in)
+			rep, err := previewReport(preview.Run(ctx, r, in))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -88,7 +89,7 @@ func TestIsolationCost(t *testing.T) {
 	in := preview.Input{RepoDir: dir, Base: "main", Head: "change"}
 	once := func(r preview.Renderer) time.Duration {
 		start := time.Now()
-		rep, err := preview.Run(ctx, r, in)
+		rep, err := previewReport(preview.Run(ctx, r, in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,4 +123,12 @@ func TestIsolationCost(t *testing.T) {
 		rounds, median(inproc), median(workers), 100*(median(workers)/median(inproc)-1), median(ratios))
 	t.Logf("in-process: %.2f", inproc)
 	t.Logf("workers:    %.2f", workers)
+}
+
+// previewReport is the report of a preview's result (nil when there is none).
+func previewReport(res *preview.Result, err error) (*report.Report, error) {
+	if res == nil {
+		return nil, err
+	}
+	return res.Report, err
 }

@@ -1,5 +1,6 @@
 // Package livediff compares the renders of a change with the live state Argo CD reports for each affected app
-// (`fleetwave diff --argocd`).
+// (`fleetwave diff --argocd`). Its Comparer is the preview's Argo CD adapter: Comparer.Ports serves the four
+// preview.ArgoCD ports (live comparison, rendering through Argo CD, live ApplicationSet generators, sync windows).
 //
 // # Model
 //

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	gdiff "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/diff"
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
@@ -37,6 +38,7 @@ type ArgoCD interface {
 	Settings(ctx context.Context) (*argocd.Settings, error)
 	GenerateApplicationSet(ctx context.Context, set *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error)
 	SourcesManifests(ctx context.Context, name string, revisions []string) (*argocd.ManifestResponse, error)
+	ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error)
 }
 
 // Options tune a Comparer.
@@ -65,7 +67,8 @@ type System struct {
 	AppLabelKey, TrackingMethod string
 }
 
-// Comparer compares affected apps with their live state; it implements preview.LiveComparer.
+// Comparer is the preview's Argo CD: it compares affected apps with their live state, renders the apps only Argo
+// CD can render, generates the ApplicationSets of live generators and reads sync windows (Ports).
 type Comparer struct {
 	argo ArgoCD
 	opts Options
@@ -79,11 +82,10 @@ func New(argo ArgoCD, opts Options) *Comparer {
 	return &Comparer{argo: argo, opts: opts}
 }
 
-var (
-	_ preview.LiveComparer    = (*Comparer)(nil)
-	_ preview.RemoteRenderer  = (*Comparer)(nil)
-	_ preview.AppSetGenerator = (*Comparer)(nil)
-)
+// Ports is c in each of the preview's Argo CD roles.
+func (c *Comparer) Ports() preview.ArgoCD {
+	return preview.ArgoCD{Live: c, Remote: c, AppSets: c, Windows: c}
+}
 
 // GenerateApplicationSet generates set's apps through Argo CD's generate endpoint (see
 // argocd.Client.GenerateApplicationSet).
@@ -92,13 +94,22 @@ func (c *Comparer) GenerateApplicationSet(ctx context.Context, set *v1alpha1.App
 }
 
 // ProjectSyncWindows reads an AppProject's sync windows (preview.SyncWindowReader: the plan says which waves a
-// window holds), when the Argo CD client can.
-func (c *Comparer) ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error) {
-	wr, ok := c.argo.(preview.SyncWindowReader)
-	if !ok {
-		return nil, errors.New("reading sync windows: not supported by this Argo CD client")
+// window holds).
+func (c *Comparer) ProjectSyncWindows(ctx context.Context, project string) (preview.ProjectWindows, error) {
+	ws, err := c.argo.ProjectSyncWindows(ctx, project)
+	if err != nil {
+		return nil, err
 	}
-	return wr.ProjectSyncWindows(ctx, project)
+	return projectWindows(ws), nil
+}
+
+// projectWindows are a project's sync windows, evaluated for an app as Argo CD does: argocd.EvaluateWindows over
+// the windows that match it (argocd.AppWindows, v1alpha1.SyncWindows.Matches).
+type projectWindows v1alpha1.SyncWindows
+
+func (ws projectWindows) HoldAt(app *v1alpha1.Application, now time.Time) preview.WindowHold {
+	h := argocd.EvaluateWindows(argocd.AppWindows(v1alpha1.SyncWindows(ws), app), now)
+	return preview.WindowHold{Blocked: h.Blocked, Reason: h.Reason, Until: h.Until}
 }
 
 // RenderRemote renders app through Argo CD's repo-server with one revision per source (GET .../manifests with

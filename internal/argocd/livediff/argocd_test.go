@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/diff/livediff"
+	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/testkit/objtest"
@@ -52,6 +52,10 @@ func (f *fakeArgo) SourcesManifests(context.Context, string, []string) (*argocd.
 }
 
 func (f *fakeArgo) GenerateApplicationSet(context.Context, *v1alpha1.ApplicationSet) ([]v1alpha1.Application, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakeArgo) ProjectSyncWindows(context.Context, string) (v1alpha1.SyncWindows, error) {
 	return nil, errors.New("not used")
 }
 
