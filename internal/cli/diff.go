@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/diff/livediff"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
@@ -67,7 +68,11 @@ func (f *previewFlags) liveComparer(deps *Deps) (preview.LiveComparer, error) {
 	}
 	token := f.argocdToken
 	if token == "" {
-		token = deps.env("FLEETWAVE_ARGOCD_TOKEN")
+		env, err := config.LoadCLI(deps.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		token = env.ArgoCDToken.Reveal()
 	}
 	client, err := argocd.New(argocd.Options{BaseURL: f.argocdURL, Token: token, Insecure: f.argocdInsecure})
 	if err != nil {
