@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -294,8 +295,8 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 		c.Addr = s.value
 		if _, port, err := net.SplitHostPort(s.value); err != nil {
 			bad(s, "listen address %q: want host:port or :port", s.value)
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			bad(s, "listen address %q: port must be 0-65535", s.value)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > math.MaxUint16 {
+			bad(s, "listen address %q: port must be 0-%d", s.value, math.MaxUint16)
 		}
 	}
 
