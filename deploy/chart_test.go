@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
 
 const chartDir = "helm/fleetwave"
@@ -192,7 +192,7 @@ func TestChartRendersAHardenedStatefulSet(t *testing.T) {
 				}
 			}
 			// The render settings are in the forms serve parses.
-			if _, err := isolate.ParseBytes(e["FLEETWAVE_RENDER_MEMORY"].Value); err != nil {
+			if _, err := config.ParseBytes(e["FLEETWAVE_RENDER_MEMORY"].Value); err != nil {
 				t.Errorf("FLEETWAVE_RENDER_MEMORY: %v", err)
 			}
 			for _, k := range []string{"FLEETWAVE_RENDER_TIMEOUT", "FLEETWAVE_RENDER_BUDGET"} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/github/limits"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -67,8 +68,9 @@ func ParseExternalID(s string) (Ref, bool) {
 
 const maxTableRows = 250
 
-// maxOutput keeps summaries and texts under GitHub's 65,535-character limit.
-const maxOutput = 65000
+// maxOutput keeps the summaries this package writes a margin under GitHub's limit on a check-run summary
+// (limits.CheckRunText): 65,000 bytes.
+const maxOutput = limits.CheckRunText - 535
 
 func clip(s string, n int) string {
 	if len(s) <= n {

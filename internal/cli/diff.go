@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
@@ -67,7 +68,11 @@ func (f *previewFlags) argoCD(deps *Deps) (preview.ArgoCD, error) {
 	}
 	token := f.argocdToken
 	if token == "" {
-		token = deps.env("FLEETWAVE_ARGOCD_TOKEN")
+		env, err := config.LoadCLI(deps.Getenv)
+		if err != nil {
+			return preview.ArgoCD{}, err
+		}
+		token = env.ArgoCDToken.Reveal()
 	}
 	client, err := argocd.New(argocd.Options{BaseURL: f.argocdURL, Token: token, Insecure: f.argocdInsecure})
 	if err != nil {

@@ -32,7 +32,7 @@ func (r *redactingWriter) Write(p []byte) (int, error) {
 func (r *redactingWriter) Unwrap() io.Writer { return r.w }
 
 // secretEnv are the environment variables holding credentials that commands read.
-var secretEnv = []string{config.EnvArgoCDToken, config.EnvWebhookSecret, config.EnvPrivateKey, envFleetViewToken}
+var secretEnv = config.SecretNames()
 
 // secretsOf collects the credentials a run may print by mistake: the values of flags whose name says token,
 // password or secret, the passwords of URLs given as arguments, and the credentials in the environment.

@@ -6,43 +6,44 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"strconv"
-	"strings"
-	"time"
 
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 )
 
-// newRenderer returns the renderer of a command that renders repository content (serve, diff, plan, rollout,
-// render): worker processes of this binary (internal/render/isolate), each killed at the time cap and capped in
-// memory, unless FLEETWAVE_RENDER_WORKERS=0 asks for rendering in this process. The CLI isolates too: its input
-// is a pull request's content in CI as much as the App's, and the cost is within a few percent. A binary that
-// cannot start workers (a test binary without isolate.WorkerMain) renders in-process. workers caps the pool
+// newRenderer returns the renderer of a command that renders repository content (diff, plan, rollout,
+// render-all): worker processes of this binary (internal/render/isolate), each killed at the time cap and capped
+// in memory, unless FLEETWAVE_RENDER_WORKERS=0 asks for rendering in this process. The CLI isolates too: its
+// input is a pull request's content in CI as much as the App's, and the cost is within a few percent. A binary
+// that cannot start workers (a test binary without isolate.WorkerMain) renders in-process. workers caps the pool
 // (0: FLEETWAVE_RENDER_WORKERS, else GOMAXPROCS). close ends the workers; mode says which it is, for logs. What
 // the workers' libraries print (Kustomize's deprecation warnings) goes to log, each distinct line once
-// (isolate.Options.Log); rendering in-process, it goes where those libraries write it.
-//
-//   - FLEETWAVE_RENDER_WORKERS: the number of worker processes (0: render in-process);
-//   - FLEETWAVE_RENDER_MEMORY: a worker's memory cap (default 1GiB; bytes, or K/M/G units);
-//   - FLEETWAVE_RENDER_TIMEOUT: one app's render time cap (default 60s) when the command sets none;
-//   - FLEETWAVE_RENDER_SHARE (serve): the workers one installation holds at once (newServeRenderer);
-//   - FLEETWAVE_RENDER_CHANGE_OUTPUT (serve): the manifests of one change's preview (default 1GiB).
+// (isolate.Options.Log); rendering in-process, it goes where those libraries write it. The pool's settings are
+// config.Render's, read from getenv by config.LoadCLI (docs/configuration.md).
 func newRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, log, opts, workers, false, 0)
+	cfg, err := config.LoadCLI(getenv)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return newSharedRenderer(cfg.Render, log, opts, workers, false, 0)
 }
 
 // newAppRenderer is render --app's newRenderer: one worker, which keeps nothing for a next render
 // (render.Options.OneRender) and whose collector runs at renderGCPercent as the command's own does (memlimit.go),
 // unless GOGC sets it (the worker inherits the environment).
 func newAppRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
+	cfg, err := config.LoadCLI(getenv)
+	if err != nil {
+		return nil, nil, "", err
+	}
 	gc := renderGCPercent
 	if getenv != nil && getenv("GOGC") != "" {
 		gc = 0
 	}
 	opts.OneRender = true
-	return newSharedRenderer(getenv, log, opts, 1, false, gc)
+	return newSharedRenderer(cfg.Render, log, opts, 1, false, gc)
 }
 
 // toolLog is the log of a command that is not serve: warnings and above, as text lines on w.
@@ -51,54 +52,31 @@ func toolLog(w io.Writer) *slog.Logger {
 }
 
 // newServeRenderer is serve's newRenderer: its pool is shared by the installations, each holding at most
-// FLEETWAVE_RENDER_SHARE workers at once (default: all but one, at least one), so that one installation whose
-// renders all run to the time cap still leaves a worker to the others.
-func newServeRenderer(getenv func(string) string, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
-	return newSharedRenderer(getenv, log, opts, 0, true, 0)
+// cfg.Share workers at once (FLEETWAVE_RENDER_SHARE; default: all but one, at least one), so that one
+// installation whose renders all run to the time cap still leaves a worker to the others.
+func newServeRenderer(cfg config.Render, log *slog.Logger, opts render.Options) (r preview.Renderer, close func(), mode string, err error) {
+	return newSharedRenderer(cfg, log, opts, 0, true, 0)
 }
 
-func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render.Options, workers int, shared bool, gcPercent int) (r preview.Renderer, close func(), mode string, err error) {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_TIMEOUT")); v != "" && opts.Limits.Timeout <= 0 {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_TIMEOUT=%q: want a duration such as 60s", v)
-		}
-		opts.Limits.Timeout = d
-	}
-	envWorkers := -1
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_WORKERS")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_WORKERS=%q: want a number of processes (0: render in-process)", v)
-		}
-		envWorkers = n
-	}
-	var memory int64
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_MEMORY")); v != "" {
-		if memory, err = isolate.ParseBytes(v); err != nil {
-			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_MEMORY: %w", err)
-		}
+func newSharedRenderer(cfg config.Render, log *slog.Logger, opts render.Options, workers int, shared bool, gcPercent int) (r preview.Renderer, close func(), mode string, err error) {
+	if cfg.Timeout > 0 && opts.Limits.Timeout <= 0 {
+		opts.Limits.Timeout = cfg.Timeout
 	}
 	inProcess := func(why string) (preview.Renderer, func(), string, error) {
 		return render.New(opts), func() {}, "in-process (" + why + ")", nil
 	}
 	switch {
-	case envWorkers == 0:
-		return inProcess("FLEETWAVE_RENDER_WORKERS=0")
+	case cfg.InProcess:
+		return inProcess(config.EnvRenderWorkers + "=0")
 	case !isolate.Available():
 		return inProcess("this binary cannot start render workers")
 	}
-	if envWorkers > 0 && (workers <= 0 || envWorkers < workers) {
-		workers = envWorkers
+	if cfg.Workers > 0 && (workers <= 0 || cfg.Workers < workers) {
+		workers = cfg.Workers
 	}
 	share := 0
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_SHARE")); v != "" && shared {
-		if share, err = strconv.Atoi(v); err != nil || share < 1 {
-			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_SHARE=%q: want the number of render workers one installation may hold at once (at least 1)", v)
-		}
+	if shared {
+		share = cfg.Share
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -107,11 +85,10 @@ func newSharedRenderer(getenv func(string) string, log *slog.Logger, opts render
 		share = max(1, workers-1)
 	}
 	var changeOutput int64
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_CHANGE_OUTPUT")); v != "" && shared {
-		if changeOutput, err = isolate.ParseBytes(v); err != nil {
-			return nil, nil, "", fmt.Errorf("FLEETWAVE_RENDER_CHANGE_OUTPUT: %w", err)
-		}
+	if shared {
+		changeOutput = cfg.ChangeOutput
 	}
+	memory := cfg.MemoryBytes
 	pool, err := isolate.New(isolate.Options{Render: opts, Workers: workers, MemoryBytes: memory, Share: share, ChangeOutput: changeOutput, Log: log, GCPercent: gcPercent})
 	if err != nil {
 		return nil, nil, "", err

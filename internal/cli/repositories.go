@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
@@ -30,12 +31,15 @@ func fetchers(deps *Deps, file string) (render.Options, error) {
 	if err != nil {
 		return render.Options{}, fmt.Errorf("--repositories: %w", err)
 	}
-	dir := deps.env("FLEETWAVE_CACHE_DIR")
-	charts, err := newChartFetcher(set, dir)
+	env, err := config.LoadCLI(deps.Getenv)
 	if err != nil {
 		return render.Options{}, err
 	}
-	git, err := newGitFetcher(set, dir)
+	charts, err := newChartFetcher(set, env.CacheDir)
+	if err != nil {
+		return render.Options{}, err
+	}
+	git, err := newGitFetcher(set, env.CacheDir)
 	if err != nil {
 		return render.Options{}, err
 	}
@@ -72,8 +76,11 @@ func chartFetcher(deps *Deps, file string) (*chartfetch.Fetcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--repositories: %w", err)
 	}
-	dir := deps.env("FLEETWAVE_CACHE_DIR")
-	return newChartFetcher(set, dir)
+	env, err := config.LoadCLI(deps.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return newChartFetcher(set, env.CacheDir)
 }
 
 // newChartFetcher builds a fetcher caching under cacheDir/charts (cacheDir "" is the user's cache directory,

@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/plan"
@@ -240,23 +240,18 @@ var shortSHA = regexp.MustCompile(`^[0-9a-f]{7,39}$`)
 
 // complete fills the Argo CD settings from the environment and checks what needs no network.
 func (o *rolloutOptions) complete(getenv func(string) string) error {
-	if getenv == nil {
-		getenv = func(string) string { return "" }
+	env, err := config.LoadCLI(getenv)
+	if err != nil {
+		return err
 	}
 	if o.server == "" {
-		o.server = getenv("FLEETWAVE_ARGOCD_URL")
+		o.server = env.ArgoCDURL
 	}
 	if o.token == "" {
-		o.token = getenv("FLEETWAVE_ARGOCD_TOKEN")
+		o.token = env.ArgoCDToken.Reveal()
 	}
 	if !o.insecure {
-		if v := getenv("FLEETWAVE_ARGOCD_INSECURE"); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("FLEETWAVE_ARGOCD_INSECURE=%q is not a boolean", v)
-			}
-			o.insecure = b
-		}
+		o.insecure = env.ArgoCDInsecure
 	}
 	switch {
 	case o.output != "text" && o.output != "json":
@@ -463,8 +458,12 @@ func (o *rolloutOptions) reachability(client *argocd.Client) *reachability {
 // serveRolloutUI serves the fleet view (internal/fleetview) of the store on o.ui while the rollout runs, and
 // prints where. The token is $FLEETWAVE_FLEET_VIEW_TOKEN, else a random one printed once on standard error.
 func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (stop func(), err error) {
-	token := strings.TrimSpace(deps.Getenv(envFleetViewToken))
-	shown := "$" + envFleetViewToken
+	env, err := config.LoadCLI(deps.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	token := env.FleetViewToken.Reveal()
+	shown := "$" + config.EnvFleetViewToken
 	if token == "" {
 		b := make([]byte, 16)
 		if _, err := rand.Read(b); err != nil {

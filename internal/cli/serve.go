@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -106,22 +105,15 @@ Configuration (environment, or the same keys in a YAML file given with --config 
 	return cmd
 }
 
-// envGitHubWrites sets the per-installation budget of content-creating GitHub requests.
-const envGitHubWrites = "FLEETWAVE_GITHUB_WRITES_PER_MINUTE"
-
-// writeLimits reads FLEETWAVE_GITHUB_WRITES_PER_MINUTE: n a minute in bursts of n/3 and 8n an hour, the ratios
-// of the default (writebudget.DefaultLimits: 60, 20, 480) — GitHub's secondary limits are 80 a minute and 500 an
-// hour; GitHub Enterprise Server's are set by its administrator. "" is the default.
-func writeLimits(v string) ([]writebudget.Limit, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return writebudget.DefaultLimits, nil
+// writeLimits is the budget of FLEETWAVE_GITHUB_WRITES_PER_MINUTE (config.Serve.GitHubWritesPerMinute): n a
+// minute in bursts of n/3 and 8n an hour, the ratios of the default (writebudget.DefaultLimits: 60, 20, 480) —
+// GitHub's secondary limits are 80 a minute and 500 an hour; GitHub Enterprise Server's are set by its
+// administrator. 0 is the default.
+func writeLimits(n int) []writebudget.Limit {
+	if n <= 0 {
+		return writebudget.DefaultLimits
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 || n > 100000 {
-		return nil, fmt.Errorf("%s=%q: want a positive number of requests a minute, such as 60", envGitHubWrites, v)
-	}
-	return []writebudget.Limit{{N: n, Per: time.Minute, Burst: max(1, n/3)}, {N: 8 * n, Per: time.Hour, Burst: 8 * n}}, nil
+	return []writebudget.Limit{{N: n, Per: time.Minute, Burst: max(1, n/3)}, {N: 8 * n, Per: time.Hour, Burst: 8 * n}}
 }
 
 // runServe runs the App until ctx ends (SIGTERM), then drains: stop accepting, finish the requests in flight
@@ -143,11 +135,7 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	mets := metrics.New()
 	// Every content-creating request of an installation, from every handler and the rollout executor, takes a
 	// token of its budget, so that a flood slows down before GitHub's secondary limits refuse the installation.
-	limits, err := writeLimits(deps.Getenv(envGitHubWrites))
-	if err != nil {
-		return usageErr(err)
-	}
-	budget, err := writebudget.New(writebudget.Options{Limits: limits, Observer: mets, Log: log})
+	budget, err := writebudget.New(writebudget.Options{Limits: writeLimits(cfg.GitHubWritesPerMinute), Observer: mets, Log: log})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -169,7 +157,7 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneLoop(pruneCtx, st, log, pruneEvery)
-	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, Getenv: deps.Getenv, DrainTimeout: f.drainTimeout, Metrics: mets})
+	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, DrainTimeout: f.drainTimeout, Metrics: mets})
 	if err != nil {
 		return err
 	}
@@ -187,15 +175,11 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	mets.Webhooks(hooks.Stats)
 	mux.Handle("GET /metrics", mets.Handler())
 	// The fleet view, only when a token for it is configured (internal/fleetview).
-	if token := strings.TrimSpace(deps.Getenv(envFleetViewToken)); token != "" {
-		insecureCookie, err := envBool(deps.Getenv, envFleetViewInsecureCookie)
+	if cfg.FleetViewToken.IsSet() {
+		view, err := fleetview.New(st, fleetview.Options{Token: cfg.FleetViewToken.Reveal(), ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
+			InsecureCookie: cfg.FleetViewInsecureCookie})
 		if err != nil {
-			return usageErr(err)
-		}
-		view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
-			InsecureCookie: insecureCookie})
-		if err != nil {
-			return usageErr(fmt.Errorf("%s: %w", envFleetViewToken, err))
+			return usageErr(fmt.Errorf("%s: %w", config.EnvFleetViewToken, err))
 		}
 		mux.Handle(fleetview.Prefix, view)
 		log.Info("fleet view", slog.String("path", fleetview.Prefix))
@@ -257,30 +241,6 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	return errors.Join(errs...)
 }
 
-// envFleetViewToken turns the fleet view on (/fleet/) and is the token a person signs in to it with.
-const envFleetViewToken = "FLEETWAVE_FLEET_VIEW_TOKEN"
-
-// envArgoCDRenderHeadRepos lists the repositories ("owner/name", comma separated; "*" for all) whose pull
-// requests' heads may be rendered through Argo CD (its config-management plugins included); never a fork's.
-const envArgoCDRenderHeadRepos = "FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS"
-
-// envFleetViewInsecureCookie, "true", leaves the fleet view's session cookie without Secure: for plain-HTTP
-// development only (the cookie is Secure by default).
-const envFleetViewInsecureCookie = "FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE"
-
-// envBool reads a boolean variable ("" is false); anything strconv.ParseBool does not read is an error naming it.
-func envBool(getenv func(string) string, name string) (bool, error) {
-	v := strings.TrimSpace(getenv(name))
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s: %q is not true or false", name, v)
-	}
-	return b, nil
-}
-
 // gitHubWebURL is GitHub's web address for an API URL: https://github.com for the public API (""), and
 // https://<host> for GitHub Enterprise Server's https://<host>/api/v3.
 func gitHubWebURL(api string) string {
@@ -313,10 +273,6 @@ type serveDeps struct {
 	Config *config.Serve
 	GitHub *github.App // GitHub.Client(installationID) per event; GitHub.GitCredentials for clones
 	Store  *store.Store
-	// Getenv reads the settings of the use cases that are not (yet) keys of config.Serve:
-	// FLEETWAVE_CACHE_DIR (the clone cache), FLEETWAVE_RENDER_SETTINGS (a render settings file) and
-	// FLEETWAVE_REPLICA_NAME (the rollout lease owner).
-	Getenv func(string) string
 	// DrainTimeout bounds the rollout executor's drain at shutdown (--drain-timeout; default 20s).
 	DrainTimeout time.Duration
 	// Metrics receives the use cases' series (Argo CD requests, the chart cache); nil: none.
@@ -350,11 +306,7 @@ type serveWiring struct {
 //     the token of the installation stored with each rollout (the one its merge came through). It runs from
 //     here on (resuming unfinished rollouts) and is drained by close. Without Argo CD, app.LoggingExecutor logs merges and answers commands.
 func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
-	getenv := d.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	cacheDir := serveCacheDir(getenv("FLEETWAVE_CACHE_DIR"), d.Config.Store.Reveal())
+	cacheDir := serveCacheDir(d.Config.CacheDir, d.Config.Store.Reveal())
 	cache, err := gitcache.New(cacheDir, gitcache.WithCredentials(d.GitHub.GitCredentials))
 	if err != nil {
 		return serveWiring{}, usageErr(err)
@@ -388,14 +340,14 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			app.WithArgoCD(livediff.New(argo, livediff.Options{Server: d.Config.ArgoCDURL}).Ports()),
 			app.WithArgoCDURL(d.Config.ArgoCDURL),
 			// Pull-request heads rendered through Argo CD: only the repositories named (never forks; docs/security.md).
-			app.WithArgoCDRenderHead(strings.Split(getenv(envArgoCDRenderHeadRepos), ",")...))
+			app.WithArgoCDRenderHead(d.Config.ArgoCDRenderHeadRepos...))
 
 		// A rollout recorded before the store kept its installation: GitHub says which one covers the repository
 		// (GET /repos/{o}/{r}/installation).
 		reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) },
 			d.GitHub.RepoInstallation)
 		exOpts := []rollout.Option{rollout.WithLogger(d.Log)}
-		if name := strings.TrimSpace(getenv("FLEETWAVE_REPLICA_NAME")); name != "" {
+		if name := d.Config.ReplicaName; name != "" {
 			exOpts = append(exOpts, rollout.WithOwner(name))
 		}
 		ex = rollout.New(d.Store, argo, checkrun.NewPublisher(reporter), exOpts...)
@@ -417,10 +369,10 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 		opts = append(opts, app.WithClusters(func(context.Context) ([]discover.Cluster, error) { return cs, nil }))
 	}
-	if file := getenv("FLEETWAVE_RENDER_SETTINGS"); file != "" {
+	if file := d.Config.RenderSettingsFile; file != "" {
 		s, err := render.LoadSettings(file)
 		if err != nil {
-			return serveWiring{}, usageErr(fmt.Errorf("FLEETWAVE_RENDER_SETTINGS: %w", err))
+			return serveWiring{}, usageErr(fmt.Errorf("%s: %w", config.EnvRenderSettings, err))
 		}
 		settings = overlaySettings(settings, s)
 	}
@@ -442,17 +394,12 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		}
 	}
 	// PR content renders in worker processes, each capped in memory and killed at the time cap (isolate).
-	renderer, closeRenderer, renderMode, err := newServeRenderer(getenv, d.Log, render.Options{Charts: charts, Git: git})
+	renderer, closeRenderer, renderMode, err := newServeRenderer(d.Config.Render, d.Log, render.Options{Charts: charts, Git: git})
 	if err != nil {
 		return serveWiring{}, usageErr(err)
 	}
-	if v := strings.TrimSpace(getenv("FLEETWAVE_RENDER_BUDGET")); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d == 0 {
-			closeRenderer()
-			return serveWiring{}, usageErr(fmt.Errorf("FLEETWAVE_RENDER_BUDGET=%q: want a duration such as 10m (negative: no budget)", v))
-		}
-		opts = append(opts, app.WithRenderBudget(d))
+	if b := d.Config.Render.Budget; b != 0 {
+		opts = append(opts, app.WithRenderBudget(b))
 	}
 	if pool, ok := renderer.(*isolate.Pool); ok {
 		if err := pool.Prestart(ctx); err != nil {

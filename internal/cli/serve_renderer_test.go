@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
@@ -31,7 +32,12 @@ func TestServeRendererSettings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, closeRenderer, mode, err := newServeRenderer(func(k string) string { return tc.env[k] }, nil, render.Options{})
+			cfg, err := config.LoadRender(func(k string) string { return tc.env[k] }, config.ForServe)
+			var closeRenderer func()
+			var mode string
+			if err == nil {
+				_, closeRenderer, mode, err = newServeRenderer(cfg, nil, render.Options{})
+			}
 			if err != nil {
 				if tc.err == "" || !strings.HasPrefix(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("err = %v; want one line starting %q", err, tc.err)

@@ -281,16 +281,8 @@ spec:
 	mets := metrics.New()
 	mets.Store(st.Counts)
 	w, err := wireServe(ctx, serveDeps{Log: log, GitHub: gh, Store: st, Metrics: mets,
-		Config: &config.Serve{ArgoCDURL: argo.URL, Store: config.NewSecret("sqlite://" + filepath.Join(dir, "fleetwave.db"))},
-		Getenv: func(k string) string {
-			switch k {
-			case "FLEETWAVE_CACHE_DIR":
-				return filepath.Join(dir, "cache")
-			case "FLEETWAVE_REPLICA_NAME":
-				return "fleetwave-0"
-			}
-			return ""
-		}})
+		Config: &config.Serve{ArgoCDURL: argo.URL, Store: config.NewSecret("sqlite://" + filepath.Join(dir, "fleetwave.db")),
+			CacheDir: filepath.Join(dir, "cache"), ReplicaName: "fleetwave-0"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -19,31 +20,6 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
-
-// The environment variables (and config-file keys) `fleetwave serve` reads.
-const (
-	EnvConfigFile     = "FLEETWAVE_CONFIG"
-	EnvAddr           = "FLEETWAVE_ADDR"
-	EnvAppID          = "FLEETWAVE_GITHUB_APP_ID"
-	EnvPrivateKeyFile = "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE"
-	EnvPrivateKey     = "FLEETWAVE_GITHUB_PRIVATE_KEY"
-	EnvWebhookSecret  = "FLEETWAVE_WEBHOOK_SECRET"
-	EnvAPIURL         = "FLEETWAVE_GITHUB_API_URL"
-	EnvArgoCDURL      = "FLEETWAVE_ARGOCD_URL"
-	EnvArgoCDToken    = "FLEETWAVE_ARGOCD_TOKEN"
-	EnvArgoCDInsecure = "FLEETWAVE_ARGOCD_INSECURE"
-	EnvStore          = "FLEETWAVE_STORE"
-	EnvClustersFile   = "FLEETWAVE_CLUSTERS_FILE"
-	// EnvRepositoriesFile names the allowed chart repositories: Argo CD repository and repo-creds Secrets.
-	EnvRepositoriesFile = "FLEETWAVE_REPOSITORIES_FILE"
-	// EnvAllowedOwners lists the accounts (organisations or users) whose installations the App serves,
-	// comma-separated; events from any other installation are ignored. Unset: every installation.
-	EnvAllowedOwners = "FLEETWAVE_ALLOWED_OWNERS"
-)
-
-// keys are the settings a config file may set, in documentation order.
-var keys = []string{EnvAddr, EnvAppID, EnvPrivateKeyFile, EnvPrivateKey, EnvWebhookSecret, EnvAPIURL,
-	EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure, EnvStore, EnvClustersFile, EnvRepositoriesFile, EnvAllowedOwners}
 
 // Defaults.
 const (
@@ -114,6 +90,23 @@ type Serve struct {
 	Repositories     *repocreds.Set
 	// AllowedOwners are the accounts whose installations are served (nil: every installation).
 	AllowedOwners []string
+	// ArgoCDRenderHeadRepos are the repositories ("owner/name"; "*": all) whose pull-request heads may be
+	// rendered through Argo CD (never a fork's).
+	ArgoCDRenderHeadRepos []string
+	// CacheDir holds the clones, charts and git mirrors ("": next to the SQLite store, else the user cache).
+	CacheDir string
+	// RenderSettingsFile is a render-env.yaml whose settings win over what Argo CD reports ("": none).
+	RenderSettingsFile string
+	// Render configures the render pool shared by the installations.
+	Render Render
+	// GitHubWritesPerMinute is each installation's budget of content-creating requests (0: the default, 60).
+	GitHubWritesPerMinute int
+	// ReplicaName is this replica's name in rollout leases ("": hostname-pid).
+	ReplicaName string
+	// FleetViewToken turns the fleet view on and is its sign-in token; FleetViewInsecureCookie leaves its
+	// session cookie without Secure (plain-HTTP development).
+	FleetViewToken          Secret
+	FleetViewInsecureCookie bool
 	// File is the config file read, if any.
 	File string
 }
@@ -142,8 +135,12 @@ func (c *Serve) String() string {
 	if len(c.AllowedOwners) > 0 {
 		owners = strings.Join(c.AllowedOwners, ",")
 	}
-	return fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s repositories=%s allowed-owners=%s",
+	s := fmt.Sprintf("addr=%s github-app=%d private-key=[redacted] (%s) webhook-secret=[redacted] github-api=%s argocd=%s store=%s clusters=%s repositories=%s allowed-owners=%s",
 		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters, repos, owners)
+	if c.FleetViewToken.IsSet() {
+		s += " fleet-view=on (token [redacted])"
+	}
+	return s
 }
 
 // GoString implements fmt.GoStringer so that %#v does not print the fields.
@@ -166,9 +163,18 @@ func RedactDSN(dsn string) string {
 // Error lists every problem found in the configuration, one per line.
 type Error struct {
 	Problems []string
+	// Of is what was read: "" for serve's configuration, whose message says so; "environment" for the other
+	// commands', whose single problem is the whole message.
+	Of string
 }
 
 func (e *Error) Error() string {
+	if e.Of != "" {
+		if len(e.Problems) == 1 {
+			return e.Problems[0]
+		}
+		return fmt.Sprintf("invalid %s (%d problems): %s", e.Of, len(e.Problems), strings.Join(e.Problems, "; "))
+	}
 	if len(e.Problems) == 1 {
 		return "invalid serve configuration: " + e.Problems[0]
 	}
@@ -203,7 +209,7 @@ func LoadServe(getenv func(string) string, file string, readFile func(string) ([
 		}
 		raw = fromFile
 	}
-	for _, k := range keys {
+	for _, k := range fileKeys() {
 		if v := getenv(k); v != "" {
 			raw[k] = setting{value: v, origin: k}
 		}
@@ -247,6 +253,7 @@ func parseFile(name string, data []byte) (map[string]setting, []string) {
 	if m.Kind != yaml.MappingNode {
 		return nil, []string{fmt.Sprintf("%s:%d: want a mapping of %s… keys", name, m.Line, "FLEETWAVE_")}
 	}
+	keys := fileKeys()
 	known := map[string]bool{}
 	for _, k := range keys {
 		known[k] = true
@@ -288,8 +295,8 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 		c.Addr = s.value
 		if _, port, err := net.SplitHostPort(s.value); err != nil {
 			bad(s, "listen address %q: want host:port or :port", s.value)
-		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-			bad(s, "listen address %q: port must be 0-65535", s.value)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > math.MaxUint16 {
+			bad(s, "listen address %q: port must be 0-%d", s.value, math.MaxUint16)
 		}
 	}
 
@@ -416,6 +423,33 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 		if len(c.AllowedOwners) == 0 {
 			bad(s, "lists no account: unset it to serve every installation")
 		}
+	}
+	for _, r := range strings.Split(get(EnvArgoCDRenderHeadRepos, "").value, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			c.ArgoCDRenderHeadRepos = append(c.ArgoCDRenderHeadRepos, r)
+		}
+	}
+	c.CacheDir = get(EnvCacheDir, "").value
+	c.RenderSettingsFile = get(EnvRenderSettings, "").value
+	c.ReplicaName = get(EnvReplicaName, "").value
+	c.Render = readRender(func(k string) (setting, bool) { s := get(k, ""); return s, s.value != "" }, ForServe,
+		func(p string) { problems = append(problems, p) })
+	if s := get(EnvGitHubWrites, ""); s.value != "" {
+		if n, err := strconv.Atoi(s.value); err != nil || n <= 0 || n > 100000 {
+			problems = append(problems, fmt.Sprintf("%s=%q: want a positive number of requests a minute, such as 60", s.origin, s.value))
+		} else {
+			c.GitHubWritesPerMinute = n
+		}
+	}
+	if s := get(EnvFleetViewToken, ""); s.value != "" {
+		c.FleetViewToken = NewSecret(s.value)
+	}
+	if s := get(EnvFleetViewInsecure, ""); s.value != "" {
+		b, err := strconv.ParseBool(s.value)
+		if err != nil {
+			bad(s, "%q is not true or false", s.value)
+		}
+		c.FleetViewInsecureCookie = b
 	}
 	return c, problems
 }

@@ -108,6 +108,17 @@ func TestLoadServeProblems(t *testing.T) {
 			`FLEETWAVE_ALLOWED_OWNERS: "evil/org" is not a GitHub account name`, `FLEETWAVE_ALLOWED_OWNERS: "-x" is not a GitHub account name`}},
 		{"allowed owners empty list", with(EnvAllowedOwners, " , "), []string{"FLEETWAVE_ALLOWED_OWNERS: lists no account"}},
 		{"several at once", with(EnvAddr, "x", EnvArgoCDInsecure, "2"), []string{"FLEETWAVE_ADDR", "FLEETWAVE_ARGOCD_INSECURE"}},
+		{"render, writes and fleet view at once", with(EnvRenderTimeout, "soon", EnvRenderWorkers, "many", EnvRenderMemory, "lots",
+			EnvRenderShare, "0", EnvRenderChangeOutput, "-1", EnvRenderBudget, "0", EnvGitHubWrites, "60/m", EnvFleetViewInsecure, "maybe"), []string{
+			`FLEETWAVE_RENDER_TIMEOUT="soon": want a duration such as 60s`,
+			`FLEETWAVE_RENDER_WORKERS="many": want a number of processes (0: render in-process)`,
+			`FLEETWAVE_RENDER_MEMORY: "lots" is not a size`,
+			`FLEETWAVE_RENDER_SHARE="0": want the number of render workers one installation may hold at once (at least 1)`,
+			`FLEETWAVE_RENDER_CHANGE_OUTPUT: "-1" is not a size`,
+			`FLEETWAVE_RENDER_BUDGET="0": want a duration such as 10m (negative: no budget)`,
+			`FLEETWAVE_GITHUB_WRITES_PER_MINUTE="60/m": want a positive number of requests a minute, such as 60`,
+			`FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE: "maybe" is not true or false`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,5 +238,72 @@ func TestLoadServeAllowedOwners(t *testing.T) {
 	c, err = LoadServe(env(minimal...), "", fsys.read)
 	if err != nil || c.AllowedOwners != nil || !strings.Contains(c.String(), "allowed-owners=any") {
 		t.Errorf("unset: %q, %v", c.AllowedOwners, err)
+	}
+}
+
+// TestLoadServeEverySetting: the settings serve read ad hoc before (cache, render pool, write budget, replica,
+// fleet view, heads rendered through Argo CD) are typed in Serve, from the environment or the file, and the fleet
+// view's token is never printed.
+func TestLoadServeEverySetting(t *testing.T) {
+	const viewToken = "fleet-view-token-do-not-print"
+	fsys := files{"/keys/app.pem": rsaPEM, "/etc/fleetwave.yaml": "FLEETWAVE_RENDER_WORKERS: 3\nFLEETWAVE_CACHE_DIR: /var/cache/fw\nFLEETWAVE_RENDER_BUDGET: 5m\n"}
+	c, err := LoadServe(env(with(EnvRenderWorkers, "2", EnvRenderMemory, "512MiB", EnvRenderTimeout, "30s", EnvRenderShare, "1",
+		EnvRenderChangeOutput, "2G", EnvRenderSettings, "/etc/render-env.yaml", EnvGitHubWrites, " 30 ", EnvReplicaName, "fleetwave-0",
+		EnvFleetViewToken, viewToken, EnvFleetViewInsecure, "true", EnvArgoCDRenderHeadRepos, "acme/gitops, ,*")...), "/etc/fleetwave.yaml", fsys.read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Render{Workers: 2, MemoryBytes: 512 << 20, Timeout: 30e9, Share: 1, ChangeOutput: 2 << 30, Budget: 5 * 60e9}
+	if c.Render != want {
+		t.Errorf("Render = %+v, want %+v", c.Render, want)
+	}
+	if c.CacheDir != "/var/cache/fw" || c.RenderSettingsFile != "/etc/render-env.yaml" || c.GitHubWritesPerMinute != 30 ||
+		c.ReplicaName != "fleetwave-0" || c.FleetViewToken.Reveal() != viewToken || !c.FleetViewInsecureCookie ||
+		strings.Join(c.ArgoCDRenderHeadRepos, "|") != "acme/gitops|*" {
+		t.Errorf("%+v", *c)
+	}
+	if s := fmt.Sprintf("%s %+v %#v", c, *c, c); strings.Contains(s, viewToken) || !strings.Contains(c.String(), "fleet-view=on (token [redacted])") {
+		t.Errorf("the configuration prints as %s", s)
+	}
+	c, err = LoadServe(env(with(EnvRenderWorkers, "0")...), "", fsys.read)
+	if err != nil || !c.Render.InProcess {
+		t.Errorf("FLEETWAVE_RENDER_WORKERS=0: %+v, %v", c, err)
+	}
+}
+
+// TestLoadCLI: the commands' environment, every problem at once; one problem is the whole message.
+func TestLoadCLI(t *testing.T) {
+	c, err := LoadCLI(env(EnvArgoCDURL, "https://argocd.example.com", EnvArgoCDToken, " "+argoToken+" ", EnvArgoCDInsecure, "true",
+		EnvCacheDir, "/tmp/c", EnvRenderWorkers, "0", EnvRenderShare, "not read by the commands", EnvFleetViewToken, "view"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ArgoCDURL != "https://argocd.example.com" || c.ArgoCDToken.Reveal() != argoToken || !c.ArgoCDInsecure || c.CacheDir != "/tmp/c" ||
+		!c.Render.InProcess || c.Render.Share != 0 || c.FleetViewToken.Reveal() != "view" {
+		t.Errorf("%+v", *c)
+	}
+	if c, err := LoadCLI(nil); err != nil || *c != (CLI{}) {
+		t.Errorf("nothing set: %+v, %v", c, err)
+	}
+	_, err = LoadCLI(env(EnvArgoCDInsecure, "maybe"))
+	if err == nil || err.Error() != `FLEETWAVE_ARGOCD_INSECURE="maybe" is not a boolean` {
+		t.Errorf("one problem: %v", err)
+	}
+	_, err = LoadCLI(env(EnvArgoCDInsecure, "maybe", EnvRenderMemory, "lots", EnvArgoCDToken, argoToken))
+	if err == nil || err.Error() != `invalid environment (2 problems): FLEETWAVE_ARGOCD_INSECURE="maybe" is not a boolean; FLEETWAVE_RENDER_MEMORY: "lots" is not a size (bytes, or a number with K, M or G)` {
+		t.Errorf("two problems: %v", err)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"1GiB": 1 << 30, "512MiB": 512 << 20, "1073741824": 1 << 30, "1.5G": 3 << 29, "64M": 64 << 20, " 2k ": 2048} {
+		if n, err := ParseBytes(in); err != nil || n != want {
+			t.Errorf("%q: %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1TB?", "0"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }

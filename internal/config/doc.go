@@ -1,10 +1,10 @@
-// Package config reads and validates the configuration of `fleetwave serve`.
+// Package config is the one home of fleetwave's settings: every FLEETWAVE_* environment variable is named,
+// documented (Settings, from which docs/configuration.md's table is generated), read and validated here, and no
+// other package reads one. LoadServe reads `fleetwave serve`'s; LoadCLI the other commands' (Argo CD access, the
+// cache directory, the render pool, the fleet view's token), whose flags win over them; LoadRender the render
+// pool's alone.
 //
-// The settings are environment variables (FLEETWAVE_ADDR, FLEETWAVE_GITHUB_APP_ID,
-// FLEETWAVE_GITHUB_PRIVATE_KEY_FILE or FLEETWAVE_GITHUB_PRIVATE_KEY, FLEETWAVE_WEBHOOK_SECRET,
-// FLEETWAVE_GITHUB_API_URL, FLEETWAVE_ARGOCD_URL/TOKEN/INSECURE, FLEETWAVE_STORE, FLEETWAVE_CLUSTERS_FILE,
-// FLEETWAVE_REPOSITORIES_FILE, FLEETWAVE_ALLOWED_OWNERS).
-// A YAML file (--config or $FLEETWAVE_CONFIG) may set the same keys:
+// A YAML file (--config or $FLEETWAVE_CONFIG) may set the same keys as serve's environment:
 //
 //	FLEETWAVE_GITHUB_APP_ID: 123456
 //	FLEETWAVE_GITHUB_PRIVATE_KEY_FILE: /etc/fleetwave/app.pem
@@ -16,6 +16,6 @@
 // booleans, the store scheme, the clusters file, the repositories file (Argo CD repository Secrets, read by
 // internal/repocreds; its credentials are never printed).
 //
-// Secrets (private key, webhook secret, Argo CD token, store DSN) are held in Secret, which prints as
+// Secrets (private key, webhook secret, Argo CD token, fleet view token, store DSN) are held in Secret, which prints as
 // "[redacted]" through fmt, slog and JSON; Serve.String shows the whole configuration with them redacted.
 package config

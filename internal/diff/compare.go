@@ -9,7 +9,7 @@ import (
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // Change classifies a resource between base and head.

@@ -19,11 +19,11 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/discover/plainyaml"
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/plainyaml"
 )
 
 // maxManifestBytes caps a YAML file discovery parses.
@@ -255,6 +255,11 @@ func documentObject(doc []byte) (obj map[string]any, js []byte, err error) {
 		jsonNumbers(v)
 		return v, js, nil
 	}
+	return blockObject(doc)
+}
+
+// blockObject is documentObject without plainyaml: blockyaml, else yaml.v2 (BenchmarkDiscoveryYAML compares them).
+func blockObject(doc []byte) (obj map[string]any, js []byte, err error) {
 	if y, ok := blockyaml.Decode(doc); ok {
 		if v, ok := manifestyaml.JSONValue(y); ok {
 			if m, ok := v.(map[string]any); ok {

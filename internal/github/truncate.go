@@ -3,24 +3,27 @@ package github
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/fleetwave/fleetwave/internal/github/limits"
 )
 
-// GitHub's size limits. GitHub states them in characters; the adapter applies them in bytes, which is never
-// longer, so a body it sends is accepted whichever way GitHub counts.
+// GitHub's size limits, as internal/github/limits states them (with GitHub's documentation). GitHub states them
+// in characters; the adapter applies them in bytes, which is never fewer, so a body it sends is accepted
+// whichever way GitHub counts.
 const (
 	// MaxCommentBody is the longest issue or pull request comment body GitHub accepts.
-	MaxCommentBody = 65536
+	MaxCommentBody = limits.CommentBody
 	// MaxCheckRunText is the longest check-run output summary or text GitHub accepts.
-	MaxCheckRunText = 65535
+	MaxCheckRunText = limits.CheckRunText
 	// MaxCommentPart is the longest part UpsertComment takes without truncating it: MaxCommentBody minus the
 	// room kept for the hidden markers. Split a long report into parts no longer than this (in bytes).
 	MaxCommentPart = MaxCommentBody - markerRoom
 
 	// MaxAnnotationsPerRequest is how many annotations GitHub takes in one check-run request; the adapter
 	// sends more in successive updates.
-	MaxAnnotationsPerRequest = 50
+	MaxAnnotationsPerRequest = limits.AnnotationsPerRequest
 	// MaxCheckRunActions is how many action buttons a check run may carry.
-	MaxCheckRunActions = 3
+	MaxCheckRunActions = limits.CheckRunActions
 )
 
 // truncate returns s if it fits in limit bytes, else a prefix cut at a line (or at least a UTF-8) boundary,

@@ -24,9 +24,9 @@ import (
 	"github.com/fleetwave/fleetwave/internal/render/directory"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // Limits cap what one application's render may consume. PR content is hostile: a chart can loop, an overlay can

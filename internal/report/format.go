@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/github/limits"
 	"github.com/fleetwave/fleetwave/internal/markdown"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -334,8 +335,8 @@ const Marker = "<!-- fleetwave:preview -->"
 // partMarker identifies part n of a split comment.
 func partMarker(n int) string { return fmt.Sprintf("<!-- fleetwave:preview part=%d -->", n) }
 
-// MaxCommentChars is GitHub's limit on an issue comment body.
-const MaxCommentChars = 65536
+// MaxCommentChars is GitHub's limit on an issue comment body (internal/github/limits).
+const MaxCommentChars = limits.CommentBody
 
 // Markdown is the whole PR comment as one document (the check-run output takes it unsplit).
 func (r *Report) Markdown() string {

@@ -24,9 +24,9 @@ import (
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/preview"
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // ArgoCD is what the comparison needs of Argo CD's API (*argocd.Client implements it).

@@ -24,15 +24,16 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"github.com/fleetwave/fleetwave/internal/github/limits"
 	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
 )
 
-// GitHub's limits the description does not state.
+// GitHub's limits the description does not state (internal/github/limits, where they are stated once).
 const (
-	MaxCommentBody           = 65536 // characters in an issue comment body
-	MaxCheckRunText          = 65535 // characters in a check-run output summary or text
-	MaxAnnotationsPerRequest = 50
-	MaxCheckRunActions       = 3
+	MaxCommentBody           = limits.CommentBody  // characters in an issue comment body
+	MaxCheckRunText          = limits.CheckRunText // characters in a check-run output summary or text
+	MaxAnnotationsPerRequest = limits.AnnotationsPerRequest
+	MaxCheckRunActions       = limits.CheckRunActions
 	maxPerPage               = 100
 )
 

@@ -19,8 +19,8 @@ import (
 
 	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // What the released helm v3.19.4 binary (the one Argo CD 3.2-3.4's image ships) has baked in by its Makefile's ldflags,

@@ -731,25 +731,3 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
-
-// ParseBytes reads a size: a number of bytes, or with a unit K, M, G (KiB, MiB, GiB; powers of 1024): "1GiB",
-// "512MiB", "1.5G".
-func ParseBytes(s string) (int64, error) {
-	num := strings.TrimSpace(s)
-	mult := int64(1)
-	upper := strings.ToUpper(num)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
-		if strings.HasSuffix(upper, u.suffix) {
-			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
-			break
-		}
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || f <= 0 || f*float64(mult) > 1<<50 {
-		return 0, fmt.Errorf("%q is not a size (bytes, or a number with K, M or G)", s)
-	}
-	return int64(f * float64(mult)), nil
-}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
@@ -229,7 +230,7 @@ func TestPoolOneRender(t *testing.T) {
 
 func TestSizesAndDurations(t *testing.T) {
 	for in, want := range map[string]string{"1GiB": "1 GiB", "512MiB": "512 MiB", "1073741824": "1 GiB", "1.5GiB": "1.5 GiB", "64M": "64 MiB"} {
-		n, err := isolate.ParseBytes(in)
+		n, err := config.ParseBytes(in)
 		if err != nil {
 			t.Errorf("%s: %v", in, err)
 			continue
@@ -239,7 +240,7 @@ func TestSizesAndDurations(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "x", "-1", "1TB?"} {
-		if _, err := isolate.ParseBytes(bad); err == nil {
+		if _, err := config.ParseBytes(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}

@@ -23,11 +23,11 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
-	"github.com/fleetwave/fleetwave/internal/render/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
 	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // Input is one Kustomize application source to build.

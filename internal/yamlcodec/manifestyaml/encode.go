@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
 )
 
 // This file is a direct YAML encoder for the values JSON decoding makes, writing the bytes go.yaml.in/yaml/v2

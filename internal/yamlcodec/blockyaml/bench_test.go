@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v2"
 
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
 )
 
 // BenchmarkDecode compares Decode with yaml.v2's Unmarshal on the test documents it decodes (B/s: bytes of YAML

@@ -1,4 +1,4 @@
-package app
+package checkrun
 
 import "testing"
 
@@ -66,23 +66,6 @@ func TestPolicyWaveLine(t *testing.T) {
 	for wave, want := range map[string]int{"canary": 3, "prod": 5, "staging": 0, "": 0} {
 		if got := policyWaveLine(policy, wave); got != want {
 			t.Errorf("policyWaveLine(%q) = %d, want %d", wave, got, want)
-		}
-	}
-}
-
-func TestExternalIDRoundTrip(t *testing.T) {
-	for _, tt := range []struct {
-		number int
-		digest string
-	}{{2, ""}, {7, "abc123"}} {
-		n, d, ok := parseExternalID(externalID(tt.number, tt.digest))
-		if !ok || n != tt.number || d != tt.digest {
-			t.Errorf("round trip of (%d, %q) = (%d, %q, %v)", tt.number, tt.digest, n, d, ok)
-		}
-	}
-	for _, s := range []string{"", "fleetwave:12", "fleetwave:12:wave:canary", "fleetwave-pr:", "fleetwave-pr:x", "fleetwave-pr:-1"} {
-		if _, _, ok := parseExternalID(s); ok {
-			t.Errorf("parseExternalID(%q) accepted", s)
 		}
 	}
 }

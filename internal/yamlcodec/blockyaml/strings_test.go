@@ -6,7 +6,7 @@ import (
 	"go.yaml.in/yaml/v2"
 	yamlv3 "gopkg.in/yaml.v3"
 
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
 )
 
 // libraryStrings is every string value (not key) in what yaml.v2 or yaml.v3 decoded.

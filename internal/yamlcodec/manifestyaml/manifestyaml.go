@@ -43,7 +43,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
 )
 
 // Conservative bounds of the shortcut (see the package comment): a key is at most 6 JSON characters a byte

@@ -16,8 +16,8 @@ import (
 	"go.yaml.in/yaml/v2"
 	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/render/blockyaml"
 	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
+	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
 )
 
 // same reports whether a and b are equal as yaml.v2 values, NaN equal to NaN.
