@@ -68,6 +68,9 @@ func (a *App) diffCheck(ctx context.Context, ch Change, out *outcome) github.Che
 	run := github.CheckRun{Name: CheckDiff, ExternalID: externalID(ch.Number, "")}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "**%s**\n", rep.SummaryLine())
+	if l := rep.ClassLine(); l != "" {
+		fmt.Fprintf(&sb, "\n%s\n", l)
+	}
 	var anns []github.Annotation
 	var failed, skipped []report.App
 	for _, ap := range rep.Apps {
