@@ -54,7 +54,7 @@ func sample() *Report {
 			{Name: "new", Namespace: "argocd", Cluster: "test-eu-1", Status: StatusAdded,
 				Resources: []diff.Resource{withRisks(res("Namespace", "", "new", diff.Added, "--- /dev/null\n+++ head/core/Namespace/_cluster/new\n@@ -0,0 +1 @@\n+kind: Namespace\n"),
 					risk.Finding{Class: risk.Added, Detail: "Namespace new"})},
-				Counts:    diff.Summary{Added: 1}},
+				Counts: diff.Summary{Added: 1}},
 		},
 		Problems: []string{"apps/bad.yaml: document 1: parsing YAML: yaml: line 3: did not find expected key"},
 	}
