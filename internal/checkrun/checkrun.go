@@ -483,6 +483,7 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 		mdCell(w.Name, 60), r.ID, text.ShortRev(r.MergeSHA), text.Plural(c.total, "app"), text.Plural(clusterCount(waveSteps), "cluster"),
 		text.Plural(batchCount(waveSteps), "batch"))
 	fmt.Fprintf(&b, "**Gates:** %s\n\n", gatesText(w))
+	b.WriteString(trackLine(s, wi))
 	if !w.SoakStartedAt.IsZero() {
 		state := "in progress"
 		if w.SoakDone {

@@ -40,6 +40,9 @@ func Diff(name, externalID string, rep *report.Report, files Files) github.Check
 	run := github.CheckRun{Name: name, ExternalID: externalID}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "**%s**\n", rep.SummaryLine())
+	if l := rep.ClassLine(); l != "" {
+		fmt.Fprintf(&sb, "\n%s\n", l)
+	}
 	var anns []github.Annotation
 	var failed, skipped []report.App
 	for _, ap := range rep.Apps {

@@ -9,6 +9,7 @@ import (
 	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/hook"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetwave/fleetwave/internal/diff/risk"
 	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
@@ -82,6 +83,9 @@ type Resource struct {
 	SecretKeys []SecretKey `json:"secretKeys,omitempty"`
 	// Images are the containers whose image the change sets, adds or removes.
 	Images []ImageChange `json:"images,omitempty"`
+	// Risks are the classes of the change (internal/diff/risk), most serious first; none for hooks, which the
+	// report classes per app (hooks run when their app syncs).
+	Risks []risk.Finding `json:"risks,omitempty"`
 }
 
 // Summary counts resources by change; hooks are not counted.
@@ -179,6 +183,10 @@ func Compare(base, head []*unstructured.Unstructured, opts Options) (*Result, er
 		if change != Unchanged {
 			r.Diff = Unified(bText, hText, label("base", k, bo == nil), label("head", k, ho == nil), ctxLines)
 			r.Images = imageChanges(bo, ho)
+			if !isHook {
+				// The masked pair: the classifier never sees a Secret's values.
+				r.Risks = risk.Classify(bm, hm)
+			}
 		}
 		if change != Unchanged || isHook {
 			r.SecretKeys = changedKeys(secretKeys)

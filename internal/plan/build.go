@@ -20,8 +20,33 @@ func Build(p *Policy, apps []App) *Plan {
 	}
 	b := builder{policy: p, apps: sortedApps(apps)}
 	b.waves, b.groups = p.effectiveWaves(b.apps)
+	b.chooseTracks()
 	b.assign()
 	return b.plan()
+}
+
+// chooseTracks picks each app's track and puts a wave for each oneWave track some app takes before the
+// policy's waves.
+func (b *builder) chooseTracks() {
+	p := b.policy
+	b.track = make([]int, len(b.apps))
+	b.why = make([]*Risk, len(b.apps))
+	used := make([]bool, len(p.Tracks))
+	for ai, a := range b.apps {
+		b.track[ai], b.why[ai] = p.trackOf(a)
+		if ti := b.track[ai]; ti >= 0 {
+			used[ti] = true
+		}
+	}
+	var first []WavePolicy
+	for ti, t := range p.Tracks {
+		if t.OneWave && used[ti] {
+			first = append(first, WavePolicy{Name: t.Name, Line: t.Line, oneWaveTrack: t.Name})
+		}
+	}
+	if len(first) > 0 {
+		b.waves = append(first, b.waves...)
+	}
 }
 
 type builder struct {
@@ -30,6 +55,8 @@ type builder struct {
 	waves  []WavePolicy
 	groups []string // per app: its rollingSync group key ("" = none or not importing)
 	wave   []int    // per app: index in waves, -1 uncovered
+	track  []int    // per app: index in policy.Tracks, -1 the standard track
+	why    []*Risk  // per app: the risk that chose its track (nil: no class)
 }
 
 // compareApps is the total order of apps that makes plans independent of input order.
@@ -144,6 +171,16 @@ func (b *builder) assign() {
 	}
 	for wi := range b.waves {
 		w := &b.waves[wi]
+		if w.oneWaveTrack != "" {
+			remaining = slices.DeleteFunc(remaining, func(ai int) bool {
+				if b.policy.trackName(b.track[ai]) == w.oneWaveTrack {
+					b.wave[ai] = wi
+					return true
+				}
+				return false
+			})
+			continue
+		}
 		m := w.Selector.compile()
 		if w.pickOne {
 			best, bestRank := -1, 0
@@ -250,6 +287,7 @@ func (b *builder) plan() *Plan {
 					"the merge can land, and back on when the rollout ends or the PR closes)", a.Name)))
 		}
 	}
+	out.Tracks = b.trackUses()
 	slices.SortStableFunc(out.Violations, func(x, y Violation) int {
 		if c := cmp.Compare(ruleOrder(x.Rule), ruleOrder(y.Rule)); c != 0 {
 			return c
@@ -330,6 +368,7 @@ func (b *builder) planWave(w *WavePolicy, members []int) (Wave, []Violation) {
 		approval.Approvers = b.policy.Approvers(w)
 		wave.Gates.Approval = &approval
 	}
+	b.applyTracks(w, &wave, members)
 
 	var viol []Violation
 	unsatisfiable := map[int]string{} // app -> reason (first one wins)
@@ -390,7 +429,11 @@ func (b *builder) planWave(w *WavePolicy, members []int) (Wave, []Violation) {
 		for _, ui := range picked {
 			batch.Clusters = append(batch.Clusters, units[ui].key)
 			for _, ai := range units[ui].apps {
-				batch.Apps = append(batch.Apps, planned(b.apps[ai]))
+				pa := planned(b.apps[ai])
+				if len(b.policy.Tracks) > 0 {
+					pa.Track = b.policy.trackName(b.track[ai])
+				}
+				batch.Apps = append(batch.Apps, pa)
 			}
 		}
 		wave.Batches = append(wave.Batches, batch)

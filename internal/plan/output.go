@@ -85,6 +85,9 @@ func (g *PrometheusGate) describe() string {
 func (p *Plan) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "plan: %s\n", p.summary())
+	for _, l := range p.trackLines(false) {
+		fmt.Fprintf(bw, "track %s\n", l)
+	}
 	for i := range p.Waves {
 		wv := &p.Waves[i]
 		fmt.Fprintf(bw, "\nwave %d/%d %s: %s, %s, %s", i+1, len(p.Waves), wv.Name, text.Plural(wv.AppCount(), "app"),
@@ -94,6 +97,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(bw, "\n  limits: %s\n", wv.Limits.describe())
 		fmt.Fprintf(bw, "  gates: %s\n", strings.Join(wv.Gates.gateParts(true), "; "))
+		if len(wv.Tracks) > 0 {
+			fmt.Fprintf(bw, "  tracks: %s\n", strings.Join(wv.Tracks, ", "))
+		}
 		if h := wv.HeldBySyncWindow; h != nil {
 			fmt.Fprintf(bw, "  sync window: %s (Argo CD, at %s); the rollout holds the wave until then\n", h.Describe(), h.At.UTC().Format("15:04 MST"))
 		}
@@ -182,6 +188,9 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("### Wave plan\n\n")
 	fmt.Fprintf(bw, "%s.\n\n", markdown.EscapeLine(capitalize(p.summary())))
+	if len(p.Tracks) > 0 {
+		fmt.Fprintf(bw, "**Tracks**: %s.\n\n", strings.Join(p.trackLines(true), "; "))
+	}
 	if len(p.Waves) == 0 && len(p.Removed) > 0 {
 		bw.WriteString("No app to sync: the change only removes apps.\n")
 	} else if len(p.Waves) == 0 {

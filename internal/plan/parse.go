@@ -61,7 +61,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "waves"}
+	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "tracks", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -119,6 +119,8 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 			ps.commands(f.val, p)
 		case "diff":
 			p.Diff = ps.diffSettings(f.val)
+		case "tracks":
+			ps.tracks(f.val, p)
 		}
 	})
 	if !ok {
@@ -147,6 +149,12 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 		}
 		names[strings.ToLower(w.Name)] = w
 		p.Waves = append(p.Waves, w)
+	}
+	for _, t := range p.Tracks {
+		if _, clash := names[strings.ToLower(t.Name)]; clash && t.OneWave {
+			ps.errAt(&yaml.Node{Line: t.Line, Column: 1}, "a oneWave track's apps go in a wave of its name; name the track otherwise",
+				"track %q has the name of a wave", t.Name)
+		}
 	}
 	ps.crossCheck(p, requireCanaryKey)
 	return p

@@ -236,6 +236,22 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:8:7: diff.ignore[2] has no kind (hint: name the kind the rule applies to (a glob: "*" for every kind))`,
 			`p.yaml:9:7: diff.ignore[3] ignores nothing (hint: list the fields to ignore under jsonPointers or jqPathExpressions)`,
 			`p.yaml:10:20: diff.showChartLabels must be true or false, not "maybe" (hint: write true or false)`}},
+		{"unknown track class", head + "  - {name: a, selector: {}}\ntracks:\n  - name: fast\n    classes: [metadata, labels]\n", []string{
+			`p.yaml:6:25: track 1: unknown class "labels" (hint: classes are ` + classList() + `)`}},
+		{"class on two tracks", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: [metadata]}\n  - {name: slow, classes: [crd, metadata]}\n", []string{
+			`p.yaml:6:33: track 2: class "metadata" is already on track "fast" (hint: a class takes one track; the strictest of an app's classes' tracks wins)`}},
+		{"track without name", head + "  - {name: a, selector: {}}\ntracks:\n  - {classes: [metadata]}\n", []string{
+			`p.yaml:5:5: track 1 has no name (hint: give the track a name: it names the wave of a oneWave track and says why in the plan)`}},
+		{"track with both modes", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: odd, classes: [crd], oneWave: true, approveEveryWave: true}\n", []string{
+			`p.yaml:5:33: track 1: oneWave and approveEveryWave exclude each other (hint: a oneWave track has no approval; use one of the two)`}},
+		{"duplicate track names", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: [metadata]}\n  - {name: Fast, classes: [scale]}\n", []string{
+			`p.yaml:6:5: duplicate track name "Fast" (hint: first defined at line 5; track names must be unique)`}},
+		{"track named standard", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: standard, classes: [metadata]}\n", []string{
+			`p.yaml:5:5: track 1: the name "standard" is reserved (hint: the standard track is the policy's waves as written; name this track otherwise)`}},
+		{"oneWave track named as a wave", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: A, classes: [metadata], oneWave: true}\n", []string{
+			`p.yaml:5:1: track "A" has the name of a wave (hint: a oneWave track's apps go in a wave of its name; name the track otherwise)`}},
+		{"empty track classes", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: []}\n", []string{
+			`p.yaml:5:27: track 1: classes is empty (hint: name the risk classes that take this track)`}},
 		{"several errors in file order", head + "  - name: a\n    selector: {}\n    soak: forever\n  - name: b\n    selectr: {}\n", []string{
 			`p.yaml:5:11: wave "a" soak: "forever" is not a duration (hint: write a Go duration such as 90s, 10m or 1h30m)`,
 			`p.yaml:6:5: wave "b" has no selector (hint: use selector: {} to take every app no earlier wave took)`,

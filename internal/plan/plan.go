@@ -22,6 +22,8 @@ type App struct {
 	Source                   string            // e.g. "applications/guestbook.yaml" or "appset:name" — for messages
 	// RollingSyncSteps are its ApplicationSet's strategy.rollingSync.steps, when that strategy is RollingSync.
 	RollingSyncSteps []RollingSyncStep
+	// Risks are the risk classes of its change, most serious first: they choose its track (tracks.go).
+	Risks []Risk
 }
 
 // clusterKey identifies the destination cluster: its name, else its server URL.
@@ -56,6 +58,8 @@ type Plan struct {
 	// Unreadable are the repository problems at head (an Application file that does not parse, a generator that
 	// fails), one line each: the apps they declare are unknown, so the plan is incomplete.
 	Unreadable []string `json:"unreadable,omitempty"`
+	// Tracks say, when the policy has tracks, which track the apps took and why.
+	Tracks []TrackUse `json:"tracks,omitempty"`
 }
 
 // SetUnreadable records the repository problems that hide apps and marks the plan incomplete when there are any.
@@ -133,6 +137,8 @@ type Wave struct {
 	// HeldBySyncWindow: Argo CD's sync windows refuse syncs of some of the wave's apps at planning time (set
 	// when Argo CD is configured); the rollout would hold the wave until they open.
 	HeldBySyncWindow *WindowHold `json:"heldBySyncWindow,omitempty"`
+	// Tracks are the tracks of the wave's apps, when the policy has tracks.
+	Tracks []string `json:"tracks,omitempty"`
 }
 
 // WindowHold is what Argo CD's sync windows (AppProject spec.syncWindows) say about a wave's apps at an instant:
@@ -220,6 +226,8 @@ type PlannedApp struct {
 	Labels        map[string]string `json:"labels"`
 	AutomatedSync bool              `json:"automatedSync,omitempty"`
 	Source        string            `json:"source,omitempty"`
+	// Track is the track the app takes, when the policy has tracks (tracks.go).
+	Track string `json:"track,omitempty"`
 }
 
 // The violation rules. Their ids are stable: tools and branch protection docs may name them.

@@ -89,6 +89,9 @@ type Policy struct {
 	Commands map[string]CommandRule
 	// Diff says how the PR preview presents differences (diffsettings.go).
 	Diff DiffSettings
+	// Tracks choose an app's way through the waves by the risk classes of its change (tracks.go); none: every
+	// app takes the policy's waves as written.
+	Tracks []Track
 	// Warnings are things a valid policy says that are probably not meant (unreachable waves, zero limits).
 	Warnings []Diagnostic
 
@@ -132,6 +135,8 @@ type WavePolicy struct {
 	rollingSync bool
 	// unsatisfiableNote explains a zero limit that came from an import rather than from the policy file.
 	unsatisfiableNote string
+	// oneWaveTrack makes the wave the one wave of that oneWave track: it takes that track's apps, and only them.
+	oneWaveTrack string
 }
 
 // LabelLimit is one maxPerLabel entry: at most Max clusters with the same value of cluster label Key per batch.

@@ -73,6 +73,7 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 		"empty": true, "syntax": true, "two documents": true, "duplicate key": true, // not YAML values
 		"duplicate wave names": true, "wave names differing only in case": true, "duplicate through an alias": true, "teams but not required": true,
 		"requireCanary without production wave": true, "first wave requires canary": true,
+		"class on two tracks": true, "duplicate track names": true, "oneWave track named as a wave": true, "track with both modes": true,
 	}
 	for _, tt := range parseErrorCases() {
 		if cannotTell[tt.name] {

@@ -105,7 +105,9 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 			refused = append(refused, plan.Violation{App: a.App.Name, Namespace: a.App.Namespace, Cluster: ra.Cluster, Rule: plan.RuleDestination, Message: msg})
 			continue
 		}
-		apps = append(apps, PlanApp(a))
+		pa := PlanApp(a)
+		pa.Risks = planRisks(&ra)
+		apps = append(apps, pa)
 	}
 	pl := plan.Build(policy, apps)
 	if len(refused) > 0 {

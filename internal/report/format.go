@@ -305,6 +305,8 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 	out := *r
 	out.SchemaVersion = SchemaVersion
 	out.Groups = r.groups()
+	out.Apps = withClasses(r.Apps)
+	out.Classes = r.ClassCounts()
 	b, err := json.Marshal((*plain)(&out))
 	if err != nil || r.Plan == nil {
 		return b, err
@@ -440,6 +442,9 @@ func (r *Report) markdownBlocks() (string, []string) {
 	fmt.Fprintf(&head, "**%s**\n\n", markdown.Escape(r.SummaryLine()))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&head, "> %s\n\n", markdown.Escape(n))
+	}
+	if l := r.ClassLine(); l != "" {
+		head.WriteString(l + "\n\n")
 	}
 	secs := sections(groups)
 	writeTable(&head, secs)
@@ -859,6 +864,7 @@ func sectionBlocks(sec []*Group, f *Footer, shown map[string]int, foldCharts boo
 	if reasons := affectedBy(apps); len(reasons) > 0 {
 		fmt.Fprintf(&b, "Affected by: %s\n\n", markdown.Escape(listSome(reasons, 6)))
 	}
+	b.WriteString(sectionClasses(apps))
 	fold := func(pick func(*App) []diff.Resource) func(*App) []diff.Resource {
 		return func(a *App) []diff.Resource { rs, _ := foldResources(pick(a), foldCharts); return rs }
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/diff/risk"
 )
 
 // Status of one app in a preview.
@@ -53,6 +54,8 @@ type Report struct {
 	// PolicyErrors are set when a plan was asked for and the release policy at head is invalid: no plan was
 	// made (the diff is complete). One line per error, "file:line:col: message (hint: ...)".
 	PolicyErrors []string `json:"policyErrors,omitempty"`
+	// Classes count the apps per risk class, most serious first (ClassCounts; set when written as JSON).
+	Classes []ClassCount `json:"classes,omitempty"`
 	// Groups are the shown apps grouped by identical change, in rollout order (computed when written).
 	Groups []Group `json:"groups"`
 	// Footer is how to act on the preview (commands, links, the command to reproduce it); nil: no footer.
@@ -124,6 +127,9 @@ type App struct {
 	// identity, which the comment's grouping leaves out (docs/contract.md, Groups).
 	DestinationNamespace string `json:"destinationNamespace,omitempty"`
 	ReleaseName          string `json:"releaseName,omitempty"`
+	// Classes are the risk classes of the app's change, most serious first (RiskClasses; set when written as
+	// JSON): what its resources' Risks say, and "hook" when its sync runs hooks.
+	Classes []risk.Class `json:"classes,omitempty"`
 	// Ignored is the number of the app's objects (on the side that had more) from which the release policy's
 	// diff.ignore removed fields before the diff.
 	Ignored int `json:"ignored,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
+	"github.com/fleetwave/fleetwave/internal/diff/risk"
 	"github.com/fleetwave/fleetwave/internal/markdown"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
@@ -28,6 +29,8 @@ func res(kind, ns, name string, c diff.Change, d string) diff.Resource {
 	return diff.Resource{Key: diff.Key{Kind: kind, Namespace: ns, Name: name}, Change: c, Diff: d}
 }
 
+func withRisks(r diff.Resource, fs ...risk.Finding) diff.Resource { r.Risks = fs; return r }
+
 func sample() *Report {
 	r := &Report{
 		Base: "1111111111111111111111111111111111111111",
@@ -35,8 +38,10 @@ func sample() *Report {
 		Apps: []App{
 			{Name: "web-prd-eu-1", Namespace: "argocd", Cluster: "prd-eu-1", Status: StatusChanged,
 				Resources: []diff.Resource{
-					res("ConfigMap", "web", "cfg", diff.Modified, "--- base/core/ConfigMap/web/cfg\n+++ head/core/ConfigMap/web/cfg\n@@ -1 +1 @@\n-a: 1\n+a: 2\n"),
+					withRisks(res("ConfigMap", "web", "cfg", diff.Modified, "--- base/core/ConfigMap/web/cfg\n+++ head/core/ConfigMap/web/cfg\n@@ -1 +1 @@\n-a: 1\n+a: 2\n"),
+						risk.Finding{Class: risk.Other, Detail: "ConfigMap cfg: a"}),
 					{Key: diff.Key{Kind: "Secret", Namespace: "web", Name: "db"}, Change: diff.Modified,
+						Risks:      []risk.Finding{{Class: risk.SecretKeys, Detail: "key password"}},
 						Diff:       "--- base/core/Secret/web/db\n+++ head/core/Secret/web/db\n@@ -1,2 +1,2 @@\n data:\n-  password: <previous value>\n+  password: <changed>\n",
 						SecretKeys: []diff.SecretKey{{Key: "data.password", Change: "changed"}}},
 				},
@@ -47,8 +52,9 @@ func sample() *Report {
 			{Name: "api", Namespace: "argocd", Cluster: "stg-eu-1", Status: StatusUnchanged, Resources: []diff.Resource{}, Hooks: []diff.Resource{}, ReadFiles: []string{"api/a.yaml"}},
 			{Name: "broken", Namespace: "argocd", Cluster: "in-cluster", Status: StatusError, Error: `app "broken" (broken): chart not found`},
 			{Name: "new", Namespace: "argocd", Cluster: "test-eu-1", Status: StatusAdded,
-				Resources: []diff.Resource{res("Namespace", "", "new", diff.Added, "--- /dev/null\n+++ head/core/Namespace/_cluster/new\n@@ -0,0 +1 @@\n+kind: Namespace\n")},
-				Counts:    diff.Summary{Added: 1}},
+				Resources: []diff.Resource{withRisks(res("Namespace", "", "new", diff.Added, "--- /dev/null\n+++ head/core/Namespace/_cluster/new\n@@ -0,0 +1 @@\n+kind: Namespace\n"),
+					risk.Finding{Class: risk.Added, Detail: "Namespace new"})},
+				Counts: diff.Summary{Added: 1}},
 		},
 		Problems: []string{"apps/bad.yaml: document 1: parsing YAML: yaml: line 3: did not find expected key"},
 	}
