@@ -38,7 +38,7 @@ demo: ## diff, plan and comment of the example change, then its rollout against 
 .PHONY: test
 test: ## fast tests, with the race detector
 	@echo "make test: go test -race over every package: ≈ 12 min warm on 2 cores, 25 min or more on a first build (compiling); one line per package as it finishes"
-	$(GO) test -race -trimpath -count=1 ./...
+	$(GO) test -race -trimpath -count=1 -timeout 30m ./...
 
 # Each fuzz target runs for FUZZTIME: CI bounds the time, a longer run is FUZZTIME=10m make fuzz.
 FUZZTIME ?= 30s
