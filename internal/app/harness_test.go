@@ -274,6 +274,9 @@ func copyTree(t testing.TB, src, dir string) {
 			return err
 		}
 		data = bytes.ReplaceAll(data, []byte("https://github.com/example/fleet.git"), []byte(repoHTMLURL+".git"))
+		// The fixture repository's branch is master, as the payload fixtures' Hello-World's: its apps track it
+		// (an app tracking a branch the pull request does not go into is not changed by it, as in Argo CD).
+		data = bytes.ReplaceAll(data, []byte("targetRevision: main"), []byte("targetRevision: master"))
 		return os.WriteFile(dst, data, 0o644)
 	})
 	if err != nil {
