@@ -743,3 +743,51 @@ func TestArgoCDDownStillPreviews(t *testing.T) {
 		t.Errorf("diff check %s, summary:\n%s\nwant success with a note on the live state", d.Conclusion, d.Summary)
 	}
 }
+
+// TestMergeFollowsTheTrack (#34): the plan handed to the executor at the merge is the track's. The merged
+// change only labels the payments Service (metadata), and the policy at the merge commit sends metadata-only
+// changes everywhere at once: the payments apps take one first wave of their own, with no soak and no approval.
+func TestMergeFollowsTheTrack(t *testing.T) {
+	f := newFixture(t,
+		edit(t, ".fleetwave.yaml", func(s string) string {
+			return s + "tracks:\n  - name: everywhere\n    classes: [metadata]\n    oneWave: true\n"
+		}),
+		edit(t, "manifests/payments/service.yaml", func(s string) string {
+			return strings.Replace(s, "  namespace: payments\n", "  namespace: payments\n  labels: {team: payments}\n", 1)
+		}))
+	gittest.Run(t, f.dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #2", "changes")
+	merge := gittest.Run(t, f.dir, "rev-parse", "HEAD")
+	h := newHarness(t, nil)
+	h.open(f)
+	closed := payload(t, "pull_request/closed-merged.json", map[string]any{
+		"repository.clone_url": f.cloneURL(), "pull_request.head.sha": f.head(), "pull_request.base.sha": f.base,
+		"pull_request.merged": true, "pull_request.merge_commit_sha": merge,
+	})
+	if code := h.send("pull_request", "", closed); code != http.StatusAccepted {
+		t.Fatalf("closed answered %d", code)
+	}
+	h.wait()
+	if len(h.merges.merges) != 1 || h.merges.merges[0].Plan == nil {
+		t.Fatalf("merges handed over: %+v", h.merges.merges)
+	}
+	pl := h.merges.merges[0].Plan
+	if len(pl.Waves) == 0 || pl.Waves[0].Name != "everywhere" {
+		t.Fatalf("the merge's plan does not start with the track's wave: %+v", pl.Waves)
+	}
+	w := pl.Waves[0]
+	if w.Gates.Soak != 0 || w.Gates.Approval.Before() {
+		t.Errorf("wave %q has gates %+v; a oneWave track has none", w.Name, w.Gates)
+	}
+	n := 0
+	for _, b := range w.Batches {
+		for _, a := range b.Apps {
+			n++
+			if a.Track != "everywhere" || !strings.HasPrefix(a.Name, "payments") {
+				t.Errorf("app %s (track %q) in the track's wave", a.Name, a.Track)
+			}
+		}
+	}
+	if n == 0 || n != pl.AppCount() {
+		t.Errorf("%d apps in the track's wave of %d in the plan: want every changed app there", n, pl.AppCount())
+	}
+}
