@@ -113,18 +113,8 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.SkippedWaves) > 0 {
 		fmt.Fprintf(bw, "\nwaves without apps: %s\n", strings.Join(p.SkippedWaves, ", "))
 	}
-	if len(p.Removed) > 0 {
-		fmt.Fprintf(bw, "\nremoved by the change, outside the waves:\n")
-		for _, r := range p.Removed {
-			fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
-		}
-	}
-	if len(p.Pinned) > 0 {
-		fmt.Fprintf(bw, "\npinned to another revision, outside the waves:\n")
-		for _, r := range p.Pinned {
-			fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
-		}
-	}
+	writeOutsideText(bw, "removed by the change, outside the waves", p.Removed)
+	writeOutsideText(bw, "pinned to another revision, outside the waves", p.Pinned)
 	if len(p.Unplaced) > 0 {
 		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", text.Plural(len(p.Unplaced), "app"))
 		for _, u := range p.Unplaced {
@@ -217,28 +207,8 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 		p.writeBatches(bw)
 	}
 	bw.WriteString("\n")
-	if len(p.Removed) > 0 {
-		fmt.Fprintf(bw, "🗑️ **%s removed** by this change, outside the waves (the rollout has nothing of theirs to sync):\n\n", capitalize(text.Plural(len(p.Removed), "app")))
-		for i, r := range p.Removed {
-			if i == mdMaxViolations {
-				fmt.Fprintf(bw, "- …and %d more\n", len(p.Removed)-i)
-				break
-			}
-			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
-		}
-		bw.WriteString("\n")
-	}
-	if len(p.Pinned) > 0 {
-		fmt.Fprintf(bw, "📌 **%s pinned** to another revision of the repository, outside the waves (Argo CD syncs them to that revision, not to the merge):\n\n", capitalize(text.Plural(len(p.Pinned), "app")))
-		for i, r := range p.Pinned {
-			if i == mdMaxViolations {
-				fmt.Fprintf(bw, "- …and %d more\n", len(p.Pinned)-i)
-				break
-			}
-			fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
-		}
-		bw.WriteString("\n")
-	}
+	writeOutsideMarkdown(bw, "🗑️ **%s removed** by this change, outside the waves (the rollout has nothing of theirs to sync):", p.Removed)
+	writeOutsideMarkdown(bw, "📌 **%s pinned** to another revision of the repository, outside the waves (Argo CD syncs them to that revision, not to the merge):", p.Pinned)
 	if len(p.Unplaced) > 0 {
 		refs := make([]string, 0, len(p.Unplaced))
 		for _, u := range p.Unplaced {
@@ -357,4 +327,32 @@ func capitalize(s string) string {
 func mermaidEscape(s string) string {
 	r := strings.NewReplacer("\"", "#quot;", "<", "#lt;", ">", "#gt;", "\n", " ")
 	return r.Replace(s)
+}
+
+// writeOutsideText lists apps the plan leaves outside its waves (removed, pinned) under title, in text.
+func writeOutsideText(bw *bufio.Writer, title string, apps []Unplaced) {
+	if len(apps) == 0 {
+		return
+	}
+	fmt.Fprintf(bw, "\n%s:\n", title)
+	for _, r := range apps {
+		fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
+	}
+}
+
+// writeOutsideMarkdown lists apps the plan leaves outside its waves in Markdown: heading is a format whose %s
+// is the count ("2 apps"), then at most mdMaxViolations lines.
+func writeOutsideMarkdown(bw *bufio.Writer, heading string, apps []Unplaced) {
+	if len(apps) == 0 {
+		return
+	}
+	fmt.Fprintf(bw, heading+"\n\n", capitalize(text.Plural(len(apps), "app")))
+	for i, r := range apps {
+		if i == mdMaxViolations {
+			fmt.Fprintf(bw, "- …and %d more\n", len(apps)-i)
+			break
+		}
+		fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
+	}
+	bw.WriteString("\n")
 }
