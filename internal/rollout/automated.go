@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -64,7 +63,8 @@ func (e *Executor) noteRestoredNotStarted(ctx context.Context, r store.Rollout, 
 	}
 	var names []string
 	for _, s := range pending {
-		if on[s.App] && s.Op != store.OpRollback && !slices.Contains(names, s.App.Name) {
+		if on[s.App] && s.Op != store.OpRollback {
+			on[s.App] = false // one name per app, whatever its steps
 			names = append(names, s.App.Name)
 		}
 	}
@@ -72,12 +72,8 @@ func (e *Executor) noteRestoredNotStarted(ctx context.Context, r store.Rollout, 
 		return nil
 	}
 	sort.Strings(names)
-	shown := names
-	if len(shown) > 10 {
-		shown = append(append([]string{}, names[:10]...), fmt.Sprintf("%d more", len(names)-10))
-	}
 	note := fmt.Sprintf("%sArgo CD syncs the %s the rollout had not started (%s) to the revision they track by itself",
-		automatedOnMarker, text.Plural(len(names), "app"), strings.Join(shown, ", "))
+		automatedOnMarker, text.Plural(len(names), "app"), text.FirstOf(names, 10))
 	_, err = e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {
 		if x.State != store.RolloutAborted || AutomatedSyncNote(*x) != "" {
 			return false, nil
@@ -198,13 +194,7 @@ func containsKey(keys []store.AppKey, k store.AppKey) bool {
 // restoreAutomated switches automated sync back on, as it was, for the rollout's apps (rolloutApps) that
 // fleetwave switched off and nothing else needs off: an open pull request's hold, or another unfinished rollout
 // touching the app (that one, or the pull request's end, restores it). Idempotent.
-func (e *Executor) restoreAutomated(ctx context.Context, r store.Rollout, sp *storedPlan) error {
-	_, err := e.restoreAutomatedApps(ctx, r, sp)
-	return err
-}
-
-// restoreAutomatedApps is restoreAutomated returning the apps whose automated sync it switched back on.
-func (e *Executor) restoreAutomatedApps(ctx context.Context, r store.Rollout, sp *storedPlan) ([]store.AppKey, error) {
+func (e *Executor) restoreAutomated(ctx context.Context, r store.Rollout, sp *storedPlan) ([]store.AppKey, error) {
 	keys, err := e.rolloutApps(ctx, r, sp)
 	if err != nil {
 		return nil, fmt.Errorf("restoring automated sync: %w", err)
@@ -278,10 +268,11 @@ func (e *Executor) endAutomated(ctx context.Context, r store.Rollout, sp *stored
 	}
 	switch r.State {
 	case store.RolloutSucceeded:
-		return e.restoreAutomated(ctx, r, sp)
+		_, err := e.restoreAutomated(ctx, r, sp)
+		return err
 	case store.RolloutAborted:
 		if !strings.Contains(r.Message, KeepAutomatedOffNote) {
-			restored, err := e.restoreAutomatedApps(ctx, r, sp)
+			restored, err := e.restoreAutomated(ctx, r, sp)
 			if err != nil {
 				return err
 			}

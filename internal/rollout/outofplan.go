@@ -216,12 +216,8 @@ func (d *driver) markOutOfPlan(ctx context.Context, r store.Rollout, s store.App
 // outside the plan, or only publishes them (continue). It reports whether the rollout was paused.
 func (d *driver) afterOutOfPlan(ctx context.Context, r store.Rollout, sp *storedPlan, apps []string) (bool, error) {
 	sort.Strings(apps)
-	names := apps
-	if len(names) > 5 {
-		names = append(append([]string{}, names[:5]...), fmt.Sprintf("%d more", len(apps)-5))
-	}
 	what := fmt.Sprintf("%d app(s) synced to %s outside the plan before their wave: %s", len(apps),
-		text.ShortRev(r.MergeSHA), strings.Join(names, ", "))
+		text.ShortRev(r.MergeSHA), text.FirstOf(apps, 5))
 	if sp.Execution.OutOfPlanSync == plan.OutOfPlanSyncContinue {
 		d.e.event(ctx, r.ID, "", "out-of-plan", "", "continue", what)
 		d.publish(ctx, r.ID)

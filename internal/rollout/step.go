@@ -192,7 +192,7 @@ func (d *driver) stepPending(ctx context.Context, r store.Rollout, sp *storedPla
 func (d *driver) stepForward(ctx context.Context, r store.Rollout, sp *storedPlan, waves []store.Wave) (stepResult, error) {
 	wi := slices.IndexFunc(waves, func(w store.Wave) bool { return w.State != store.WaveSucceeded })
 	if wi < 0 {
-		if err := d.e.restoreAutomated(ctx, r, sp); err != nil {
+		if _, err := d.e.restoreAutomated(ctx, r, sp); err != nil {
 			return again, err
 		}
 		_, err := d.e.updateRollout(ctx, r.ID, func(x *store.Rollout) (bool, error) {

@@ -3,6 +3,7 @@
 package text
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -49,4 +50,12 @@ func FirstLine(s string) string {
 // a multi-line message kept whole on one line.
 func OneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// FirstOf joins the first n of items with ", ", then "k more" for the rest: a list kept to one short line.
+func FirstOf(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(", %d more", len(items)-n)
 }

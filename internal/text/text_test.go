@@ -81,3 +81,20 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstOf(t *testing.T) {
+	for _, tc := range []struct {
+		items []string
+		n     int
+		want  string
+	}{
+		{nil, 3, ""},
+		{[]string{"a"}, 3, "a"},
+		{[]string{"a", "b", "c"}, 3, "a, b, c"},
+		{[]string{"a", "b", "c", "d", "e"}, 3, "a, b, c, 2 more"},
+	} {
+		if got := FirstOf(tc.items, tc.n); got != tc.want {
+			t.Errorf("FirstOf(%q, %d) = %q, want %q", tc.items, tc.n, got, tc.want)
+		}
+	}
+}
