@@ -136,20 +136,11 @@ spec:
 	// Argo CD tests the repository with ls-remote when it is registered: it must hold a commit by then.
 	registerRepositories(ctx, t, e, []map[string]any{{"repo": f.repoURL, "type": "git", "name": "autosync", "insecure": true}})
 
+	names := make([]string, 0, len(asApps))
 	for _, a := range asApps {
-		var app v1alpha1.Application
-		data, _ := os.ReadFile(filepath.Join(f.work, "apps", a.name+".yaml"))
-		if err := yamlToJSON(data, &app); err != nil {
-			t.Fatal(err)
-		}
-		body, _ := json.Marshal(&app)
-		if err := call(ctx, e, http.MethodPost, "/api/v1/applications?upsert=true", body, nil); err != nil {
-			t.Fatalf("creating %s: %v", a.name, err)
-		}
-		t.Cleanup(func() {
-			_ = call(context.Background(), e, http.MethodDelete, "/api/v1/applications/"+a.name+"?cascade=true", nil, nil)
-		})
+		names = append(names, a.name)
 	}
+	createApps(t, e, filepath.Join(f.work, "apps"), names)
 	f.converge(base, 2*time.Minute) // automated sync brings them to base by itself
 	return f
 }
@@ -572,23 +563,7 @@ func (f *asFleet) handSyncTrial(t *testing.T) {
 // restored, and Argo CD then syncs the rest by itself). The App is `fleetwave serve` in its own process; GitHub is
 // the fake.
 func (f *asFleet) appTrials(t *testing.T) {
-	key, keyPEM := fakegithub.AppKey()
-	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
-	fake.SetPermission(flowRepo, "Codertocat", "admin")
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "app.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b := &botProc{t: t, bin: f.bot, env: []string{
-		"FLEETWAVE_GITHUB_APP_ID=" + fmt.Sprint(flowAppID), "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE=" + keyFile,
-		"FLEETWAVE_WEBHOOK_SECRET=" + webhookSecret, "FLEETWAVE_GITHUB_API_URL=" + fake.URL(),
-		"FLEETWAVE_ARGOCD_URL=" + f.e.ArgoCDURL, "FLEETWAVE_ARGOCD_TOKEN=" + f.e.Token,
-		"FLEETWAVE_STORE=sqlite://" + filepath.Join(dir, "fleetwave.db"), "FLEETWAVE_CACHE_DIR=" + filepath.Join(dir, "cache"),
-		"FLEETWAVE_REPLICA_NAME=e2e-autosync-0",
-	}, logs: filepath.Join(dir, "bot.log")}
-	b.start()
-	t.Cleanup(b.stop)
+	fake, b := startBot(t, f.e, f.bot, t.TempDir(), "e2e-autosync-0")
 	// The App clones the bare repository; its html_url is the served one, which the apps' repoURL and Argo CD's
 	// webhook handler match.
 	repoFields := func(number int, head, base, branch string) map[string]any {

@@ -109,20 +109,11 @@ spec:
 	base := gittest.Run(t, wt, "rev-parse", "HEAD")
 
 	// Argo CD holds the apps, synced at base (what the rollout records as each app's previous revision).
+	names := make([]string, 0, len(flowApps))
 	for _, a := range flowApps {
-		var app v1alpha1.Application
-		data, _ := os.ReadFile(filepath.Join(wt, "apps", a.name+".yaml"))
-		if err := yamlToJSON(data, &app); err != nil {
-			t.Fatal(err)
-		}
-		body, _ := json.Marshal(&app)
-		if err := call(ctx, e, http.MethodPost, "/api/v1/applications?upsert=true", body, nil); err != nil {
-			t.Fatalf("creating %s: %v", a.name, err)
-		}
-		t.Cleanup(func() {
-			_ = call(context.Background(), e, http.MethodDelete, "/api/v1/applications/"+a.name+"?cascade=true", nil, nil)
-		})
+		names = append(names, a.name)
 	}
+	createApps(t, e, filepath.Join(wt, "apps"), names)
 	for _, a := range flowApps {
 		syncAndWait(t, c, a.name, base)
 	}
@@ -142,25 +133,9 @@ spec:
 	head := gittest.Run(t, wt, "rev-parse", "HEAD")
 	gittest.Run(t, wt, "push", "-q", "origin", "change", fmt.Sprintf("HEAD:refs/pull/%d/head", flowPR))
 
-	key, keyPEM := fakegithub.AppKey()
-	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
+	fake, b := startBot(t, e, bot, work, "e2e-bot-0")
 	fake.AddPullRequest(flowRepo, fakegithub.PullRequest{Number: flowPR, HeadSHA: head, BaseSHA: base, BaseRef: "master",
 		HeadRef: "change", Author: "Codertocat"})
-	fake.SetPermission(flowRepo, "Codertocat", "admin")
-	keyFile := filepath.Join(work, "app.pem")
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	b := &botProc{t: t, bin: bot, env: []string{
-		"FLEETWAVE_GITHUB_APP_ID=" + fmt.Sprint(flowAppID), "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE=" + keyFile,
-		"FLEETWAVE_WEBHOOK_SECRET=" + webhookSecret, "FLEETWAVE_GITHUB_API_URL=" + fake.URL(),
-		"FLEETWAVE_ARGOCD_URL=" + e.ArgoCDURL, "FLEETWAVE_ARGOCD_TOKEN=" + e.Token,
-		"FLEETWAVE_STORE=sqlite://" + filepath.Join(work, "fleetwave.db"), "FLEETWAVE_CACHE_DIR=" + filepath.Join(work, "cache"),
-		"FLEETWAVE_REPLICA_NAME=e2e-bot-0",
-	}, logs: filepath.Join(work, "bot.log")}
-	b.start()
-	t.Cleanup(b.stop)
 
 	// 1. The pull request: comment with the rendered diff, the live diff and the plan; diff and plan pass.
 	b.send("pull_request", withFields(t, "pull_request/opened.json", map[string]any{
@@ -286,6 +261,48 @@ spec:
 	if all := strings.Join(replies, "\n"); !strings.Contains(all, "Rolling back rollout") {
 		t.Errorf("no reply to /rollback among the comments:\n%s", all)
 	}
+}
+
+// createApps creates in Argo CD the Applications <dir>/<name>.yaml, deleted (cascading) when the test ends.
+func createApps(t *testing.T, e env, dir string, names []string) {
+	t.Helper()
+	for _, name := range names {
+		var app v1alpha1.Application
+		data, _ := os.ReadFile(filepath.Join(dir, name+".yaml"))
+		if err := yamlToJSON(data, &app); err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(&app)
+		if err := call(context.Background(), e, http.MethodPost, "/api/v1/applications?upsert=true", body, nil); err != nil {
+			t.Fatalf("creating %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			_ = call(context.Background(), e, http.MethodDelete, "/api/v1/applications/"+name+"?cascade=true", nil, nil)
+		})
+	}
+}
+
+// startBot starts the App (bin, `fleetwave serve` in its own process) against the fake GitHub it returns and
+// this environment's Argo CD, its store, cache and log under dir; Codertocat is an admin of flowRepo.
+func startBot(t *testing.T, e env, bin, dir, replica string) (*fakegithub.Server, *botProc) {
+	t.Helper()
+	key, keyPEM := fakegithub.AppKey()
+	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
+	fake.SetPermission(flowRepo, "Codertocat", "admin")
+	keyFile := filepath.Join(dir, "app.pem")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := &botProc{t: t, bin: bin, env: []string{
+		"FLEETWAVE_GITHUB_APP_ID=" + fmt.Sprint(flowAppID), "FLEETWAVE_GITHUB_PRIVATE_KEY_FILE=" + keyFile,
+		"FLEETWAVE_WEBHOOK_SECRET=" + webhookSecret, "FLEETWAVE_GITHUB_API_URL=" + fake.URL(),
+		"FLEETWAVE_ARGOCD_URL=" + e.ArgoCDURL, "FLEETWAVE_ARGOCD_TOKEN=" + e.Token,
+		"FLEETWAVE_STORE=sqlite://" + filepath.Join(dir, "fleetwave.db"), "FLEETWAVE_CACHE_DIR=" + filepath.Join(dir, "cache"),
+		"FLEETWAVE_REPLICA_NAME=" + replica,
+	}, logs: filepath.Join(dir, "bot.log")}
+	b.start()
+	t.Cleanup(b.stop)
+	return fake, b
 }
 
 // applied is the revision the app's last operation applied.
