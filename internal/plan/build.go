@@ -445,6 +445,7 @@ func planned(a *App) PlannedApp {
 	return PlannedApp{
 		Name:          a.Name,
 		Namespace:     a.Namespace,
+		Instance:      a.Instance,
 		Project:       a.Project,
 		Cluster:       a.clusterKey(),
 		Server:        a.Server,

@@ -14,12 +14,15 @@ import (
 // App is one affected Argo CD Application as the planner sees it.
 type App struct {
 	Name, Namespace, Project string
-	Cluster                  string            // destination cluster name (e.g. "prd-eu-1", "in-cluster")
-	Server                   string            // destination server URL
-	ClusterLabels            map[string]string // labels of the destination cluster
-	Labels                   map[string]string // metadata.labels of the Application
-	AutomatedSync            bool              // spec.syncPolicy.automated set (enabled)
-	Source                   string            // e.g. "applications/guestbook.yaml" or "appset:name" — for messages
+	// Instance is the Argo CD instance that holds the Application (the instances file's name); "" in a fleet of
+	// one Argo CD, so a one-instance plan's JSON is what it was before instances existed.
+	Instance      string
+	Cluster       string            // destination cluster name (e.g. "prd-eu-1", "in-cluster")
+	Server        string            // destination server URL
+	ClusterLabels map[string]string // labels of the destination cluster
+	Labels        map[string]string // metadata.labels of the Application
+	AutomatedSync bool              // spec.syncPolicy.automated set (enabled)
+	Source        string            // e.g. "applications/guestbook.yaml" or "appset:name" — for messages
 	// RollingSyncSteps are its ApplicationSet's strategy.rollingSync.steps, when that strategy is RollingSync.
 	RollingSyncSteps []RollingSyncStep
 	// Risks are the risk classes of its change, most serious first: they choose its track (tracks.go).
@@ -73,7 +76,10 @@ func (p *Plan) SetUnreadable(problems []string) {
 type Unplaced struct {
 	App       string `json:"app"`
 	Namespace string `json:"namespace,omitempty"`
-	Cluster   string `json:"cluster,omitempty"`
+	// Instance is the Argo CD instance that holds the app ("" in a fleet of one Argo CD, or when the app maps to
+	// no instance or to several: Reason says so).
+	Instance string `json:"instance,omitempty"`
+	Cluster  string `json:"cluster,omitempty"`
 	// Reason is why, one line (the render error).
 	Reason string `json:"reason"`
 }
@@ -217,8 +223,10 @@ type Batch struct {
 
 // PlannedApp is an app in a batch. Its label maps are shared with the App it came from.
 type PlannedApp struct {
-	Name          string            `json:"name"`
-	Namespace     string            `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Instance is the Argo CD instance that holds the app ("" in a fleet of one Argo CD).
+	Instance      string            `json:"instance,omitempty"`
 	Project       string            `json:"project,omitempty"`
 	Cluster       string            `json:"cluster"`
 	Server        string            `json:"server,omitempty"`
