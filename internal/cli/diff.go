@@ -356,7 +356,7 @@ func previewExit(stderr io.Writer, name string, rep *report.Report, exitOnChange
 	if rep.Plan != nil && !rep.Plan.OK() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan breaks the release policy", name)}
 	}
-	if pl, ok := rep.Plan.(interface{ Complete() bool }); ok && !pl.Complete() {
+	if rep.Plan != nil && !rep.Plan.Complete() {
 		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan is incomplete: some apps of the change could not be rendered, so they are not placed", name)}
 	}
 	if rep.NoApps {

@@ -56,7 +56,7 @@ func (r *Report) alarms() []string {
 	if r.Plan != nil && !r.Plan.OK() {
 		out = append(out, "PLAN REFUSED: it breaks the release policy")
 	}
-	if pl, ok := r.Plan.(interface{ Complete() bool }); ok && !pl.Complete() {
+	if r.Plan != nil && !r.Plan.Complete() {
 		out = append(out, "PLAN INCOMPLETE")
 	}
 	if n := r.Summary.Failed; n > 0 {

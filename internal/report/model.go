@@ -75,6 +75,8 @@ const SchemaVersion = 2
 // object; its fields ("waves", "violations", ...) join the report's top level.
 type Plan interface {
 	OK() bool
+	// Complete reports whether every app of the change was placed: an incomplete plan is no all-clear.
+	Complete() bool
 	WriteText(w io.Writer) error
 	WriteMarkdown(w io.Writer) error
 }

@@ -23,6 +23,7 @@ type fakePlan struct {
 }
 
 func (p *fakePlan) OK() bool                        { return p.ok }
+func (p *fakePlan) Complete() bool                  { return true }
 func (p *fakePlan) WriteText(w io.Writer) error     { _, err := io.WriteString(w, p.text); return err }
 func (p *fakePlan) WriteMarkdown(w io.Writer) error { _, err := io.WriteString(w, p.md); return err }
 func res(kind, ns, name string, c diff.Change, d string) diff.Resource {
