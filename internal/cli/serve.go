@@ -58,28 +58,9 @@ func newServeCmd(deps *Deps) *cobra.Command {
 		Long: `serve runs the GitHub App. Webhooks arrive at ` + webhooks.Path + `; GET /healthz answers while the process
 lives, GET /readyz once it can take webhooks (and 503 while it drains on SIGTERM).
 
-Configuration (environment, or the same keys in a YAML file given with --config or $FLEETWAVE_CONFIG):
-  FLEETWAVE_ADDR                       listen address (default :8080)
-  FLEETWAVE_GITHUB_APP_ID              the App's ID (required)
-  FLEETWAVE_GITHUB_PRIVATE_KEY_FILE    the App's private key, PEM (or FLEETWAVE_GITHUB_PRIVATE_KEY: the PEM itself)
-  FLEETWAVE_WEBHOOK_SECRET             the App's webhook secret (required)
-  FLEETWAVE_GITHUB_API_URL             API base URL (default https://api.github.com/; GHES: https://HOST/api/v3/)
-  FLEETWAVE_ARGOCD_URL, _TOKEN, _INSECURE   Argo CD API (without it, diffs are base vs head only)
-  FLEETWAVE_STORE                      sqlite:///path/fleetwave.db (default sqlite://./fleetwave.db) or postgres://…
-  FLEETWAVE_CLUSTERS_FILE              cluster labels when there is no Argo CD
-  FLEETWAVE_ALLOWED_OWNERS             accounts (organisations or users), comma-separated, whose installations are
-                                       served; events of any other installation are ignored (default: every one)
-  FLEETWAVE_CACHE_DIR                  clone cache (default: fleetwave-cache next to the SQLite store)
-  FLEETWAVE_RENDER_SETTINGS            render settings file (render-env.yaml keys: kubeVersion, apiVersions, argocdVersion, ...)
-  FLEETWAVE_RENDER_WORKERS, _MEMORY, _TIMEOUT   render worker processes, each one's memory and time cap
-  FLEETWAVE_RENDER_SHARE               render workers one installation holds at once (default: all but one)
-  FLEETWAVE_RENDER_BUDGET              time of all the renders of one change, base and head (default 10m)
-  FLEETWAVE_RENDER_CHANGE_OUTPUT       manifests of all the renders of one change (default 1GiB)
-  FLEETWAVE_GITHUB_WRITES_PER_MINUTE   content-creating GitHub requests per installation and minute (default 60, in
-                                       bursts of a third, and 8 times as many an hour: under GitHub's 80 and 500)
-  FLEETWAVE_REPLICA_NAME               this replica's name in rollout leases (default hostname-pid); give each replica
-                                       a name that survives its restarts (a StatefulSet pod name) so a restarted
-                                       replica takes its rollouts back at once instead of after the lease expires`,
+Configuration (environment, or the same keys in a YAML file given with --config or $FLEETWAVE_CONFIG;
+docs/configuration.md has the table):
+` + config.Help(config.ForServe, 118),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.LoadServe(deps.Getenv, f.configFile, nil)
