@@ -19,7 +19,7 @@
 //
 // The ports are interfaces declared here: Store (*store.Store; its roles RolloutRecords, WaveStore,
 // StepJournal, LeaseKeeper and EventLog, store.go), ArgoCD (*argocd.Client), Reporter
-// (checkrun.Publisher, which presents a rollout as GitHub check-runs; rollouttest.Reporter records their
+// (checkrun.Publisher, which presents a rollout as GitHub check-runs; checkruntest.Reporter records their
 // transitions for tests), Metrics (PrometheusMetrics by default).
 //
 // # Model

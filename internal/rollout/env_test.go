@@ -15,9 +15,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/checkrun/checkruntest"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/rollout/rollouttest"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
@@ -95,7 +95,7 @@ type env struct {
 	argo    *argocd.Client
 	api     rollout.ArgoCD
 	st      *store.Store
-	rep     *rollouttest.Reporter
+	rep     *checkruntest.Reporter
 	ex      *rollout.Executor
 	apps    []fleetApp
 	cancel  context.CancelFunc
@@ -146,7 +146,7 @@ func start(t *testing.T, cfg envConfig) *env {
 	if cfg.apps == nil {
 		cfg.apps = defaultFleet()
 	}
-	e := &env{t: t, apps: cfg.apps, rep: &rollouttest.Reporter{}}
+	e := &env{t: t, apps: cfg.apps, rep: &checkruntest.Reporter{}}
 	e.sim = newSim(t, cfg.sim, cfg.apps)
 	e.argo = newClient(t, e.sim)
 	e.api = e.argo

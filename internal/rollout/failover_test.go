@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/checkrun/checkruntest"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/rollout/rollouttest"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
@@ -30,7 +30,7 @@ func TestTwoReplicaFailoverPostgres(t *testing.T) {
 	apps := defaultFleet()
 	sim := newSim(t, argocdsim.Config{SyncDuration: 700 * time.Millisecond, ReconcileDelay: 20 * time.Millisecond}, apps)
 	client := newClient(t, sim)
-	rep := &rollouttest.Reporter{}
+	rep := &checkruntest.Reporter{}
 	const ttl = 3 * time.Second
 	replica := func(owner string) (*store.Store, *rollout.Executor) {
 		st, err := store.Open(ctx, dsn)

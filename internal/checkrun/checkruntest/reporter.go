@@ -1,5 +1,6 @@
-// Package rollouttest holds test doubles for package rollout's ports.
-package rollouttest
+// Package checkruntest holds a rollout.Reporter that publishes through package checkrun to a recording GitHub, for
+// the rollout's tests: what the check-runs would show, transition by transition.
+package checkruntest
 
 import (
 	"context"
