@@ -279,6 +279,50 @@ done
 [[ -n $TOKEN && $TOKEN != null ]] || die "creating the fleetwave account token failed"
 mark "fleetwave token"
 
+# --- a second Argo CD instance, "b": its own namespace, installation ID, redis, repo-server, controller and server
+# on the same kube-apiserver, as teams run one Argo CD per region or business unit (test/e2e/instances_test.go).
+# Same release as the first: a second release's binaries would double the cold build (docs/ci.md).
+B_NS=argocd-b
+kubeconfig "$RUN/argocd-b.kubeconfig" "$B_NS"
+mkdir -p "$RUN/argocd-b"/{tls,ssh,gnupg,static,home,tmp}
+chmod 700 "$RUN/argocd-b/gnupg"
+B_ENV=(KUBECONFIG="$RUN/argocd-b.kubeconfig" ARGOCD_FAKE_IN_CLUSTER=true ARGOCD_GPG_ENABLED=false
+	ARGOCD_TLS_DATA_PATH="$RUN/argocd-b/tls" ARGOCD_SSH_DATA_PATH="$RUN/argocd-b/ssh" ARGOCD_GNUPGHOME="$RUN/argocd-b/gnupg"
+	HOME="$RUN/argocd-b/home" TMPDIR="$RUN/argocd-b/tmp" PATH="$TOOLPATH:$ABIN:$PATH")
+start redis-b redis-server --bind 127.0.0.1 --port 6380 --save "" --appendonly no --dir "$RUN/argocd-b"
+start argocd-b-repo-server env "${B_ENV[@]}" "$ABIN/argocd-repo-server" \
+	--address 127.0.0.1 --port 8091 --metrics-address 127.0.0.1 --metrics-port 8094 --redis 127.0.0.1:6380 --loglevel info
+k create namespace "$B_NS" >/dev/null
+# The first instance's settings, in the second namespace, with an installation ID of its own: Argo CD stamps it on
+# every resource it applies (argocd.argoproj.io/installation-id), so the two never fight over an object.
+awk -v ns="$B_NS" '
+	/^---$/ { if (doc != "" && doc !~ /\nkind: Node\n/) printf "%s", doc; doc = $0 "\n"; next }
+	{ line = $0
+	  sub(/namespace: argocd}/, "namespace: " ns "}", line)
+	  sub(/namespace: argocd,/, "namespace: " ns ",", line)
+	  if (line == "  namespace: argocd") line = "  namespace: " ns
+	  doc = doc line "\n"
+	  if (line == "  admin.enabled: \"true\"") doc = doc "  installationID: e2e-b\n" }
+	END { if (doc !~ /\nkind: Node\n/) printf "%s", doc }' "$RUN/argocd-settings.yaml" >"$RUN/argocd-b-settings.yaml"
+k apply -f "$RUN/argocd-b-settings.yaml" >/dev/null
+start argocd-b-application-controller env "${B_ENV[@]}" "$ABIN/argocd-application-controller" \
+	--redis 127.0.0.1:6380 --repo-server 127.0.0.1:8091 --app-resync 30 --metrics-port 8092 --loglevel info
+start argocd-b-server env "${B_ENV[@]}" "$ABIN/argocd-server" \
+	--insecure --address 127.0.0.1 --port 8090 --metrics-address 127.0.0.1 --metrics-port 8093 \
+	--redis 127.0.0.1:6380 --repo-server 127.0.0.1:8091 --staticassets "$RUN/argocd-b/static" --loglevel info
+wait_for "the second Argo CD's API" 90 nsx curl -sf http://127.0.0.1:8090/api/version
+b_admin=$(nsx curl -sf -X POST -H 'Content-Type: application/json' \
+	-d "{\"username\":\"admin\",\"password\":\"$ADMIN_PASSWORD\"}" http://127.0.0.1:8090/api/v1/session | jq -r .token)
+[[ -n $b_admin && $b_admin != null ]] || die "admin login on the second Argo CD failed"
+B_TOKEN=
+for _ in $(seq 1 20); do
+	B_TOKEN=$(nsx curl -sf -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $b_admin" \
+		-d '{"name":"fleetwave","id":"fleetwave-e2e-b"}' http://127.0.0.1:8090/api/v1/account/fleetwave/token | jq -r .token) && break
+	sleep 0.5
+done
+[[ -n $B_TOKEN && $B_TOKEN != null ]] || die "creating the fleetwave token on the second Argo CD failed"
+mark "second Argo CD instance ready"
+
 cat >"$ENV_FILE" <<EOF
 FLEETWAVE_E2E_ARGOCD_URL=http://127.0.0.1:8080
 FLEETWAVE_E2E_ARGOCD_TOKEN=$TOKEN
@@ -289,6 +333,10 @@ FLEETWAVE_E2E_OLD_REV=$OLD_REV
 FLEETWAVE_E2E_NEW_REV=$NEW_REV
 FLEETWAVE_E2E_NETNS=$NS
 FLEETWAVE_E2E_ARGOCD_TLS_DATA_PATH=$RUN/argocd/tls
+FLEETWAVE_E2E_ARGOCD_B_URL=http://127.0.0.1:8090
+FLEETWAVE_E2E_ARGOCD_B_TOKEN=$B_TOKEN
+FLEETWAVE_E2E_ARGOCD_B_NAMESPACE=$B_NS
+FLEETWAVE_E2E_ARGOCD_B_INSTALLATION_ID=e2e-b
 KUBECONFIG=$KUBECONFIG_FILE
 EOF
 
