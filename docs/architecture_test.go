@@ -51,7 +51,10 @@ func TestFoldersFormALayering(t *testing.T) {
 	const module = "github.com/fleetwave/fleetwave/"
 	top := func(pkg string) string {
 		parts := strings.Split(strings.TrimPrefix(pkg, module), "/")
-		if parts[0] == "internal" && len(parts) > 1 {
+		switch {
+		case parts[0] == "internal" && len(parts) > 2 && (parts[1] == "edge" || parts[1] == "kit"):
+			return strings.Join(parts[:3], "/") // the groups of adapters and of shared wording: each member is a folder
+		case parts[0] == "internal" && len(parts) > 1:
 			return "internal/" + parts[1]
 		}
 		return parts[0]
