@@ -18,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
@@ -80,6 +81,10 @@ type Serve struct {
 	ArgoCDURL      string
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
+	// ArgoCDInstancesFile is the instances file of several Argo CD instances ("": none; never with ArgoCDURL).
+	// ArgoCDInstances is its content, credentials resolved.
+	ArgoCDInstancesFile string
+	ArgoCDInstances     *instances.Set
 	// Store is the state store DSN: sqlite://… or postgres://….
 	Store Secret
 	// ClustersFile lists cluster labels when there is no Argo CD.
@@ -122,6 +127,9 @@ func (c *Serve) String() string {
 		if c.ArgoCDInsecure {
 			argo += " (TLS not verified)"
 		}
+	}
+	if c.ArgoCDInstancesFile != "" {
+		argo = fmt.Sprintf("%s (instances %s, tokens [redacted])", c.ArgoCDInstancesFile, strings.Join(c.ArgoCDInstances.Names(), ","))
 	}
 	clusters := c.ClustersFile
 	if clusters == "" {
@@ -214,7 +222,7 @@ func LoadServe(getenv func(string) string, file string, readFile func(string) ([
 			raw[k] = setting{value: v, origin: k}
 		}
 	}
-	c, problems := validate(raw, readFile)
+	c, problems := validate(raw, readFile, getenv)
 	c.File = file
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -276,7 +284,8 @@ func parseFile(name string, data []byte) (map[string]setting, []string) {
 	return out, problems
 }
 
-func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*Serve, []string) {
+// validate checks the raw settings; getenv reads the variables an instances file names for its tokens.
+func validate(raw map[string]setting, readFile func(string) ([]byte, error), getenv func(string) string) (*Serve, []string) {
 	c := &Serve{}
 	var problems []string
 	bad := func(s setting, format string, args ...any) {
@@ -373,6 +382,33 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 			bad(s, "%q is not true or false", s.value)
 		}
 		c.ArgoCDInsecure = b
+	}
+
+	if s := get(EnvArgoCDInstances, ""); s.value != "" {
+		for _, other := range []string{EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure} {
+			o, ok := raw[other]
+			if other == EnvArgoCDInsecure && !c.ArgoCDInsecure {
+				continue // false (or invalid, said above) asks for nothing the file would ignore
+			}
+			if ok && strings.TrimSpace(o.value) != "" {
+				bad(o, "set, and so is %s: the instances file gives each instance its URL, token and TLS options; set one of them", EnvArgoCDInstances)
+			}
+		}
+		data, err := readFile(s.value)
+		if err != nil {
+			bad(s, "reading the instances file: %v", err)
+		} else if set, err := instances.ParseWith(s.value, data, instances.Options{Getenv: getenv}); err != nil {
+			var ie *instances.Error
+			if errors.As(err, &ie) {
+				for _, p := range ie.Problems {
+					problems = append(problems, p.String())
+				}
+			} else {
+				bad(s, "%v", err)
+			}
+		} else {
+			c.ArgoCDInstancesFile, c.ArgoCDInstances = s.value, set
+		}
 	}
 
 	{
