@@ -89,7 +89,8 @@ func (in *Instance) Options(wrap func(instance string, rt http.RoundTripper) htt
 	return o
 }
 
-// Set is the configured instances, in file order. Use Single or Parse to build one.
+// Set is the configured instances, in file order. Use Single or Parse to build one. A nil Set has no instance
+// (Names, Len).
 type Set struct {
 	file      string // the instances file ("" for Single)
 	instances []*Instance
@@ -108,11 +109,14 @@ func (s *Set) File() string { return s.file }
 
 // IsSingle reports whether s is the configuration of old: one instance named "" owning every app.
 func (s *Set) IsSingle() bool {
-	return len(s.instances) == 1 && s.instances[0].Name == "" && s.file == ""
+	return s != nil && len(s.instances) == 1 && s.instances[0].all
 }
 
 // Names are the instances' names in file order.
 func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
 	out := make([]string, len(s.instances))
 	for i, in := range s.instances {
 		out[i] = in.Name
@@ -127,7 +131,12 @@ func (s *Set) Get(name string) (*Instance, bool) {
 }
 
 // Len is the number of instances.
-func (s *Set) Len() int { return len(s.instances) }
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.instances)
+}
 
 // Instances are the instances in file order.
 func (s *Set) Instances() []*Instance { return append([]*Instance(nil), s.instances...) }

@@ -223,6 +223,10 @@ func TestSingle(t *testing.T) {
 	if tok, _ := in.TokenSource()(); tok != secretToken {
 		t.Errorf("token %q", tok)
 	}
+	var none *Set
+	if none.Len() != 0 || none.Names() != nil || none.IsSingle() {
+		t.Error("a nil Set has instances")
+	}
 	if o := in.Options(nil); o.Token != secretToken || o.TokenSource != nil || o.BaseURL != "https://argocd.example.com" || !o.Insecure {
 		t.Errorf("Options = %+v", o)
 	}
