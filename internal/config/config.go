@@ -18,7 +18,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
@@ -82,9 +81,10 @@ type Serve struct {
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
 	// ArgoCDInstancesFile is the instances file of several Argo CD instances ("": none; never with ArgoCDURL).
-	// ArgoCDInstances is its content, credentials resolved.
+	// It is checked readable here; its content is read by internal/argocd/instances (LoadWith), which this package
+	// may not import: internal/argocd sits above it (its livediff adapter reaches internal/config through
+	// preview), and docs/architecture_test.go keeps the folders a layering.
 	ArgoCDInstancesFile string
-	ArgoCDInstances     *instances.Set
 	// Store is the state store DSN: sqlite://… or postgres://….
 	Store Secret
 	// ClustersFile lists cluster labels when there is no Argo CD.
@@ -129,7 +129,7 @@ func (c *Serve) String() string {
 		}
 	}
 	if c.ArgoCDInstancesFile != "" {
-		argo = fmt.Sprintf("%s (instances %s, tokens [redacted])", c.ArgoCDInstancesFile, strings.Join(c.ArgoCDInstances.Names(), ","))
+		argo = "instances file " + c.ArgoCDInstancesFile
 	}
 	clusters := c.ClustersFile
 	if clusters == "" {
@@ -222,7 +222,7 @@ func LoadServe(getenv func(string) string, file string, readFile func(string) ([
 			raw[k] = setting{value: v, origin: k}
 		}
 	}
-	c, problems := validate(raw, readFile, getenv)
+	c, problems := validate(raw, readFile)
 	c.File = file
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -284,8 +284,7 @@ func parseFile(name string, data []byte) (map[string]setting, []string) {
 	return out, problems
 }
 
-// validate checks the raw settings; getenv reads the variables an instances file names for its tokens.
-func validate(raw map[string]setting, readFile func(string) ([]byte, error), getenv func(string) string) (*Serve, []string) {
+func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*Serve, []string) {
 	c := &Serve{}
 	var problems []string
 	bad := func(s setting, format string, args ...any) {
@@ -394,21 +393,10 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error), get
 				bad(o, "set, and so is %s: the instances file gives each instance its URL, token and TLS options; set one of them", EnvArgoCDInstances)
 			}
 		}
-		data, err := readFile(s.value)
-		if err != nil {
+		if _, err := readFile(s.value); err != nil {
 			bad(s, "reading the instances file: %v", err)
-		} else if set, err := instances.ParseWith(s.value, data, instances.Options{Getenv: getenv}); err != nil {
-			var ie *instances.Error
-			if errors.As(err, &ie) {
-				for _, p := range ie.Problems {
-					problems = append(problems, p.String())
-				}
-			} else {
-				bad(s, "%v", err)
-			}
-		} else {
-			c.ArgoCDInstancesFile, c.ArgoCDInstances = s.value, set
 		}
+		c.ArgoCDInstancesFile = s.value
 	}
 
 	{

@@ -15,8 +15,7 @@
 // by its variable (or file:line and key): the App ID, a readable PEM RSA private key, a webhook secret, URLs,
 // booleans, the store scheme, the clusters file, the repositories file (Argo CD repository Secrets, read by
 // internal/repocreds; its credentials are never printed), the instances file of several Argo CD instances
-// (internal/argocd/instances; each of its problems one line with its position, never with
-// FLEETWAVE_ARGOCD_URL).
+// (readable, never with FLEETWAVE_ARGOCD_URL; its content is internal/argocd/instances' to read).
 //
 // Secrets (private key, webhook secret, Argo CD token, fleet view token, store DSN) are held in Secret, which prints as
 // "[redacted]" through fmt, slog and JSON; Serve.String shows the whole configuration with them redacted.
