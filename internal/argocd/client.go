@@ -26,6 +26,10 @@ type Options struct {
 	BaseURL string
 	// Token is an account token or a project-role JWT, sent as "Authorization: Bearer". Never logged.
 	Token string
+	// TokenSource, when set, is asked for the token before every request (and every watch stream opened) and wins
+	// over Token: a credential that rotates, such as a projected service-account token re-read from its file
+	// (internal/argocd/instances). An error fails that request, unretried; it must not carry the token. Never logged.
+	TokenSource func() (string, error)
 	// CAFile is a PEM bundle trusted in addition to the system roots.
 	CAFile string
 	// Insecure skips TLS verification (local test servers only).
@@ -225,7 +229,9 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, out any
 	if err != nil {
 		return fmt.Errorf("building request: %w", err), false
 	}
-	c.setHeaders(req)
+	if err := c.setHeaders(req); err != nil {
+		return err, false
+	}
 	req.Header.Set("Accept", "application/json")
 	if r.method != http.MethodGet {
 		// argocd-server refuses any other method without a JSON content type, body or not: 415 "Invalid content
@@ -267,11 +273,20 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, out any
 	return nil, false
 }
 
-func (c *Client) setHeaders(req *http.Request) {
-	if c.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+func (c *Client) setHeaders(req *http.Request) error {
+	token := c.opts.Token
+	if c.opts.TokenSource != nil {
+		t, err := c.opts.TokenSource()
+		if err != nil {
+			return fmt.Errorf("argo cd token: %w", err)
+		}
+		token = t
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("User-Agent", c.opts.UserAgent)
+	return nil
 }
 
 func (c *Client) url(segments []string, q url.Values) string {

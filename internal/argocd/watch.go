@@ -109,7 +109,9 @@ func (c *Client) watchOnce(ctx context.Context, q WatchQuery, rv *string, h Watc
 	if err != nil {
 		return false, false, fmt.Errorf("building request: %w", err)
 	}
-	c.setHeaders(req)
+	if err := c.setHeaders(req); err != nil {
+		return false, false, err
+	}
 	if c.opts.StreamFormat == StreamSSE {
 		req.Header.Set("Accept", "text/event-stream")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
@@ -38,6 +39,9 @@ type previewFlags struct {
 	argocdURL, argocdToken string
 	argocdInsecure         bool
 	argocdCM               string
+	// Several Argo CD instances (--argocd-instances): the file, and its content once read.
+	argocdInstancesFile string
+	instances           *instances.Set
 }
 
 func (f *previewFlags) register(cmd *cobra.Command) {
@@ -58,6 +62,7 @@ func (f *previewFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.argocdURL, "argocd", "", "also compare each affected app with its live state in this Argo CD (managed resources): what a sync would change, and drift from the base render")
 	fl.StringVar(&f.argocdToken, "argocd-token", "", "Argo CD token for --argocd (default $FLEETWAVE_ARGOCD_TOKEN, preferred: a flag shows in the process list)")
 	fl.BoolVar(&f.argocdInsecure, "argocd-insecure", false, "skip TLS verification of --argocd (local test servers only)")
+	registerArgoCDInstances(fl, &f.argocdInstancesFile, "")
 	fl.StringVar(&f.argocdCM, "argocd-cm", "", "with --argocd: Argo CD's argocd-cm ConfigMap (YAML) whose resource.customizations.ignoreDifferences.* and resource.compareoptions the live comparison applies (default: read from Argo CD's settings API)")
 }
 
@@ -160,6 +165,14 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 	}
 	if f.argocdCM != "" && f.argocdURL == "" {
 		return usageErr(fmt.Errorf("%s: --argocd-cm needs --argocd", name))
+	}
+	set, err := loadInstances(deps, f.argocdInstancesFile, f.argocdURL)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", name, err))
+	}
+	f.instances = set
+	if f.instances != nil {
+		return usageErr(fmt.Errorf("%s: %w", name, errInstancesNotWired))
 	}
 	argo, err := f.argoCD(deps)
 	if err != nil {

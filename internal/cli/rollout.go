@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
@@ -55,6 +56,9 @@ type rolloutOptions struct {
 	// Argo CD.
 	server, token, caFile string
 	insecure              bool
+	// Several Argo CD instances (--argocd-instances, not with --argocd): the file, and its content once read.
+	instancesFile string
+	instances     *instances.Set
 	// What to roll out: a plan computed from the repository, a plan file, or a selector.
 	repo, base, head, clustersFile, settingsFile string
 	repoURLs                                     []string
@@ -163,6 +167,7 @@ The token is read from FLEETWAVE_ARGOCD_TOKEN (preferred: a flag shows in the pr
 	pf.StringVar(&o.server, "argocd", "", "Argo CD server URL, with its scheme (default $FLEETWAVE_ARGOCD_URL)")
 	pf.StringVar(&o.token, "token", "", "Argo CD token (default $FLEETWAVE_ARGOCD_TOKEN)")
 	pf.BoolVar(&o.insecure, "insecure", false, "skip TLS verification (default $FLEETWAVE_ARGOCD_INSECURE)")
+	registerArgoCDInstances(pf, &o.instancesFile, " (default $FLEETWAVE_ARGOCD_INSTANCES_FILE)")
 	pf.StringVar(&o.caFile, "ca-file", "", "PEM file of CAs to trust for the Argo CD server")
 	pf.StringVar(&o.storeDSN, "store", defaultRolloutStore, "the rollout store: a SQLite file path, sqlite:///path or postgres://…")
 	pf.IntVar(&o.concurrency, "concurrency", 10, "apps synced at the same time")
@@ -244,8 +249,11 @@ func (o *rolloutOptions) complete(getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	if o.server == "" {
-		o.server = env.ArgoCDURL
+	if o.server == "" && o.instancesFile == "" { // a flag wins over either variable
+		o.server, o.instancesFile = env.ArgoCDURL, env.ArgoCDInstancesFile
+	}
+	if o.instances, err = loadInstances(&Deps{Getenv: getenv}, o.instancesFile, o.server); err != nil {
+		return err
 	}
 	if o.token == "" {
 		o.token = env.ArgoCDToken.Reveal()
@@ -267,6 +275,8 @@ func (o *rolloutOptions) complete(getenv func(string) string) error {
 // checkServer checks the Argo CD URL and token flags (no network).
 func (o *rolloutOptions) checkServer() error {
 	switch {
+	case o.server == "" && o.instances != nil:
+		return errInstancesNotWired
 	case o.server == "":
 		return errors.New("rollout needs --argocd (or FLEETWAVE_ARGOCD_URL)")
 	case !strings.Contains(o.server, "://"):

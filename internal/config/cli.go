@@ -13,6 +13,9 @@ type CLI struct {
 	ArgoCDURL      string
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
+	// ArgoCDInstancesFile is the default of --argocd-instances: the instances file of several Argo CD instances
+	// (never with ArgoCDURL). The command that takes it reads it (internal/argocd/instances).
+	ArgoCDInstancesFile string
 	// CacheDir holds the chart and git caches ("": the user cache directory).
 	CacheDir string
 	// FleetViewToken is the sign-in token of rollout --ui's fleet view ("": a random one, printed).
@@ -39,6 +42,12 @@ func LoadCLI(getenv func(string) string) (*CLI, error) {
 			bad(fmt.Sprintf("%s=%q is not a boolean", s.origin, s.value))
 		} else {
 			c.ArgoCDInsecure = b
+		}
+	}
+	if s, ok := get(EnvArgoCDInstances); ok {
+		c.ArgoCDInstancesFile = s.value
+		if c.ArgoCDURL != "" {
+			bad(fmt.Sprintf("%s and %s are both set: the instances file gives each instance its URL; set one of them", EnvArgoCDURL, s.origin))
 		}
 	}
 	if s, ok := get(EnvCacheDir); ok {

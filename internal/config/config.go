@@ -80,6 +80,11 @@ type Serve struct {
 	ArgoCDURL      string
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
+	// ArgoCDInstancesFile is the instances file of several Argo CD instances ("": none; never with ArgoCDURL).
+	// It is checked readable here; its content is read by internal/argocd/instances (LoadWith), which this package
+	// may not import: internal/argocd sits above it (its livediff adapter reaches internal/config through
+	// preview), and docs/architecture_test.go keeps the folders a layering.
+	ArgoCDInstancesFile string
 	// Store is the state store DSN: sqlite://… or postgres://….
 	Store Secret
 	// ClustersFile lists cluster labels when there is no Argo CD.
@@ -122,6 +127,9 @@ func (c *Serve) String() string {
 		if c.ArgoCDInsecure {
 			argo += " (TLS not verified)"
 		}
+	}
+	if c.ArgoCDInstancesFile != "" {
+		argo = "instances file " + c.ArgoCDInstancesFile
 	}
 	clusters := c.ClustersFile
 	if clusters == "" {
@@ -373,6 +381,22 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 			bad(s, "%q is not true or false", s.value)
 		}
 		c.ArgoCDInsecure = b
+	}
+
+	if s := get(EnvArgoCDInstances, ""); s.value != "" {
+		for _, other := range []string{EnvArgoCDURL, EnvArgoCDToken, EnvArgoCDInsecure} {
+			o, ok := raw[other]
+			if other == EnvArgoCDInsecure && !c.ArgoCDInsecure {
+				continue // false (or invalid, said above) asks for nothing the file would ignore
+			}
+			if ok && strings.TrimSpace(o.value) != "" {
+				bad(o, "set, and so is %s: the instances file gives each instance its URL, token and TLS options; set one of them", EnvArgoCDInstances)
+			}
+		}
+		if _, err := readFile(s.value); err != nil {
+			bad(s, "reading the instances file: %v", err)
+		}
+		c.ArgoCDInstancesFile = s.value
 	}
 
 	{

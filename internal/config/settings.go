@@ -35,6 +35,9 @@ const (
 	EnvFleetViewToken        = "FLEETWAVE_FLEET_VIEW_TOKEN"
 	EnvFleetViewInsecure     = "FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE"
 	EnvArgoCDRenderHeadRepos = "FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS"
+
+	// EnvArgoCDInstances names the instances file: several Argo CD instances (internal/argocd/instances).
+	EnvArgoCDInstances = "FLEETWAVE_ARGOCD_INSTANCES_FILE"
 )
 
 // Who reads a setting.
@@ -64,6 +67,7 @@ var Settings = []Setting{
 	{Name: EnvArgoCDURL, For: ForServe | ForCLI, Doc: "Argo CD's API (rollout: the default of `--argocd`). Without it serve diffs base against head only and logs merges instead of rolling them out"},
 	{Name: EnvArgoCDToken, For: ForServe | ForCLI, Secret: true, Doc: "an Argo CD token (account or project role) that may get, sync and patch the fleet's Applications and list clusters (rollout: `--token`'s default; diff: `--argocd-token`'s)"},
 	{Name: EnvArgoCDInsecure, For: ForServe | ForCLI, Default: "false", Doc: "skip TLS verification of Argo CD (local test servers only)"},
+	{Name: EnvArgoCDInstances, For: ForServe | ForCLI, Doc: "several Argo CD instances: a YAML file of each one's URL, token (from a variable or a file, re-read when it changes), TLS options, sync budget and the apps it holds ([instances.md](instances.md)); instead of `FLEETWAVE_ARGOCD_URL` (rollout: `--argocd-instances`' default)"},
 	{Name: EnvArgoCDRenderHeadRepos, For: ForServe, Doc: "repositories (`owner/name`, comma-separated; `*` for all) whose pull-request heads may be rendered through Argo CD, plugins included; never a fork's ([security.md](security.md))"},
 	{Name: EnvStore, For: ForServe, Default: DefaultStore, Doc: "the state store: `sqlite:///path/fleetwave.db`, or `postgres://…` for several replicas sharing the work (its password is never printed)"},
 	{Name: EnvReplicaName, For: ForServe, Default: "hostname-pid", Doc: "this replica's name in rollout leases: give each one a name that survives restarts (a StatefulSet pod name), so a restarted replica takes its rollouts back at once"},
