@@ -213,16 +213,23 @@ type rolloutProc struct {
 
 func (f *asFleet) startRollout(base, head string) *rolloutProc {
 	f.t.Helper()
+	return startFleetwave(f.t, f.bot, append(append([]string{"rollout"}, f.planArgs(base, head)...), "--output", "json"),
+		"FLEETWAVE_ARGOCD_TOKEN="+f.e.Token)
+}
+
+// startFleetwave starts bin with args and env (beside the process's), collecting its output's JSON events.
+func startFleetwave(t *testing.T, bin string, args []string, env ...string) *rolloutProc {
+	t.Helper()
 	p := &rolloutProc{done: make(chan struct{})}
-	p.cmd = exec.Command(f.bot, append(append([]string{"rollout"}, f.planArgs(base, head)...), "--output", "json")...)
-	p.cmd.Env = append(os.Environ(), "FLEETWAVE_ARGOCD_TOKEN="+f.e.Token)
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	p.cmd.Stderr = p.cmd.Stdout
 	if err := p.cmd.Start(); err != nil {
-		f.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() {
 		sc := bufio.NewScanner(out)

@@ -17,6 +17,8 @@ type env struct {
 	TLSDataPath string
 	// AdminPassword is the admin account's: a person, for syncs by hand.
 	AdminPassword string
+	// The second Argo CD instance (issue #36): its API, fleetwave token, namespace and installation ID.
+	ArgoCDBURL, ArgoCDBToken, ArgoCDBNamespace, ArgoCDBInstallationID string
 }
 
 func loadEnv(t *testing.T) env {
@@ -55,6 +57,8 @@ func loadEnv(t *testing.T) env {
 		Repo: get("FLEETWAVE_E2E_REPO"), NetNS: get("FLEETWAVE_E2E_NETNS"),
 		TLSDataPath:   get("FLEETWAVE_E2E_ARGOCD_TLS_DATA_PATH"),
 		AdminPassword: get("FLEETWAVE_E2E_ARGOCD_ADMIN_PASSWORD"),
+		ArgoCDBURL:    get("FLEETWAVE_E2E_ARGOCD_B_URL"), ArgoCDBToken: get("FLEETWAVE_E2E_ARGOCD_B_TOKEN"),
+		ArgoCDBNamespace: get("FLEETWAVE_E2E_ARGOCD_B_NAMESPACE"), ArgoCDBInstallationID: get("FLEETWAVE_E2E_ARGOCD_B_INSTALLATION_ID"),
 	}
 	if e.ArgoCDURL == "" {
 		t.Skip("no end-to-end environment: set FLEETWAVE_E2E_ENV to the env file hack/e2e/up.sh writes " +
