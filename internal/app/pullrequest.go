@@ -500,9 +500,12 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	// Once decided, post everything: a newer head cancelling ctx now must not leave half a comment.
 	pctx := context.WithoutCancel(ctx)
 	stale := st.head != "" && st.head != ch.Head
+	var labels []string // the pull request's labels, when read
+	labelsKnown := false
 	if !stale {
-		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil && cur.HeadSHA != "" && cur.HeadSHA != ch.Head {
-			stale = true
+		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil {
+			stale = cur.HeadSHA != "" && cur.HeadSHA != ch.Head
+			labels, labelsKnown = cur.Labels, true
 		}
 	}
 	if stale {
@@ -522,6 +525,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		log.Warn("recording the comment posted", slog.Any("error", err))
 	}
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
+	a.applyLabels(pctx, client, ch, out, labels, labelsKnown)
 	posted = len(errs) == 0
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), out.err))

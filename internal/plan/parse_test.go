@@ -252,6 +252,13 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:5:1: track "A" has the name of a wave (hint: a oneWave track's apps go in a wave of its name; name the track otherwise)`}},
 		{"empty track classes", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: []}\n", []string{
 			`p.yaml:5:27: track 1: classes is empty (hint: name the risk classes that take this track)`}},
+		{"labels of unknown classes", head + "  - {name: a, selector: {}}\nlabels:\n  crd: 'risk: crd'\n  images: images\n  metadata: ''\n  scale: ' scale'\n  image: [a]\n", []string{
+			`p.yaml:6:3: labels: unknown class "images" (hint: classes are ` + classList() + `)`,
+			`p.yaml:7:13: labels.metadata is empty (hint: name the pull-request label this class puts on the change)`,
+			`p.yaml:8:10: labels.scale: " scale" has spaces around it (hint: GitHub trims label names; write it without the spaces around it)`,
+			`p.yaml:9:10: labels.image must be a string, not a list`}},
+		{"labels not a mapping", head + "  - {name: a, selector: {}}\nlabels: [crd]\n", []string{
+			`p.yaml:4:9: labels must be a mapping, not a list`}},
 		{"several errors in file order", head + "  - name: a\n    selector: {}\n    soak: forever\n  - name: b\n    selectr: {}\n", []string{
 			`p.yaml:5:11: wave "a" soak: "forever" is not a duration (hint: write a Go duration such as 90s, 10m or 1h30m)`,
 			`p.yaml:6:5: wave "b" has no selector (hint: use selector: {} to take every app no earlier wave took)`,

@@ -92,6 +92,8 @@ type Policy struct {
 	// Tracks choose an app's way through the waves by the risk classes of its change (tracks.go); none: every
 	// app takes the policy's waves as written.
 	Tracks []Track
+	// Labels are the pull-request labels a change's risk classes put on it (labels.go), most serious class first.
+	Labels []ClassLabel
 	// Warnings are things a valid policy says that are probably not meant (unreachable waves, zero limits).
 	Warnings []Diagnostic
 
