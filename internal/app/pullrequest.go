@@ -279,7 +279,7 @@ func previewKey(ch Change) store.PreviewKey {
 // when the change was previewed already.
 func forced(reason string) bool {
 	switch reason {
-	case "rerequested", "suite rerequested", "/plan":
+	case "rerequested", "suite rerequested", "/plan", "/acknowledge":
 		return true
 	}
 	return false
@@ -493,6 +493,10 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		diffRun = a.diffCheck(ctx, ch, out)
 		planRun = a.planCheck(ctx, ch, out)
 	}
+	var gate ackGate // the classes a person must acknowledge for the check to pass (acknowledge.go)
+	if out.err == nil {
+		gate = a.ackNeeded(ctx, ch, out)
+	}
 
 	st := a.state(key)
 	st.mu.Lock()
@@ -516,6 +520,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	if out.err == nil {
 		// Before the check can pass: automated sync off for the apps the merge will roll out (holds.go).
 		applyHold(&planRun, a.holdAutomated(pctx, ch, out, false))
+		planRun, parts = a.applyAcknowledge(pctx, ch, gate, planRun, parts)
 	}
 	var errs []error
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {

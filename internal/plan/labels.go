@@ -71,3 +71,38 @@ func (p *Policy) PullRequestLabels(classes []risk.Class) (want, managed []string
 func containsFold(list []string, s string) bool {
 	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }
+
+// acknowledge parses the classes that need a person's acknowledgement: a list of risk classes.
+func (ps *parser) acknowledge(n *yaml.Node, p *Policy) {
+	cs, ok := ps.stringList(n, "acknowledge")
+	if !ok {
+		return
+	}
+	if len(cs) == 0 {
+		ps.errAt(ps.resolve(n), "name the risk classes a person must acknowledge, or leave acknowledge out", "acknowledge is empty")
+	}
+	for j, c := range cs {
+		node := ps.resolve(n).Content[j]
+		switch {
+		case !risk.Known(c):
+			ps.errAt(node, "classes are "+classList(), "acknowledge: unknown class %q", c)
+		case slices.Contains(p.Acknowledge, c):
+			ps.errAt(node, "name each class once", "acknowledge: class %q is listed twice", c)
+		default:
+			p.Acknowledge = append(p.Acknowledge, c)
+		}
+	}
+	slices.SortStableFunc(p.Acknowledge, func(a, b string) int { return risk.Class(a).Rank() - risk.Class(b).Rank() })
+}
+
+// NeedAcknowledgement are the classes among classes that the policy asks a person to acknowledge, most serious
+// first (nil: none).
+func (p *Policy) NeedAcknowledgement(classes []risk.Class) []risk.Class {
+	var out []risk.Class
+	for _, c := range p.Acknowledge {
+		if slices.Contains(classes, risk.Class(c)) {
+			out = append(out, risk.Class(c))
+		}
+	}
+	return out
+}

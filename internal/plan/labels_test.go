@@ -41,3 +41,32 @@ func TestPullRequestLabels(t *testing.T) {
 		t.Errorf("a policy without labels manages %q, wants %q", managed, want)
 	}
 }
+
+func TestNeedAcknowledgement(t *testing.T) {
+	data, err := os.ReadFile("testdata/policies/tracks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := parse(t, string(data))
+	if got := pol.Acknowledge; !reflect.DeepEqual(got, []string{"crd", "rbac-widened"}) {
+		t.Fatalf("Acknowledge = %q, want most serious first", got)
+	}
+	for _, tt := range []struct {
+		classes []risk.Class
+		want    []risk.Class
+	}{
+		{nil, nil},
+		{[]risk.Class{risk.Image, risk.Metadata}, nil},
+		{[]risk.Class{risk.RBACWidened, risk.Image, risk.CRD}, []risk.Class{risk.CRD, risk.RBACWidened}},
+	} {
+		if got := pol.NeedAcknowledgement(tt.classes); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("NeedAcknowledgement(%v) = %v, want %v", tt.classes, got, tt.want)
+		}
+	}
+	if got := pol.Who("acknowledge"); got != "membership of org/platform" {
+		t.Errorf("Who(acknowledge) = %q", got)
+	}
+	if got := DefaultPolicy().Who("acknowledge"); got != "write permission" {
+		t.Errorf("default Who(acknowledge) = %q", got)
+	}
+}

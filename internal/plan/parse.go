@@ -61,7 +61,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "labels", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "tracks", "waves"}
+	known := []string{"acknowledge", "apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "labels", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "tracks", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -123,6 +123,8 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 			ps.tracks(f.val, p)
 		case "labels":
 			ps.labels(f.val, p)
+		case "acknowledge":
+			ps.acknowledge(f.val, p)
 		}
 	})
 	if !ok {

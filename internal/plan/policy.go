@@ -94,6 +94,9 @@ type Policy struct {
 	Tracks []Track
 	// Labels are the pull-request labels a change's risk classes put on it (labels.go), most serious class first.
 	Labels []ClassLabel
+	// Acknowledge are the risk classes that fail the plan check until a person acknowledges them for the pull
+	// request's head (labels.go), most serious first.
+	Acknowledge []string
 	// Warnings are things a valid policy says that are probably not meant (unreachable waves, zero limits).
 	Warnings []Diagnostic
 
@@ -240,7 +243,7 @@ func (p Permission) rank() int {
 
 // CommandNames are the slash commands a policy may restrict, sorted.
 func CommandNames() []string {
-	return []string{"abort", "approve", "pause", "plan", "resume", "rollback"}
+	return []string{"abort", "acknowledge", "approve", "pause", "plan", "resume", "rollback"}
 }
 
 // DefaultCommandRules are the rules of commands a policy does not mention.
@@ -252,6 +255,8 @@ func DefaultCommandRules() map[string]CommandRule {
 		"approve":  {Permission: PermWrite},
 		"rollback": {Permission: PermWrite},
 		"plan":     {Permission: PermTriage},
+		// acknowledge lets a change carrying the policy's acknowledge classes pass the plan check.
+		"acknowledge": {Permission: PermWrite},
 	}
 }
 
