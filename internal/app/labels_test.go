@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
 )
 
 // TestLabelsFollowTheClasses (#34): the policy's labels of the classes a head's preview finds go on the pull
-// request; a new head that drops a class takes its label off; a label the policy does not name stays.
+// request; a new head that drops a class takes its label off; a label the policy does not name stays; a head the
+// pull request returns to gets its labels back with its comment, without a preview.
 func TestLabelsFollowTheClasses(t *testing.T) {
 	labelPolicy := edit(t, ".fleetwave.yaml", func(s string) string {
 		return s + "labels:\n  metadata: 'risk: metadata'\n  service: 'risk: service'\n  crd: 'risk: crd'\n"
@@ -23,7 +25,8 @@ func TestLabelsFollowTheClasses(t *testing.T) {
 	})
 	f := newFixture(t, func(dir string) { labelPolicy(dir); teamLabel(dir) }, newPort)
 	a, b := f.heads[0], f.heads[1]
-	h := newHarness(t, nil)
+	previews := &previewCount{}
+	h := newHarness(t, nil, app.WithObserver(previews))
 	push := func(head, action string) {
 		t.Helper()
 		h.fake.AddPullRequest(repoFullName, fakegithub.PullRequest{Number: prNumber, HeadSHA: head, BaseSHA: f.base,
@@ -55,4 +58,11 @@ func TestLabelsFollowTheClasses(t *testing.T) {
 		t.Errorf("labels written again for a head already labelled: %v", extra)
 	}
 	labels("needs-review", "risk: service")
+
+	before := previews.n.Load()
+	push(a, "synchronize") // force-pushed back to A: its comment and its labels come back, nothing is previewed
+	labels("needs-review", "risk: metadata")
+	if previews.n.Load() != before {
+		t.Errorf("%d previews when the head returned to A, want none", previews.n.Load()-before)
+	}
 }

@@ -257,6 +257,9 @@ func (a *App) showAgain(ctx context.Context, ch Change, k store.PreviewKey) erro
 	if err := a.previews.ShowComment(pctx, k); err != nil {
 		log.Warn("recording the comment shown", slog.Any("error", err))
 	}
+	if l, ok := labelsIn(parts); ok {
+		a.applyLabels(pctx, client, ch.Repo, ch.Number, l, cur.Labels, true) // the head's labels come back with its comment
+	}
 	log.Info("the pull request's head returned to a commit already previewed: its comment is shown again, not recomputed",
 		slog.String("was", text.Short(shown.Head, 7)))
 	return nil
@@ -497,6 +500,10 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	if out.err == nil {
 		gate = a.ackNeeded(ctx, ch, out)
 	}
+	labels, labelled := labelsOf(out) // the policy's labels of the classes present (labels.go)
+	if labelled {
+		parts = withLabels(parts, labels)
+	}
 
 	st := a.state(key)
 	st.mu.Lock()
@@ -504,12 +511,12 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	// Once decided, post everything: a newer head cancelling ctx now must not leave half a comment.
 	pctx := context.WithoutCancel(ctx)
 	stale := st.head != "" && st.head != ch.Head
-	var labels []string // the pull request's labels, when read
-	labelsKnown := false
+	var current []string // the pull request's labels, when read
+	currentKnown := false
 	if !stale {
 		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil {
 			stale = cur.HeadSHA != "" && cur.HeadSHA != ch.Head
-			labels, labelsKnown = cur.Labels, true
+			current, currentKnown = cur.Labels, true
 		}
 	}
 	if stale {
@@ -530,7 +537,9 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		log.Warn("recording the comment posted", slog.Any("error", err))
 	}
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
-	a.applyLabels(pctx, client, ch, out, labels, labelsKnown)
+	if labelled {
+		a.applyLabels(pctx, client, ch.Repo, ch.Number, labels, current, currentKnown)
+	}
 	posted = len(errs) == 0
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), out.err))
