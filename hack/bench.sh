@@ -7,7 +7,40 @@ cd "$(dirname "$0")/.."
 # installed go is older (GOTOOLCHAIN=local would refuse instead).
 export GOTOOLCHAIN=go1.27.4
 echo "== go test -bench (render, plan, diff)"
-go test -run '^$' -bench . -benchmem -count 1 ./internal/render/... ./internal/plan/... ./internal/diff/... ./internal/preview/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS|FAIL)' || true
+gobench=$(mktemp)
+trap 'rm -f "$gobench"' EXIT
+go test -run '^$' -bench . -benchmem -count 1 ./internal/render/... ./internal/plan/... ./internal/diff/... ./internal/preview/... 2>/dev/null >"$gobench" || true
+grep -E '^(Benchmark|ok|PASS|FAIL)' "$gobench" || true
+
+# What the risk classes cost (#34): the report of 500 apps with 50 changed and of 5,000 with 50 written without and
+# with classification, alternately in one run (internal/report BenchmarkReportClassification), and the time the
+# classes add as a share of the whole preview of the same fleet (BenchmarkScale above, cold). It fails when that
+# share exceeds FLEETWAVE_BENCH_MAX_CLASSIFY_PCT (default 3: "a few percent" of the preview).
+echo
+echo "== risk classification: the report without and with classes (internal/report), and its share of the preview"
+go test -run '^$' -bench 'ReportGrouping|ReportClassification' -benchtime 3s -benchmem -count 1 ./internal/report/ 2>/dev/null >>"$gobench" || true
+grep -E '^BenchmarkReport(Grouping|Classification)' "$gobench" || true
+awk -v max="${FLEETWAVE_BENCH_MAX_CLASSIFY_PCT:-3}" '
+  function size(name) { sub(/^[^\/]*\//, "", name); sub(/-[0-9]+$/, "", name); return name }
+  $1 ~ /^BenchmarkScale\// && $1 !~ /-warm/ { for (i = 2; i < NF; i++) if ($(i+1) == "ns/op") scale[size($1)] = $i }
+  $1 ~ /^BenchmarkReportClassification\// {
+    n = size($1); order[++k] = n
+    for (i = 2; i < NF; i++) { u = $(i+1); if (u == "ns-plain/op") plain[n] = $i; if (u == "ns-classified/op") cls[n] = $i; if (u == "classified/plain") ratio[n] = $i }
+  }
+  END {
+    bad = 0
+    for (j = 1; j <= k; j++) {
+      n = order[j]; added = cls[n] - plain[n]
+      line = sprintf("%s: report %.1f ms without classes, %.1f ms with (x%.2f)", n, plain[n] / 1e6, cls[n] / 1e6, ratio[n])
+      if (scale[n] > 0) {
+        pct = 100 * added / scale[n]
+        line = line sprintf("; %+.1f ms = %+.2f%% of the preview (BenchmarkScale %s: %.0f ms)", added / 1e6, pct, n, scale[n] / 1e6)
+        if (pct > max) { line = line sprintf(" — over %s%%", max); bad = 1 }
+      }
+      print line
+    }
+    exit bad
+  }' "$gobench"
 corpus="${FLEETWAVE_FIDELITY_DIR:-$(cd .. && pwd)/shared/fidelity}"
 if [ -d "$corpus/cases" ]; then
   echo

@@ -12,7 +12,9 @@ if [[ -z "$chromium" || ! -d "$here/node_modules/mermaid" ]]; then
   exit 2
 fi
 mkdir -p "$root/docs/pictures"
-node "$here/render.mjs" "$out" "$root/internal/preview/testdata/example-plan.md" "$root/internal/preview/testdata/fleet-500-one-value.md"
+# The class summary: the head of the example's comment, up to its "Needs attention" list.
+awk '/^\*\*Needs attention\*\*/ { exit } { print }' "$root/internal/preview/testdata/example-plan.md" >"$out/class-summary.md"
+node "$here/render.mjs" "$out" "$root/internal/preview/testdata/example-plan.md" "$root/internal/preview/testdata/fleet-500-one-value.md" "$out/class-summary.md"
 shot() { # page, picture, height
   "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars \
     --user-data-dir="$out/profile" --virtual-time-budget=30000 --window-size=1040,"$3" \
@@ -21,3 +23,4 @@ shot() { # page, picture, height
 }
 shot example-plan "$root/docs/pictures/comment-example.png" 1500
 shot fleet-500-one-value "$root/docs/pictures/comment-fleet-500.png" 1100
+shot class-summary "$root/docs/pictures/comment-classes.png" 800

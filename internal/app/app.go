@@ -65,6 +65,7 @@ type App struct {
 	merged     *recent            // merge SHAs already handed to Merges
 	goneGroups *recent            // merge queue groups destroyed ("owner/name@head_ref")
 	previews   Previews           // changes previewed or being previewed, check runs per head (WithPreviews)
+	acks       *ackChecks         // the plan checks of heads awaiting an acknowledgement (acknowledge.go)
 	// discovered keeps the files discovery parsed, across pull requests and repositories: a preview of a large
 	// repository parses only what changed since the revisions already seen.
 	discovered *discover.ScanCache
@@ -191,7 +192,7 @@ func New(github GitHubFactory, clones Clones, renderer preview.Renderer, opts ..
 		return nil, errors.New("creating the app: a GitHub client factory, a clone cache and a renderer are required")
 	}
 	a := &App{github: github, clones: clones, renderer: renderer, now: time.Now, fetchWaits: mergeFetchWaits,
-		prs: map[prKey]*prState{}, merged: newRecent(1024), goneGroups: newRecent(1024), discovered: discover.NewScanCache(discoveryCacheFiles)}
+		prs: map[prKey]*prState{}, acks: newAckChecks(4096), merged: newRecent(1024), goneGroups: newRecent(1024), discovered: discover.NewScanCache(discoveryCacheFiles)}
 	for _, o := range opts {
 		o(a)
 	}

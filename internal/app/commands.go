@@ -124,7 +124,7 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 		return errors.Join(fmt.Errorf("running /%s on %s#%d: %w", res.Command, fullName, number, err),
 			reply(fmt.Sprintf("@%s: fleetwave could not read this pull request, so `/%s` was not run. Try again later.", login, res.Command)))
 	}
-	if branch := repo.GetDefaultBranch(); res.Command != command.Plan && (branch == "" || pr.BaseRef != branch) {
+	if branch := repo.GetDefaultBranch(); res.Command != command.Plan && res.Command != command.Acknowledge && (branch == "" || pr.BaseRef != branch) {
 		// Only the default branch rolls out (onMerged), and only its policy says who may steer a rollout.
 		log.Info("rollout command on a pull request not into the default branch: refused", slog.String("base", pr.BaseRef))
 		return reply(fmt.Sprintf("@%s: `/%s` was not run: this pull request is into `%s`, not the default branch; only a merge into the default branch is rolled out.",
@@ -155,6 +155,12 @@ func (a *App) onComment(ctx context.Context, e *gh.IssueCommentEvent) error {
 	if !dec.Allowed {
 		log.Info("command refused", slog.String("reason", dec.Reason))
 		return reply(dec.Reason)
+	}
+	if res.Command == command.Acknowledge {
+		recompute := func() error {
+			return a.OnPullRequest(ctx, changeOfAPI(e.GetInstallation().GetID(), repo, pr, "/acknowledge"))
+		}
+		return a.acknowledge(ctx, client, pr, fullName, login, recompute, reply)
 	}
 	if res.Command == command.Plan {
 		if pr.State == "closed" {

@@ -65,7 +65,9 @@
 //	                success  otherwise
 //	fleetwave/plan  failure  the policy is invalid (annotations at its errors' lines) or the plan breaks it
 //	                         (annotation on the app's manifest: at "automated:" for automated-sync, at its labels
-//	                         for an uncovered app; at the wave in the policy for unsatisfiable limits)
+//	                         for an uncovered app; at the wave in the policy for unsatisfiable limits), or the
+//	                         change carries a class the policy lists under acknowledge and nobody allowed has
+//	                         commented /acknowledge for the head (acknowledge.go)
 //	                neutral  nothing to roll out
 //	                success  otherwise
 //	both            failure  no preview could be made (fetch failed, bad revision): the change is unverified
@@ -80,6 +82,11 @@
 // request again when the check's head is still its head, updating the head's check runs. A /plan comment does
 // the same once authorised.
 //
+// # Labels
+//
+// After each preview of the head, the pull request gets the policy's labels of the risk classes present and
+// loses the policy's labels of those gone (labels.go); other labels are never touched.
+//
 // # GitHub's secondary rate limits
 //
 // Besides doing the work once per head (8 calls for a preview with a one-part comment, 5 of them
@@ -92,7 +99,8 @@
 // issue_comment created on a pull request: internal/command parses it; anything for fleetwave gets 👀; help,
 // unknown commands and usage errors get a reply. The actor's permission and team memberships are read from
 // GitHub and command.Authorize applies the release policy of the BASE branch (at the merge commit once merged) —
-// never the pull request's own policy, which its author controls. /plan recomputes; the rollout commands go to
+// never the pull request's own policy, which its author controls. /plan recomputes; /acknowledge records the
+// acknowledgement of the head's risk classes and publishes fleetwave/plan again (acknowledge.go); the rollout commands go to
 // the Commands port with the reply posted back. Check-run buttons (check_run requested_action) are mapped by
 // command.FromAction and authorised the same way with the policy at the check run's commit.
 //

@@ -26,6 +26,8 @@ var clientCalls = map[string]string{
 	"UpsertComment":    "issues:write",       // POST/PATCH /repos/{o}/{r}/issues/{n}/comments (PR comments are issue comments)
 	"Reply":            "issues:write",       // POST /repos/{o}/{r}/issues/{n}/comments
 	"React":            "issues:write",       // POST /repos/{o}/{r}/issues/comments/{id}/reactions
+	"AddLabels":        "issues:write",       // POST /repos/{o}/{r}/issues/{n}/labels (issues:write or pull_requests:write; the App has the first)
+	"RemoveLabel":      "issues:write",       // DELETE /repos/{o}/{r}/issues/{n}/labels/{name} (likewise)
 	"PullRequest":      "pull_requests:read", // GET /repos/{o}/{r}/pulls/{n}
 	"PullRequestFiles": "pull_requests:read", // GET /repos/{o}/{r}/pulls/{n}/files
 }

@@ -39,12 +39,21 @@ type Permissions interface {
 	IsTeamMember(ctx context.Context, team, user string) (bool, error)
 }
 
+// Labels puts labels on a pull request and takes them off (the release policy's labels per risk class).
+type Labels interface {
+	// AddLabels adds labels (GitHub creates those the repository lacks); labels already there stay.
+	AddLabels(ctx context.Context, repo string, number int, labels []string) error
+	// RemoveLabel takes label off; a label not there is no error.
+	RemoveLabel(ctx context.Context, repo string, number int, label string) error
+}
+
 // GitHub is every role: what one installation's client does for the use cases.
 type GitHub interface {
 	PullRequests
 	CheckRuns
 	Conversation
 	Permissions
+	Labels
 }
 
 // GitHubFactory returns the GitHub client of an installation (internal/github App.Client).

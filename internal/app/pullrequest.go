@@ -257,6 +257,9 @@ func (a *App) showAgain(ctx context.Context, ch Change, k store.PreviewKey) erro
 	if err := a.previews.ShowComment(pctx, k); err != nil {
 		log.Warn("recording the comment shown", slog.Any("error", err))
 	}
+	if l, ok := labelsIn(parts); ok {
+		a.applyLabels(pctx, client, ch.Repo, ch.Number, l, cur.Labels, true) // the head's labels come back with its comment
+	}
 	log.Info("the pull request's head returned to a commit already previewed: its comment is shown again, not recomputed",
 		slog.String("was", text.Short(shown.Head, 7)))
 	return nil
@@ -279,7 +282,7 @@ func previewKey(ch Change) store.PreviewKey {
 // when the change was previewed already.
 func forced(reason string) bool {
 	switch reason {
-	case "rerequested", "suite rerequested", "/plan":
+	case "rerequested", "suite rerequested", "/plan", "/acknowledge":
 		return true
 	}
 	return false
@@ -493,6 +496,14 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		diffRun = a.diffCheck(ctx, ch, out)
 		planRun = a.planCheck(ctx, ch, out)
 	}
+	var gate ackGate // the classes a person must acknowledge for the check to pass (acknowledge.go)
+	if out.err == nil {
+		gate = a.ackNeeded(ctx, ch, out)
+	}
+	labels, labelled := labelsOf(out) // the policy's labels of the classes present (labels.go)
+	if labelled {
+		parts = withLabels(parts, labels)
+	}
 
 	st := a.state(key)
 	st.mu.Lock()
@@ -500,9 +511,12 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	// Once decided, post everything: a newer head cancelling ctx now must not leave half a comment.
 	pctx := context.WithoutCancel(ctx)
 	stale := st.head != "" && st.head != ch.Head
+	var current []string // the pull request's labels, when read
+	currentKnown := false
 	if !stale {
-		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil && cur.HeadSHA != "" && cur.HeadSHA != ch.Head {
-			stale = true
+		if cur, err := client.PullRequest(pctx, ch.Repo, ch.Number); err == nil {
+			stale = cur.HeadSHA != "" && cur.HeadSHA != ch.Head
+			current, currentKnown = cur.Labels, true
 		}
 	}
 	if stale {
@@ -513,6 +527,7 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 	if out.err == nil {
 		// Before the check can pass: automated sync off for the apps the merge will roll out (holds.go).
 		applyHold(&planRun, a.holdAutomated(pctx, ch, out, false))
+		planRun, parts = a.applyAcknowledge(pctx, ch, gate, planRun, parts)
 	}
 	var errs []error
 	if _, err := client.UpsertComment(pctx, ch.Repo, ch.Number, parts); err != nil {
@@ -522,6 +537,9 @@ func (a *App) publish(ctx context.Context, client GitHub, key prKey, ch Change, 
 		log.Warn("recording the comment posted", slog.Any("error", err))
 	}
 	errs = append(errs, a.completeChecks(pctx, client, ch, ids, diffRun, planRun, started)...)
+	if labelled {
+		a.applyLabels(pctx, client, ch.Repo, ch.Number, labels, current, currentKnown)
+	}
 	posted = len(errs) == 0
 	if out.err != nil {
 		errs = append(errs, fmt.Errorf("previewing %s#%d at %s: %w", ch.Repo, ch.Number, text.Short(ch.Head, 7), out.err))

@@ -38,6 +38,9 @@ func TestParse(t *testing.T) {
 		{name: "rollback a wave", comment: Comment{Body: "/rollback canary"},
 			want: Result{Command: Rollback, Args: []string{"canary"}, Target: "canary"}},
 		{name: "plan", comment: Comment{Body: "/plan"}, want: Result{Command: Plan, Args: []string{}}},
+		{name: "acknowledge", comment: Comment{Body: "/Acknowledge\nthe CRD change is backwards compatible"}, want: Result{Command: Acknowledge, Args: []string{}}},
+		{name: "acknowledge takes no argument", comment: Comment{Body: "/acknowledge crd"},
+			respContains: []string{"`/acknowledge` takes no argument", "Usage: `/acknowledge`"}},
 		{name: "help", comment: Comment{Body: "/help"}, respContains: []string{"| `/rollback [wave|all]` |", "| `/pause` |"},
 			want: Result{Command: Help, Args: []string{}}},
 		{name: "unknown command gets help", comment: Comment{Body: "/deploy now"},
@@ -92,6 +95,7 @@ commands:
 		"| `/rollback [wave|all]` | sync the apps the rollout touched back to their previous revision, from that wave on (default: all) | membership of org/sre |",
 		"| `/pause` | finish the syncs in flight and start no new one | triage permission |",
 		"| `/abort [keep-automated-off]` | end the rollout: no new syncs, nothing rolled back; automated sync restored unless keep-automated-off | write permission |",
+		"| `/acknowledge` | acknowledge the risk classes the policy asks a person to acknowledge, for the pull request's current head | write permission |",
 		"| `/help` | show this help | anyone |",
 	} {
 		if !strings.Contains(h, want) {
@@ -151,6 +155,10 @@ commands:
 		{name: "plan with triage by default", pol: nil, req: Request{Command: Plan, Actor: plan.Actor{Login: "t", Permission: plan.PermTriage}}, allow: true},
 		{name: "plan refused for read", pol: nil, req: Request{Command: Plan, Actor: reader}, reason: "/plan needs triage permission"},
 		{name: "default policy: rollback with write", pol: nil, req: Request{Command: Rollback, Actor: writer}, allow: true},
+		{name: "acknowledge with write by default", pol: nil, req: Request{Command: Acknowledge, Actor: writer}, allow: true},
+		{name: "acknowledge refused for read", pol: nil, req: Request{Command: Acknowledge, Actor: reader},
+			reason: "@bob: /acknowledge needs write permission (your permission on the repository: read)."},
+		{name: "acknowledge from a fork", pol: nil, req: Request{Command: Acknowledge, Actor: writer, FromFork: true}, reason: "from a fork"},
 		{name: "unknown command", pol: nil, req: Request{Command: "deploy", Actor: writer}, reason: "not a fleetwave command"},
 	}
 	for _, tt := range tests {
@@ -182,6 +190,7 @@ func TestFromAction(t *testing.T) {
 		{"rollback", "", Result{Command: Rollback, Target: TargetAll}, true},
 		{"rollback", "canary", Result{Command: Rollback, Target: "canary"}, true},
 		{"plan", "", Result{}, false},
+		{"acknowledge", "", Result{}, false},
 		{"format-disk", "", Result{}, false},
 	}
 	for _, tt := range tests {

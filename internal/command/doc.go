@@ -12,6 +12,7 @@
 //	/approve [wave]         pass the approval gate of a wave (default: the wave awaiting approval)
 //	/rollback [wave|all]    sync the apps the rollout touched back to their previous revision (default: all)
 //	/plan                   recompute the wave plan
+//	/acknowledge            acknowledge the risk classes the policy asks a person to acknowledge (current head only)
 //	/help                   list the commands
 //
 // Only that first line counts: the lines after it are free text (a reason, a quote), and a "/" further down
@@ -28,8 +29,8 @@
 // Authorize is a pure function of the command, the comment's context and the release policy: commands in an
 // edited comment and comments on a PR from a fork are refused (the edit could change what a reviewer saw; a
 // fork's author is not a collaborator of the repository), then plan.Policy.Allowed applies the policy's
-// commands rules (GitHub permission or team slugs; defaults: write for rollout commands, triage for /plan) and,
-// for /approve, the wave's approval teams. /help is always allowed. The Decision carries the reason to reply.
+// commands rules (GitHub permission or team slugs; defaults: write for rollout commands and /acknowledge, triage
+// for /plan) and, for /approve, the wave's approval teams. /help is always allowed. The Decision carries the reason to reply.
 //
 // Check-run buttons (check_run requested_action) go through FromAction, which maps a button identifier to the
 // same Result, so a button and a slash command are authorised alike.

@@ -22,6 +22,9 @@ const (
 	Rollback Name = "rollback"
 	Plan     Name = "plan"
 	Help     Name = "help"
+	// Acknowledge lets the pull request's current head pass the plan check although its change carries risk
+	// classes the policy asks a person to acknowledge (acknowledge: in .fleetwave.yaml).
+	Acknowledge Name = "acknowledge"
 )
 
 // TargetAll is the Target of "/rollback all" (and of a bare /rollback).
@@ -46,6 +49,7 @@ var specs = []spec{
 	{Approve, "[wave]", 1, "pass the approval gate of a wave (default: the wave awaiting approval)"},
 	{Rollback, "[wave|all]", 1, "sync the apps the rollout touched back to their previous revision, from that wave on (default: all)"},
 	{Plan, "", 0, "recompute the wave plan"},
+	{Acknowledge, "", 0, "acknowledge the risk classes the policy asks a person to acknowledge, for the pull request's current head"},
 	{Help, "", 0, "show this help"},
 }
 

@@ -493,3 +493,38 @@ func TestNewAppValidates(t *testing.T) {
 		}
 	}
 }
+
+// Labels go on a pull request in the body GitHub documents, names with spaces and colons are escaped in the
+// path, a label already there stays once, and removing one that is not there is no error.
+func TestLabels(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if err := e.client.AddLabels(ctx, testRepo, 7, []string{"risk: crd", "images"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.AddLabels(ctx, testRepo, 7, []string{"Images"}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := e.client.PullRequest(ctx, testRepo, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(pr.Labels, ","); got != "risk: crd,images" {
+		t.Errorf("labels %q, want risk: crd,images", got)
+	}
+	if err := e.client.RemoveLabel(ctx, testRepo, 7, "risk: crd"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.client.RemoveLabel(ctx, testRepo, 7, "risk: crd"); err != nil {
+		t.Errorf("removing a label not there: %v", err)
+	}
+	if got := e.fake.Labels(testRepo, 7); len(got) != 1 || got[0] != "images" {
+		t.Errorf("labels %q, want images", got)
+	}
+	if err := e.client.AddLabels(ctx, testRepo, 99, []string{"x"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("labelling a missing pull request: %v", err)
+	}
+	if got := ops(e.fake.Requests()); got["issues/add-labels"] != 3 || got["issues/remove-label"] != 2 {
+		t.Errorf("requests %v", got)
+	}
+}

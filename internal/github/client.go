@@ -58,13 +58,14 @@ type Services struct {
 	Repos     ReposAPI
 	Teams     TeamsAPI
 	Reactions ReactionsAPI
+	Labels    LabelsAPI // nil: the client does not label (AddLabels and RemoveLabel fail)
 }
 
 // ServicesOf returns the services of a go-github client.
 func ServicesOf(c *gh.Client) Services {
 	return Services{
 		Issues: c.Issues, Checks: c.Checks, Pulls: c.PullRequests, Repos: c.Repositories, Teams: c.Teams,
-		Reactions: c.Reactions,
+		Reactions: c.Reactions, Labels: issueLabels{c},
 	}
 }
 

@@ -26,6 +26,8 @@ type PullRequest struct {
 	BaseSHA      string
 	BaseRef      string
 	BaseRepo     string
+	// Labels are the names of the pull request's labels.
+	Labels []string
 }
 
 // FromFork reports whether the head branch lives in another repository — or in none GitHub still knows (a
@@ -60,7 +62,16 @@ func (c *Client) PullRequest(ctx context.Context, repo string, number int) (Pull
 		HeadSHA: pr.GetHead().GetSHA(), HeadRef: pr.GetHead().GetRef(), HeadRepo: pr.GetHead().GetRepo().GetFullName(),
 		HeadCloneURL: pr.GetHead().GetRepo().GetCloneURL(),
 		BaseSHA:      pr.GetBase().GetSHA(), BaseRef: pr.GetBase().GetRef(), BaseRepo: pr.GetBase().GetRepo().GetFullName(),
+		Labels: labelNames(pr.Labels),
 	}, nil
+}
+
+func labelNames(ls []*gh.Label) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.GetName())
+	}
+	return out
 }
 
 // PullRequestFiles lists the files pull request number changes, all pages (GitHub lists at most 3,000).

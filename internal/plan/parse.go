@@ -61,7 +61,7 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 	var apiVersionSeen, wavesSeen bool
 	var requireCanaryKey *yaml.Node
 	var waveNodes []*yaml.Node
-	known := []string{"apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "tracks", "waves"}
+	known := []string{"acknowledge", "apiVersion", "appKindLabel", "automatedSync", "commands", "diff", "labels", "onConflict", "onFailure", "outOfPlanSync", "prune", "requireCanary", "tracks", "waves"}
 	fs, ok := ps.mapping(root, "the policy")
 	if !ok {
 		return p
@@ -121,6 +121,10 @@ func (ps *parser) policy(root *yaml.Node) *Policy {
 			p.Diff = ps.diffSettings(f.val)
 		case "tracks":
 			ps.tracks(f.val, p)
+		case "labels":
+			ps.labels(f.val, p)
+		case "acknowledge":
+			ps.acknowledge(f.val, p)
 		}
 	})
 	if !ok {

@@ -220,7 +220,7 @@ func parseErrorCases() []parseErrorCase {
 		{"gate threshold not a number", head + "  - name: a\n    selector: {}\n    gates: [{prometheus: {url: 'http://p', query: up, max: .inf}}]\n", []string{
 			`p.yaml:5:60: wave "a" gates[0] prometheus max must be a finite number, not ".inf" (hint: write a number such as 0.01)`}},
 		{"unknown command", head + "  - {name: a, selector: {}}\ncommands:\n  deploy: {permission: write}\n", []string{
-			`p.yaml:5:3: unknown field "deploy" in commands (hint: known fields: abort, approve, pause, plan, resume, rollback)`}},
+			`p.yaml:5:3: unknown field "deploy" in commands (hint: known fields: abort, acknowledge, approve, pause, plan, resume, rollback)`}},
 		{"bad permission and empty rule", head + "  - {name: a, selector: {}}\ncommands:\n  pause: {permission: owner}\n  abort: {}\n", []string{
 			`p.yaml:5:23: commands.pause.permission: unknown permission "owner" (hint: use read, triage, write, maintain or admin)`,
 			`p.yaml:6:3: commands.abort says nobody may run /abort (hint: give a permission (read, triage, write, maintain, admin) and/or teams)`}},
@@ -252,6 +252,18 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:5:1: track "A" has the name of a wave (hint: a oneWave track's apps go in a wave of its name; name the track otherwise)`}},
 		{"empty track classes", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: []}\n", []string{
 			`p.yaml:5:27: track 1: classes is empty (hint: name the risk classes that take this track)`}},
+		{"labels of unknown classes", head + "  - {name: a, selector: {}}\nlabels:\n  crd: 'risk: crd'\n  images: images\n  metadata: ''\n  scale: ' scale'\n  image: [a]\n", []string{
+			`p.yaml:6:3: labels: unknown class "images" (hint: classes are ` + classList() + `)`,
+			`p.yaml:7:13: labels.metadata is empty (hint: name the pull-request label this class puts on the change)`,
+			`p.yaml:8:10: labels.scale: " scale" has spaces around it (hint: GitHub trims label names; write it without the spaces around it)`,
+			`p.yaml:9:10: labels.image must be a string, not a list`}},
+		{"acknowledge unknown and repeated classes", head + "  - {name: a, selector: {}}\nacknowledge: [crd, crds, crd]\n", []string{
+			`p.yaml:4:20: acknowledge: unknown class "crds" (hint: classes are ` + classList() + `)`,
+			`p.yaml:4:26: acknowledge: class "crd" is listed twice (hint: name each class once)`}},
+		{"acknowledge empty", head + "  - {name: a, selector: {}}\nacknowledge: []\n", []string{
+			`p.yaml:4:14: acknowledge is empty (hint: name the risk classes a person must acknowledge, or leave acknowledge out)`}},
+		{"labels not a mapping", head + "  - {name: a, selector: {}}\nlabels: [crd]\n", []string{
+			`p.yaml:4:9: labels must be a mapping, not a list`}},
 		{"several errors in file order", head + "  - name: a\n    selector: {}\n    soak: forever\n  - name: b\n    selectr: {}\n", []string{
 			`p.yaml:5:11: wave "a" soak: "forever" is not a duration (hint: write a Go duration such as 90s, 10m or 1h30m)`,
 			`p.yaml:6:5: wave "b" has no selector (hint: use selector: {} to take every app no earlier wave took)`,

@@ -92,6 +92,11 @@ type Policy struct {
 	// Tracks choose an app's way through the waves by the risk classes of its change (tracks.go); none: every
 	// app takes the policy's waves as written.
 	Tracks []Track
+	// Labels are the pull-request labels a change's risk classes put on it (labels.go), most serious class first.
+	Labels []ClassLabel
+	// Acknowledge are the risk classes that fail the plan check until a person acknowledges them for the pull
+	// request's head (labels.go), most serious first.
+	Acknowledge []string
 	// Warnings are things a valid policy says that are probably not meant (unreachable waves, zero limits).
 	Warnings []Diagnostic
 
@@ -238,7 +243,7 @@ func (p Permission) rank() int {
 
 // CommandNames are the slash commands a policy may restrict, sorted.
 func CommandNames() []string {
-	return []string{"abort", "approve", "pause", "plan", "resume", "rollback"}
+	return []string{"abort", "acknowledge", "approve", "pause", "plan", "resume", "rollback"}
 }
 
 // DefaultCommandRules are the rules of commands a policy does not mention.
@@ -250,6 +255,8 @@ func DefaultCommandRules() map[string]CommandRule {
 		"approve":  {Permission: PermWrite},
 		"rollback": {Permission: PermWrite},
 		"plan":     {Permission: PermTriage},
+		// acknowledge lets a change carrying the policy's acknowledge classes pass the plan check.
+		"acknowledge": {Permission: PermWrite},
 	}
 }
 

@@ -94,7 +94,8 @@ func TestAnswersHaveGitHubsShape(t *testing.T) {
 		Annotations: []map[string]any{{"path": "a.yaml"}}}
 	open := &PullRequest{Number: 7, Title: "Bump guestbook", Author: "alice", State: "open", HeadSHA: sha, HeadRef: "bump",
 		HeadRepo: repo, BaseSHA: strings.Repeat("b", 40), BaseRef: "main",
-		Files: []File{{Filename: "apps/guestbook/values.yaml", Status: "modified", Additions: 2, Deletions: 1}}}
+		Files:  []File{{Filename: "apps/guestbook/values.yaml", Status: "modified", Additions: 2, Deletions: 1}},
+		Labels: []string{"risk: crd", "images"}}
 	draftFork := &PullRequest{Number: 8, Title: "From a fork", Author: "bob", State: "open", Draft: true, HeadSHA: sha,
 		HeadRef: "patch-1", HeadRepo: "bob/gitops", BaseSHA: sha, BaseRef: "main"}
 	merged := &PullRequest{Number: 9, Title: "Merged", Author: "alice", State: "closed", Merged: true,
@@ -129,6 +130,11 @@ func TestAnswersHaveGitHubsShape(t *testing.T) {
 		{"created comment", "issues/create-comment", 201, s.commentJSON(bot)},
 		{"refused comment", "issues/create-comment", 422, refusedBody},
 		{"edited comment", "issues/update-comment", 200, s.commentJSON(bot)},
+		{"labels added", "issues/add-labels", 200, labelsJSON(repo, []string{"risk: crd", "images"})},
+		{"label refused", "issues/add-labels", 422, refusedBody},
+		{"label removed", "issues/remove-label", 200, labelsJSON(repo, []string{"images"})},
+		{"last label removed", "issues/remove-label", 200, labelsJSON(repo, nil)},
+		{"label not there", "issues/remove-label", 404, map[string]any{"message": "Label does not exist", "documentation_url": "https://docs.github.com/rest"}},
 		{"reaction created", "reactions/create-for-issue-comment", 201, s.reactionJSON(Reaction{ID: 31, CommentID: 12, Content: "eyes", User: "fleetwave[bot]"}, "Bot")},
 		{"reaction exists", "reactions/create-for-issue-comment", 200, s.reactionJSON(Reaction{ID: 31, CommentID: 12, Content: "+1", User: "alice"}, "User")},
 		{"queued run", "checks/create", 201, s.checkRunJSON(queued)},

@@ -94,6 +94,8 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/repos/acme/gitops/pulls/7/files", "pulls/list-files", "pull_number", "7"},
 		{"GET", "/repos/acme/gitops/collaborators/alice%5Bbot%5D/permission", "repos/get-collaborator-permission-level", "username", "alice[bot]"},
 		{"GET", "/orgs/acme/teams/sre/memberships/alice", "teams/get-membership-for-user-in-org", "team_slug", "sre"},
+		{"POST", "/repos/acme/gitops/issues/7/labels", "issues/add-labels", "issue_number", "7"},
+		{"DELETE", "/repos/acme/gitops/issues/7/labels/risk:%20crd", "issues/remove-label", "name", "risk: crd"},
 		{"POST", "/app/installations/5/access_tokens", "apps/create-installation-access-token", "installation_id", "5"},
 	}
 	for _, tt := range tests {

@@ -350,7 +350,7 @@ func (s *Server) pullJSON(repo string, pr *PullRequest) map[string]any {
 		"assignees":             []any{},
 		"requested_reviewers":   []any{},
 		"requested_teams":       []any{},
-		"labels":                []any{},
+		"labels":                labelsJSON(repo, pr.Labels),
 		"milestone":             nil,
 		"auto_merge":            nil,
 		"comments":              0,
@@ -423,4 +423,23 @@ func membershipJSON(org, team, user, state string) map[string]any {
 		"role":  "member",
 		"state": state,
 	}
+}
+
+// labelJSON is label name of repo as GitHub answers it: a label GitHub created when it was first added has no
+// description and GitHub's default colour.
+func labelJSON(repo, name string) map[string]any {
+	id := stableID("label", repo+":"+strings.ToLower(name))
+	return map[string]any{
+		"id": id, "node_id": nodeID("LA", id), "name": name, "description": nil, "color": "ededed", "default": false,
+		"url": fmt.Sprintf("%s/repos/%s/labels/%s", apiBase, repo, url.PathEscape(name)),
+	}
+}
+
+// labelsJSON are the labels names of repo.
+func labelsJSON(repo string, names []string) []any {
+	out := []any{}
+	for _, n := range names {
+		out = append(out, labelJSON(repo, n))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -166,6 +167,57 @@ func (s *Server) createReaction(c call) answer {
 	r := Reaction{ID: s.id(), CommentID: cm.ID, Content: content, User: login}
 	s.reactions[cm.ID] = append(s.reactions[cm.ID], r)
 	return jsonAnswer(http.StatusCreated, s.reactionJSON(r, typ))
+}
+
+// --- labels ----------------------------------------------------------------------------------------------
+
+// issue is the pull request an issues/... call names by issue_number.
+func (s *Server) issue(c call) (*PullRequest, bool) {
+	number, _ := strconv.Atoi(c.params["issue_number"])
+	pr, ok := s.pulls[fmt.Sprintf("%s#%d", c.repo(), number)]
+	return pr, ok
+}
+
+// addLabels adds labels to a pull request, as GitHub does: a label already there stays once (names compare
+// case-insensitively), one the repository lacks is created; the answer is every label of the issue.
+func (s *Server) addLabels(c call) answer {
+	pr, ok := s.issue(c)
+	if !ok {
+		return notFound(c)
+	}
+	items, _ := c.body["labels"].([]any)
+	for _, it := range items {
+		name, _ := it.(string)
+		if m, ok := it.(map[string]any); ok {
+			name, _ = m["name"].(string)
+		}
+		if strings.TrimSpace(name) == "" {
+			return validationFailed(c, "Label", "name", "name cannot be blank")
+		}
+		if !slicesContainsFold(pr.Labels, name) {
+			pr.Labels = append(pr.Labels, name)
+		}
+	}
+	return jsonAnswer(http.StatusOK, labelsJSON(c.repo(), pr.Labels))
+}
+
+// removeLabel takes a label off a pull request; GitHub answers 404 "Label does not exist" when it is not there.
+func (s *Server) removeLabel(c call) answer {
+	pr, ok := s.issue(c)
+	if !ok {
+		return notFound(c)
+	}
+	name := c.params["name"]
+	i := slices.IndexFunc(pr.Labels, func(l string) bool { return strings.EqualFold(l, name) })
+	if i < 0 {
+		return message(http.StatusNotFound, "Label does not exist", c.op.doc)
+	}
+	pr.Labels = slices.Delete(pr.Labels, i, i+1)
+	return jsonAnswer(http.StatusOK, labelsJSON(c.repo(), pr.Labels))
+}
+
+func slicesContainsFold(list []string, s string) bool {
+	return slices.ContainsFunc(list, func(x string) bool { return strings.EqualFold(x, s) })
 }
 
 // --- check runs ------------------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ type PullRequest struct {
 	BaseSHA        string
 	BaseRef        string
 	Files          []File
+	// Labels are the names of its labels, in the order they were added.
+	Labels []string
 }
 
 // File is a file a pull request changes.
@@ -190,4 +192,14 @@ func (s *Server) Reactions(commentID int64) []Reaction {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Reaction(nil), s.reactions[commentID]...)
+}
+
+// Labels returns the names of the labels on pull request number, in the order they were added.
+func (s *Server) Labels(repo string, number int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr, ok := s.pulls[fmt.Sprintf("%s#%d", repo, number)]; ok {
+		return append([]string(nil), pr.Labels...)
+	}
+	return nil
 }
