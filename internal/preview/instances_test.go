@@ -40,7 +40,7 @@ func instancesRepo(t *testing.T) string {
 	dir := filepath.Join(t.TempDir(), "fleet")
 	write(t, dir, map[string]string{
 		"charts/hv/Chart.yaml":        "apiVersion: v2\nname: hv\nversion: 0.1.0\n",
-		"charts/hv/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hv}\ndata: {helm: {{ .Capabilities.HelmVersion.Version | quote }}}\n",
+		"charts/hv/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hv}\ndata: {helm: {{ .Capabilities.HelmVersion.Version | quote }}, kube: {{ .Capabilities.KubeVersion.Version | quote }}}\n",
 		"apps/us/generated.yaml": `apiVersion: argoproj.io/v1alpha1
 kind: ApplicationSet
 metadata: {name: previews, namespace: argocd}
@@ -202,6 +202,45 @@ func TestEveryAppKnowsItsInstance(t *testing.T) {
 	for name, inst := range want {
 		if got, ok := placed[name]; name != "stray" && (!ok || got != inst) {
 			t.Errorf("plan: %s placed %v with instance %q, want %q", name, ok, got, inst)
+		}
+	}
+}
+
+// TestRenderedAsItsOwnInstanceRendersIt: the same Application under two instances at different Argo CD versions
+// renders as each does — Helm 3 under Argo CD 3.4, Helm 4 from 3.5 (internal/render/target Helm4) — for each
+// instance's own cluster version, and the instance whose installation ID is set stamps it on what it tracks.
+func TestRenderedAsItsOwnInstanceRendersIt(t *testing.T) {
+	dir := instancesRepo(t)
+	eu := &instanceArgoCD{name: "eu", live: map[string][]*unstructured.Unstructured{}}
+	us := &instanceArgoCD{name: "us", live: map[string][]*unstructured.Unstructured{}}
+	inCluster := func(v string) []discover.Cluster {
+		return []discover.Cluster{{Name: "in-cluster", Server: discover.InClusterServer, KubeVersion: v}}
+	}
+	_, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: "main", Head: "change",
+		InstanceOf: byPath, Instances: map[string]Instance{
+			"eu": {ArgoCD: ArgoCD{Live: eu}, Settings: &render.Settings{ArgoCDVersion: "3.4", InstallationID: "argocd-eu"}, Clusters: inCluster("v1.29.4")},
+			"us": {ArgoCD: ArgoCD{Live: us}, Settings: &render.Settings{ArgoCDVersion: "3.6"}, Clusters: inCluster("v1.31.2")},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		inst                   *instanceArgoCD
+		app, helm, kube, stamp string
+	}{
+		{eu, "web-eu", "v3.", "v1.29.4", "argocd-eu"},
+		{us, "web-us", "v4.", "v1.31.2", ""},
+	} {
+		objs := tc.inst.live[tc.app]
+		if len(objs) != 1 {
+			t.Fatalf("%s: %d objects compared, want the chart's ConfigMap", tc.app, len(objs))
+		}
+		data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+		if !strings.HasPrefix(data["helm"], tc.helm) || data["kube"] != tc.kube {
+			t.Errorf("%s: rendered with Helm %q for Kubernetes %q, want %s… for %s", tc.app, data["helm"], data["kube"], tc.helm, tc.kube)
+		}
+		if got := objs[0].GetAnnotations()["argocd.argoproj.io/installation-id"]; got != tc.stamp {
+			t.Errorf("%s: installation ID %q, want %q", tc.app, got, tc.stamp)
 		}
 	}
 }
