@@ -8,6 +8,35 @@ import (
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
+// TestClusterGeneratorListsItsInstancesClusters: an ApplicationSet's cluster generator lists the clusters of the
+// instance that holds the set, not another instance's.
+func TestClusterGeneratorListsItsInstancesClusters(t *testing.T) {
+	files := map[string]string{"us/set.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: everywhere, namespace: argocd}
+spec:
+  generators: [{clusters: {}}]
+  template:
+    metadata: {name: 'web-{{name}}'}
+    spec: {project: default, source: {repoURL: '` + repoURL + `', path: x}, destination: {server: '{{server}}', namespace: x}}
+`}
+	inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo,
+		Instance: func(App) (string, error) { return "us", nil },
+		InstanceClusters: map[string][]Cluster{
+			"eu": {{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com"}},
+			"us": {{Name: "prd-us-1", Server: "https://prd-us-1.example.com"}, {Name: "prd-us-2", Server: "https://prd-us-2.example.com"}},
+		}})
+	var got []string
+	for _, a := range inv.Apps() {
+		got = append(got, a.Key+"@"+a.Instance+"/"+a.Cluster.Name)
+	}
+	// Argo CD adds its own in-cluster when no Secret declares it (each instance its own).
+	want := []string{"argocd/web-in-cluster@us/in-cluster", "argocd/web-prd-us-1@us/prd-us-1", "argocd/web-prd-us-2@us/prd-us-2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("apps %v, want %v (problems %v)", got, want, inv.Problems)
+	}
+}
+
 // TestAppsKnowTheirInstance: with Options.Instance, a file's app is held by the instance the resolver names, an
 // ApplicationSet's apps by the set's instance (whatever their own labels), and an app the resolver places nowhere
 // carries the resolver's reason; an instance with its own cluster list resolves its apps' destinations there

@@ -237,20 +237,27 @@ func (inv *Inventory) generate(set *v1alpha1.ApplicationSet, file, parent string
 		set.Namespace = inv.opts.ControlPlaneNamespace
 	}
 	key := set.Namespace + "/" + set.Name
-	inv.placeSet(set, key, file, parent)
+	pl := inv.placeSet(set, key, file, parent)
 	if kinds := liveGenerators(set); len(kinds) > 0 {
 		return inv.generateLive(set, key, file, parent, kinds)
 	}
+	gen := inv.gen
+	if cs, ok := inv.instanceClusters[pl.name]; ok && pl.err == nil {
+		// Its instance's cluster generator lists that instance's clusters.
+		g := *inv.gen
+		g.clusters = cs
+		gen = &g
+	}
 	var out []*App
 	for i, g := range set.Spec.Generators {
-		results, err := inv.gen.transform(g, set.Spec.Template, set, map[string]any{})
+		results, err := gen.transform(g, set.Spec.Template, set, map[string]any{})
 		if err != nil {
 			inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: %s", i+1, text.FirstLine(err.Error()))})
 			continue
 		}
 		for _, r := range results {
 			for _, p := range r.params {
-				app, err := inv.gen.t.renderApplication(r.template, set, p)
+				app, err := gen.t.renderApplication(r.template, set, p)
 				if err != nil {
 					inv.Problems = append(inv.Problems, Problem{File: file, App: key, Err: fmt.Errorf("generator %d: rendering template: %s", i+1, text.FirstLine(err.Error()))})
 					continue
