@@ -29,6 +29,7 @@ type Instance struct {
 type instance struct {
 	argocd   ArgoCD
 	settings render.Settings
+	clusters bool // it lists its own clusters (Instance.Clusters): its apps' destinations resolve there
 }
 
 // instances are the fleet's instances by name, "" (Input.ArgoCD, Input.Settings) always among them.
@@ -41,7 +42,7 @@ func newInstances(in Input) instances {
 		if i.Settings != nil {
 			s = *i.Settings
 		}
-		out[name] = &instance{argocd: i.ArgoCD, settings: s.WithDefaults()}
+		out[name] = &instance{argocd: i.ArgoCD, settings: s.WithDefaults(), clusters: i.Clusters != nil}
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
@@ -242,5 +243,35 @@ func TestRenderedAsItsOwnInstanceRendersIt(t *testing.T) {
 		if got := objs[0].GetAnnotations()["argocd.argoproj.io/installation-id"]; got != tc.stamp {
 			t.Errorf("%s: installation ID %q, want %q", tc.app, got, tc.stamp)
 		}
+	}
+}
+
+// TestDestinationOutsideItsInstance: an app whose destination is not among its own instance's clusters is refused
+// by the plan, saying which instance, even when the fleet-wide cluster list is empty.
+func TestDestinationOutsideItsInstance(t *testing.T) {
+	dir := instancesRepo(t)
+	// far (held by us) deploys to eu's cluster prd-eu-1.
+	write(t, dir, map[string]string{"apps/us/far.yaml": strings.Replace(instanceApp("far", "path: charts/hv"),
+		"https://kubernetes.default.svc", "https://prd-eu-1.example.com", 1)})
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "far")
+	res, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: "main", Head: "change", Plan: true,
+		InstanceOf: byPath, Instances: map[string]Instance{
+			"eu": {Clusters: []discover.Cluster{{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com"}, {Name: "in-cluster", Server: discover.InClusterServer}}},
+			"us": {Clusters: []discover.Cluster{{Name: "prd-us-1", Server: "https://prd-us-1.example.com"}}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, v := range res.Plan.Violations {
+		if v.Rule == plan.RuleDestination {
+			msgs = append(msgs, v.Message)
+		}
+	}
+	want := []string{"app argocd/far: destination server https://prd-eu-1.example.com is not a cluster of Argo CD instance us: Argo CD refuses to sync it"}
+	slices.Sort(msgs)
+	if !slices.Equal(msgs, want) {
+		t.Errorf("destination violations:\n%s\nwant\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
 	}
 }

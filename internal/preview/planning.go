@@ -101,7 +101,7 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 		if !ok {
 			continue
 		}
-		if msg := destinationProblem(a, headInv); msg != "" {
+		if msg := destinationProblem(a, headInv, p.instances.of(a).clusters); msg != "" {
 			refused = append(refused, plan.Violation{App: a.App.Name, Namespace: a.App.Namespace, Cluster: ra.Cluster, Rule: plan.RuleDestination, Message: msg})
 			continue
 		}
@@ -123,16 +123,20 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 // destinationProblem says, in one line naming the app, why Argo CD refuses its destination: none at all, or a
 // cluster no cluster Secret declares (argo-cd v3.6.1 util/argo/argo.go GetDestinationCluster). A cluster is
 // unknown only when the fleet declares some: without cluster Secrets or --clusters, the destination is taken as
-// it is written. "" when the destination is valid.
-func destinationProblem(a *discover.App, inv *discover.Inventory) string {
+// it is written; an app of an instance with its own cluster list (Instance.Clusters) is checked against it.
+// "" when the destination is valid.
+func destinationProblem(a *discover.App, inv *discover.Inventory, instanceClusters bool) string {
 	d := a.App.Spec.Destination
 	switch {
 	case d.Server == "" && d.Name == "":
 		return fmt.Sprintf("app %s has no destination (neither server nor name): Argo CD refuses to sync it", a.Key)
-	case !a.ClusterKnown && len(inv.Clusters.Declared()) > 0:
+	case !a.ClusterKnown && (instanceClusters || len(inv.Clusters.Declared()) > 0):
 		what := "cluster " + d.Name
 		if d.Server != "" {
 			what = "server " + d.Server
+		}
+		if instanceClusters && a.Instance != "" {
+			return fmt.Sprintf("app %s: destination %s is not a cluster of Argo CD instance %s: Argo CD refuses to sync it", a.Key, what, a.Instance)
 		}
 		return fmt.Sprintf("app %s: destination %s is not a cluster any cluster Secret declares: Argo CD refuses to sync it", a.Key, what)
 	}
