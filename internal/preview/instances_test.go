@@ -275,3 +275,29 @@ func TestDestinationOutsideItsInstance(t *testing.T) {
 		t.Errorf("destination violations:\n%s\nwant\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// downLive is an instance whose live state cannot be read.
+type downLive struct{}
+
+func (downLive) CompareLive(context.Context, []LiveApp) ([]*report.Live, error) {
+	return nil, errors.New("dial tcp 10.0.0.1:443: connection refused")
+}
+
+// TestOneInstanceDownLeavesTheOthersCompared: an instance that cannot be read leaves only its apps without the
+// live state, with a note naming it; the other instance's apps are compared.
+func TestOneInstanceDownLeavesTheOthersCompared(t *testing.T) {
+	dir := instancesRepo(t)
+	us := &instanceArgoCD{name: "us", live: map[string][]*unstructured.Unstructured{}}
+	res, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: "main", Head: "change",
+		InstanceOf: byPath, Instances: map[string]Instance{"eu": {ArgoCD: ArgoCD{Live: downLive{}}}, "us": {ArgoCD: ArgoCD{Live: us}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := us.live["web-us"]; !ok {
+		t.Errorf("us compared %v, want web-us among them", slices.Sorted(maps.Keys(us.live)))
+	}
+	want := "live state not compared on Argo CD instance eu: dial tcp 10.0.0.1:443: connection refused"
+	if !slices.Contains(res.Report.Notes, want) {
+		t.Errorf("notes %q, want %q", res.Report.Notes, want)
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/report"
+	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // live compares the affected apps with their live state, each app in its own instance: one CompareLive per
-// instance that compares (an instance without a LiveComparer leaves its apps uncompared).
+// instance that compares (an instance without a LiveComparer leaves its apps uncompared). A named instance that
+// cannot be read leaves its apps uncompared with a note; the instance "" failing fails the run, as it did before
+// instances (the App then previews without the live state).
 func (p *pipeline) live(ctx context.Context, rep *report.Report) error {
 	apps := map[string][]LiveApp{}
 	idx := map[string][]int{}
@@ -44,11 +47,16 @@ func (p *pipeline) live(ctx context.Context, rep *report.Report) error {
 	var missing []string
 	for _, name := range names {
 		lives, err := p.instances[name].argocd.Live.CompareLive(ctx, apps[name])
-		if err != nil {
-			if name != "" {
-				return fmt.Errorf("instance %s: %w", name, err)
-			}
+		switch {
+		case err != nil && name == "":
 			return err
+		case err != nil:
+			// One instance that cannot be read leaves its apps uncompared, not the others'.
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("live state not compared on Argo CD instance %s: %s", name, text.FirstLine(err.Error())))
+			continue
 		}
 		for j, l := range lives {
 			if j >= len(idx[name]) {
