@@ -1,13 +1,12 @@
 package discover
 
 import (
-	"fmt"
-
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 )
 
 // InstanceFunc says which Argo CD instance holds an app of a fleet run by several (Options.Instance): its name,
-// or an error of one line when the app maps to no instance or to several.
+// or an error of one line when the app maps to no instance or to several, saying so ("maps to no Argo CD
+// instance (…)": internal/argocd/instances Set.Resolve's words).
 type InstanceFunc func(App) (string, error)
 
 // placement is an app's or an ApplicationSet's instance, or why it has none.
@@ -49,10 +48,12 @@ func (inv *Inventory) place(a *App) {
 	}
 }
 
+// ask is Options.Instance's answer for a; its error is kept as it is, a line meant to follow the app's name
+// ("maps to no Argo CD instance (…)", "maps to two instances: eu and us (…)").
 func (inv *Inventory) ask(a App) placement {
 	name, err := inv.opts.Instance(a)
 	if err != nil {
-		return placement{err: fmt.Errorf("no Argo CD instance: %w", err)}
+		return placement{err: err}
 	}
 	return placement{name: name}
 }

@@ -64,7 +64,7 @@ spec:
 		if i := strings.Index(a.File, "/"); i > 0 {
 			return a.File[:i], nil
 		}
-		return "", errors.New(a.File + " is in no instance's directory")
+		return "", errors.New("maps to no Argo CD instance (" + a.File + " is in no instance's directory)")
 	}
 	inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo, Instance: resolve, InstanceClusters: map[string][]Cluster{
 		"eu": {{Name: "in-cluster", Server: InClusterServer, KubeVersion: "v1.29.0"}},
@@ -73,7 +73,7 @@ spec:
 	want := map[string]struct{ instance, kube, err string }{
 		"argocd/web-eu": {"eu", "v1.29.0", ""}, "argocd/web-us": {"us", "v1.31.0", ""},
 		"argocd/fan-a": {"us", "v1.31.0", ""}, "argocd/fan-b": {"us", "v1.31.0", ""},
-		"argocd/stray": {"", "", "no Argo CD instance: stray.yaml is in no instance's directory"},
+		"argocd/stray": {"", "", "maps to no Argo CD instance (stray.yaml is in no instance's directory)"},
 	}
 	apps := inv.Apps()
 	if len(apps) != len(want) {

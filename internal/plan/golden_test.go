@@ -115,7 +115,7 @@ func TestGolden(t *testing.T) {
 		// One plan over two instances: clusters named with their instance, an app that maps to no instance unplaced.
 		{"instances", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, instanceApps(), []Unplaced{
 			{App: "web", Namespace: "argocd", Instance: "us", Cluster: "in-cluster", Reason: "helm template: parse error"},
-			{App: "stray", Namespace: "argocd", Cluster: "in-cluster", Reason: `app "stray" (stray): no Argo CD instance: apps/stray.yaml matches no instance's paths`}}},
+			{App: "stray", Namespace: "argocd", Cluster: "in-cluster", Reason: `app "stray" (stray): maps to no Argo CD instance (apps/stray.yaml matches no instance's paths)`}}},
 		{"incomplete-with-violations", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps(), []Unplaced{
 			{App: "web", Namespace: "argocd", Cluster: "in-cluster", Reason: "helm template: parse error"}}},
 	}

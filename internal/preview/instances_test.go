@@ -80,7 +80,7 @@ func byPath(a discover.App) (string, error) {
 	case strings.HasPrefix(a.File, "apps/us/"):
 		return "us", nil
 	}
-	return "", fmt.Errorf("%s matches no instance's paths", a.File)
+	return "", fmt.Errorf("maps to no Argo CD instance (%s matches no instance's paths)", a.File)
 }
 
 // instanceArgoCD plays every port of one Argo CD instance and records which apps each was asked about.
@@ -153,7 +153,7 @@ func TestEveryAppKnowsItsInstance(t *testing.T) {
 			t.Errorf("%s: instance %q, want %q", a.Name, a.Instance, inst)
 		}
 		if a.Name == "stray" {
-			if a.Status != report.StatusError || !strings.Contains(a.Error, "no Argo CD instance: apps/stray.yaml matches no instance's paths") {
+			if a.Status != report.StatusError || !strings.Contains(a.Error, `app "stray" (charts/hv): maps to no Argo CD instance (apps/stray.yaml matches no instance's paths)`) {
 				t.Errorf("stray: status %s, error %q; want an error with the resolver's reason", a.Status, a.Error)
 			}
 		} else if a.Status != report.StatusAdded {
