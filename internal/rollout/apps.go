@@ -81,10 +81,12 @@ func (d *driver) onTrigger(ctx context.Context, _, _ string) error {
 	return nil
 }
 
-// trackingAPI marks a step triggered as soon as Argo CD accepted its sync request.
+// trackingAPI marks a step triggered as soon as Argo CD accepted its sync request; inst is the instance whose
+// Argo CD it is.
 type trackingAPI struct {
 	ArgoCD
-	d *driver
+	d    *driver
+	inst string
 }
 
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
@@ -112,11 +114,15 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 	return app, nil
 }
 
-// newSession opens an argosync session (one shared application stream) for a batch; its stream connects in the
-// background (Session.WaitConnected). Rollbacks sync to a revision the app's targetRevision no longer resolves
-// to: they skip argosync's wait for the revision to resolve (a pinned sync; Argo CD then shows the app
-// OutOfSync until Git is reverted).
-func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) *argosync.Session {
+// newSession opens an argosync session (one shared application stream) on an instance's Argo CD; its stream
+// connects in the background (Session.WaitConnected). Rollbacks sync to a revision the app's targetRevision no
+// longer resolves to: they skip argosync's wait for the revision to resolve (a pinned sync; Argo CD then shows
+// the app OutOfSync until Git is reverted). nil when the instance is not configured.
+func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool, inst string) *argosync.Session {
+	argo, err := d.e.argoFor(inst)
+	if err != nil {
+		return nil
+	}
 	o := d.e.o
 	opts := argosync.Options{
 		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
@@ -127,32 +133,44 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) 
 	} else {
 		opts.Branch = sp.Execution.Branch // a forward sync goes only to apps tracking the merge's branch
 	}
-	return argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
+	return argosync.NewSession(ctx, trackingAPI{ArgoCD: argo, d: d, inst: inst}, opts)
 }
 
-// forwardSession is the driver's session for forward syncs (openForward), its stream connected.
-func (d *driver) forwardSession(ctx context.Context, sp *storedPlan) *argosync.Session {
-	s := d.openForward(ctx, sp)
-	s.WaitConnected(ctx, 10*time.Second)
+// forwardSession is the driver's session for forward syncs on an instance (openForward), its stream connected;
+// nil when the instance is not configured.
+func (d *driver) forwardSession(ctx context.Context, sp *storedPlan, inst string) *argosync.Session {
+	s := d.openForward(ctx, sp)[inst]
+	if s != nil {
+		s.WaitConnected(ctx, 10*time.Second)
+	}
 	return s
 }
 
 // openForward opens the driver's session for forward syncs, if it is not open yet, without waiting for its
 // stream: it is opened as soon as the rollout may start, so the stream's initial snapshot of the apps arrives
 // while the rollout's first wave is being set up. It is kept across batches and waves (one stream for the
-// whole rollout) and closed when the driver stops. Only the step goroutine calls it.
-func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Session {
+// whole rollout) and closed when the driver stops. One session per instance of the plan's apps that is
+// configured (a stream per instance). Only the step goroutine calls it.
+func (d *driver) openForward(ctx context.Context, sp *storedPlan) map[string]*argosync.Session {
 	d.mu.Lock()
 	fwd := d.fwd
 	d.mu.Unlock()
 	if fwd != nil {
 		return fwd
 	}
-	c := newAppCache(d.e.o.namespace, d.e.planKeys(sp))
+	keys := d.e.planKeys(sp)
+	c := newAppCache(d.e.o.namespace, keys)
 	d.mu.Lock()
 	d.cache = c
 	d.mu.Unlock()
-	fwd = d.newSession(ctx, sp, false) // its stream feeds the cache (trackingAPI.Watch): not under d.mu
+	fwd = map[string]*argosync.Session{}
+	for _, k := range keys {
+		if _, done := fwd[k.Instance]; done {
+			continue
+		}
+		// Its stream feeds the cache (trackingAPI.Watch): not under d.mu.
+		fwd[k.Instance] = d.newSession(ctx, sp, false, k.Instance)
+	}
 	d.mu.Lock()
 	d.fwd = fwd
 	d.mu.Unlock()
@@ -162,10 +180,12 @@ func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Sess
 func (d *driver) closeSessions() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.fwd != nil {
-		d.fwd.Close()
-		d.fwd = nil
+	for _, s := range d.fwd {
+		if s != nil {
+			s.Close()
+		}
 	}
+	d.fwd = nil
 }
 
 // readApp returns an app's state before working on it: from the stream's cache (a forward batch waited for the
@@ -184,13 +204,16 @@ func (d *driver) readApp(ctx context.Context, k store.AppKey, deadline time.Time
 	return app
 }
 
-// keyOf names an app as the store does (an app without a namespace lives in the control-plane namespace).
-func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey {
+// keyOf names an app of instance "" as the store does (an app without a namespace lives in the control-plane
+// namespace); keyOn one of another instance.
+func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey { return d.keyOn("", a) }
+
+func (d *driver) keyOn(inst string, a *v1alpha1.Application) store.AppKey {
 	ns := a.Namespace
 	if ns == "" {
 		ns = d.e.o.namespace
 	}
-	return store.AppKey{Namespace: ns, Name: a.Name}
+	return store.AppKey{Instance: inst, Namespace: ns, Name: a.Name}
 }
 
 func qualified(k store.AppKey) string {
@@ -212,6 +235,9 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
 // afterwards.
 func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+	if sess == nil {
+		return d.recordEarly(ctx, &stepRun{step: s, op: store.OpSync}, "not synced: "+instanceError(s.App.Instance).Error(), store.StepFailed)
+	}
 	// The sync timeout bounds each part of the app's work, whatever Argo CD does: an Argo CD that does not
 	// answer (gone away, a dead port-forward) fails the app when it is up; it does not hold the rollout forever.
 	app := d.readApp(ctx, s.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
@@ -227,6 +253,9 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 
 // rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
 func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
+	if sess == nil {
+		return d.recordEarly(ctx, &stepRun{step: s, op: store.OpRollback}, "not rolled back: "+instanceError(s.App.Instance).Error(), store.StepFailed)
+	}
 	app := d.readApp(ctx, s.App, time.Time{})
 	if ctx.Err() != nil {
 		return s.State
@@ -235,7 +264,7 @@ func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r stor
 	if automatedOn(app) {
 		// Argo CD refuses a rollback (and a sync to another revision) while automated sync is on, and would sync
 		// the app forward again by itself.
-		if err := d.disableAutomated(ctx, r, app, "rollback"); err != nil {
+		if err := d.disableAutomated(ctx, r, s.App.Instance, app, "rollback"); err != nil {
 			return d.recordEarly(ctx, run, fmt.Sprintf("switching automated sync off before the rollback: %v", err), store.StepFailed)
 		}
 	}
@@ -525,9 +554,13 @@ func (d *driver) getApp(ctx context.Context, k store.AppKey, refresh v1alpha1.Re
 // getAppUntil reads an app, riding out transient errors until deadline (zero: for as long as ctx lasts); past
 // it, the last error is returned.
 func (d *driver) getAppUntil(ctx context.Context, k store.AppKey, refresh v1alpha1.RefreshType, deadline time.Time) (*v1alpha1.Application, error) {
+	argo, err := d.e.argoFor(k.Instance)
+	if err != nil {
+		return nil, err
+	}
 	wait := d.e.o.pollInterval
 	for {
-		app, err := d.e.argo.GetApplication(ctx, qualified(k), refresh)
+		app, err := argo.GetApplication(ctx, qualified(k), refresh)
 		if err == nil || !argocd.IsTransient(err) {
 			return app, err
 		}

@@ -30,8 +30,8 @@ type driver struct {
 
 	mu        sync.Mutex
 	sp        *storedPlan
-	fwd       *argosync.Session
-	cache     *appCache // fed by fwd's stream; set with it
+	fwd       map[string]*argosync.Session // by instance; nil for one not configured
+	cache     *appCache                    // fed by fwd's streams; set with them
 	pubCh     chan struct{}
 	pubMu     sync.Mutex
 	published map[string]string // check-run external id → digest of what was last published
