@@ -38,7 +38,9 @@ type stepRun struct {
 	windowRefused bool
 	// deadline: past it, reads of the app that fail stop being retried (the sync timeout; zero: none).
 	deadline time.Time
-	repoURL  string // the rollout's repository (multi-source apps)
+	// unreachable: a call for this step found its instance not answering (unreachable.go).
+	unreachable bool
+	repoURL     string // the rollout's repository (multi-source apps)
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -89,8 +91,28 @@ type trackingAPI struct {
 	inst string
 }
 
+// note tells the driver what the instance answered, and the step when it did not answer.
+func (t trackingAPI) note(ctx context.Context, err error) {
+	if !t.d.e.inst.multi {
+		return
+	}
+	t.d.noteInstance(ctx, t.inst, err)
+	if run := runOf(ctx); run != nil && unreachableErr(err) {
+		run.mu.Lock()
+		run.unreachable = true
+		run.mu.Unlock()
+	}
+}
+
+func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	app, err := t.ArgoCD.GetApplication(ctx, name, refresh)
+	t.note(ctx, err)
+	return app, err
+}
+
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
 	app, err := t.ArgoCD.Sync(ctx, name, req)
+	t.note(ctx, err)
 	if err != nil {
 		if run := runOf(ctx); run != nil && argocd.IsSyncWindowRefusal(err) {
 			run.mu.Lock()
@@ -240,8 +262,17 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 	}
 	// The sync timeout bounds each part of the app's work, whatever Argo CD does: an Argo CD that does not
 	// answer (gone away, a dead port-forward) fails the app when it is up; it does not hold the rollout forever.
-	app := d.readApp(ctx, s.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
+	// In a fleet of instances, one that does not answer holds its apps instead (unreachable.go): one read, and
+	// an app whose instance is down stays pending, nothing recorded.
+	readUntil := d.e.o.clock.Now().Add(d.e.o.syncTimeout)
+	if d.e.inst.multi {
+		readUntil = d.e.o.clock.Now()
+	}
+	app := d.readApp(ctx, s.App, readUntil)
 	if ctx.Err() != nil {
+		return s.State
+	}
+	if held, _ := d.instanceHeld(s.App.Instance); held && app == nil {
 		return s.State
 	}
 	// argosync bounds its own work on the app by the same timeout (argosync.Options.Timeout).
@@ -331,6 +362,13 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 			return d.recordOutOfPlan(ctx, st, f)
 		}
 	}
+	run.mu.Lock()
+	unreachable := run.unreachable
+	run.mu.Unlock()
+	if unreachable && !inFlight && run.op == store.OpSync && res.Outcome == argosync.OutcomeFailed {
+		// Its instance stopped answering before the intent: nothing was sent. The app waits for the instance.
+		return st.State
+	}
 	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
 		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The
 		// request may have been processed all the same — its answer lost on the way — while Argo CD still showed
@@ -344,6 +382,12 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 			}
 			out.State, out.OpStartedAt, out.OpFinishedAt, out.Health, out.Message = state, ev.StartedAt, ev.FinishedAt, h, msg
 			return d.saveOutcome(ctx, st, out)
+		}
+		if unreachable && run.op == store.OpSync && st.State == store.StepIntent && res.Outcome == argosync.OutcomeFailed {
+			// The request went to an instance that was not answering, and no operation of it appeared since: it
+			// never started. The app goes back to pending, synced once its instance answers.
+			return d.saveOutcome(ctx, st, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepPending,
+				Message: fmt.Sprintf("the sync never started: Argo CD instance %q did not answer; synced when it does", st.App.Instance)})
 		}
 	}
 	switch res.Outcome {
@@ -558,11 +602,24 @@ func (d *driver) getAppUntil(ctx context.Context, k store.AppKey, refresh v1alph
 	if err != nil {
 		return nil, err
 	}
+	// In a fleet of instances, an instance that does not answer is waited for past the deadline (its apps are
+	// held, not failed: unreachable.go), except by a read that is given no time at all (a deadline of now).
+	patient := d.e.inst.multi && deadline.After(d.e.o.clock.Now())
 	wait := d.e.o.pollInterval
 	for {
 		app, err := argo.GetApplication(ctx, qualified(k), refresh)
-		if err == nil || !argocd.IsTransient(err) {
+		if d.e.inst.multi {
+			d.noteInstance(ctx, k.Instance, err)
+		}
+		if err == nil || !argocd.IsTransient(err) && !(patient && unreachableErr(err)) {
 			return app, err
+		}
+		if patient && unreachableErr(err) {
+			if !d.pause(ctx, wait) {
+				return nil, err
+			}
+			wait = min(2*wait, time.Minute)
+			continue
 		}
 		if !deadline.IsZero() {
 			left := deadline.Sub(d.e.o.clock.Now())

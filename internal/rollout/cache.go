@@ -177,7 +177,7 @@ func (c *appCache) prepare(ctx context.Context, keys []store.AppKey) {
 func (t trackingAPI) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
 	c := t.d.appCache()
 	if c == nil {
-		return t.ArgoCD.Watch(ctx, q, h)
+		return t.watch(ctx, q, h)
 	}
 	inner := h
 	inner.OnRawEvent = func(ev *argocd.Event) {
@@ -194,7 +194,27 @@ func (t trackingAPI) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.Wa
 			h.OnConnect(reconnect)
 		}
 	}
-	return t.ArgoCD.Watch(ctx, q, inner)
+	return t.watch(ctx, q, inner)
+}
+
+// watch is the instance's stream. In a fleet of instances, an instance refusing the token (which ends Watch) is
+// asked again with back-off, its apps held meanwhile, so the stream comes back with the instance.
+func (t trackingAPI) watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
+	wait := unreachableFirstWait
+	for {
+		err := t.ArgoCD.Watch(ctx, q, h)
+		if ctx.Err() != nil || !t.d.e.inst.multi || !unreachableErr(err) {
+			return err
+		}
+		t.d.noteInstance(ctx, t.inst, err)
+		if c := t.d.appCache(); c != nil {
+			c.reset(t.inst)
+		}
+		if !t.d.pause(ctx, wait) {
+			return ctx.Err()
+		}
+		wait = min(2*wait, unreachableMaxWait)
+	}
 }
 
 func (d *driver) appCache() *appCache {

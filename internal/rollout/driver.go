@@ -27,6 +27,9 @@ type driver struct {
 	lost   atomic.Bool
 	// windowRefusals counts syncs Argo CD refused because of a sync window (record).
 	windowRefusals atomic.Int64
+	// health: the instances found not answering (unreachable.go); curWave the wave whose batch runs (-1: none).
+	health  instanceHealth
+	curWave atomic.Int64
 
 	mu        sync.Mutex
 	sp        *storedPlan

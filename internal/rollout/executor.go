@@ -311,6 +311,7 @@ func (e *Executor) startDriver(ctx context.Context, id int64) {
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	d := newDriver(e, id, cancel)
+	d.curWave.Store(-1)
 	e.drivers[id] = d
 	e.wg.Add(3)
 	go func() {

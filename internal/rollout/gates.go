@@ -112,6 +112,8 @@ type gateState struct {
 	RollbackBaseline map[int64]int `json:"rollbackBaseline,omitempty"`
 	// Window: the running wave is held by sync windows (windows.go).
 	Window *windowHold `json:"window,omitempty"`
+	// Unreachable: the Argo CD instances holding the running wave's apps on them (unreachable.go).
+	Unreachable []unreachableHold `json:"unreachable,omitempty"`
 }
 
 type metricEval struct {

@@ -47,6 +47,9 @@ func WithInstanceBudgets(m map[string]int) Option {
 type instanceSet struct {
 	argos map[string]ArgoCD
 	slots map[string]chan struct{} // nil: no per-instance budgets
+	// multi: the executor was given instances or budgets: budgets apply and an unreachable instance holds its
+	// apps (unreachable.go).
+	multi bool
 }
 
 func newInstanceSet(def ArgoCD, o options) instanceSet {
@@ -62,6 +65,7 @@ func newInstanceSet(def ArgoCD, o options) instanceSet {
 	if o.instances == nil && o.budgets == nil {
 		return s
 	}
+	s.multi = true
 	s.slots = map[string]chan struct{}{}
 	for name := range s.argos {
 		n := o.budgets[name]

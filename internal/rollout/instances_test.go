@@ -282,3 +282,75 @@ func TestSoakWatchesEveryInstance(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreachableInstanceHoldsOnlyItsApps stops one instance mid-wave (not answering, or refusing the token),
+// then brings it back: its apps wait — none failed, none skipped — while the other instance's apps go on; the
+// wave says which instance and why; every app on every instance is synced exactly once.
+func TestUnreachableInstanceHoldsOnlyItsApps(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		outage argocdsim.Outage
+		why    string
+	}{
+		{"not answering", argocdsim.Unreachable, "connection refused"},
+		{"refusing the token", argocdsim.Unauthorized, "token is expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				m := startMulti(t, argocdsim.Config{SyncDuration: 30 * time.Second},
+					map[string][]fleetApp{"": instanceFleet("web", 6), "eu": instanceFleet("eu-web", 6)}, nil,
+					rollout.WithInstanceBudgets(map[string]int{"": 2, "eu": 2}))
+				r := m.submitAll(onePolicy)
+				time.Sleep(45 * time.Second) // eu's first two apps are in flight, the next two about to start
+				m.sims["eu"].SetOutage(tc.outage)
+				down := time.Now()
+				time.Sleep(10 * time.Minute)
+				// Held: the default instance's apps all done, eu's waiting, nothing failed.
+				var held []string
+				for _, s := range m.steps(r.ID) {
+					if s.State == store.StepFailed || s.State == store.StepSkipped {
+						t.Errorf("step %s %s while its instance is down: %s", s.App, s.State, s.Message)
+					}
+					if s.App.Instance == "" && s.State != store.StepSynced {
+						t.Errorf("step %s on the reachable instance: %s", s.App, s.State)
+					}
+					if s.App.Instance == "eu" && s.State != store.StepSynced {
+						held = append(held, s.App.Name)
+					}
+				}
+				if len(held) == 0 {
+					t.Fatal("no app of eu waits while it is down")
+				}
+				ws, err := m.st.ListWaves(context.Background(), r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gs := string(ws[0].GateState); !strings.Contains(gs, `"instance":"eu"`) || !strings.Contains(gs, tc.why) {
+					t.Errorf("the wave's gate state does not say eu is unreachable and why: %s", gs)
+				}
+				m.sims["eu"].SetOutage(argocdsim.Up)
+				r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+				if r.State != store.RolloutSucceeded {
+					t.Fatalf("rollout %s: %s", r.State, r.Message)
+				}
+				m.expectOnce()
+				var evs []string
+				for _, ev := range m.events(r.ID) {
+					if strings.HasPrefix(ev.Action, "instance-") {
+						evs = append(evs, ev.Action+" "+ev.Target)
+					}
+				}
+				if strings.Join(evs, ", ") != "instance-unreachable eu, instance-reachable eu" {
+					t.Errorf("instance events %v", evs)
+				}
+				ws, _ = m.st.ListWaves(context.Background(), r.ID)
+				if strings.Contains(string(ws[0].GateState), "unreachable") {
+					t.Errorf("the wave still says an instance is unreachable: %s", ws[0].GateState)
+				}
+				t.Logf("eu down %s after the start for 10m; rollout took %s; held apps at the outage's end: %v",
+					down.Sub(t0), time.Since(t0).Round(time.Second), held)
+			})
+		})
+	}
+}

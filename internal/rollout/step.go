@@ -401,6 +401,10 @@ func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, w
 // when every started operation has finished and is recorded. Each instance's apps start on their own, so an
 // instance whose budget is full holds back only its own apps.
 func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppStep, failed, tolerated int) error {
+	if len(todo) > 0 {
+		d.curWave.Store(int64(todo[0].Wave))
+		defer d.curWave.Store(-1)
+	}
 	insts, by := groupByInstance(todo)
 	sessions := make(map[string]*argosync.Session, len(insts))
 	for _, inst := range insts {
@@ -431,7 +435,8 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 			defer apps.Wait()
 			sess := sessions[inst]
 			for _, s := range by[inst] {
-				if stop() || d.e.acquireInstance(ctx, inst) != nil {
+				// An instance that does not answer holds its apps here (unreachable.go); the others go on.
+				if stop() || !d.awaitInstance(ctx, inst, s.App, store.RolloutRunning) || d.e.acquireInstance(ctx, inst) != nil {
 					return
 				}
 				if stop() || d.e.acquire(ctx) != nil {
