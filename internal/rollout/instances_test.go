@@ -15,9 +15,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/checkrun/checkruntest"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/rollout/rollouttest"
 	"github.com/fleetwave/fleetwave/internal/store"
 )
 
@@ -79,7 +79,7 @@ func startMulti(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp
 func startMultiWrap(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp, unconfigured []string,
 	wrap func(inst string, a rollout.ArgoCD) rollout.ArgoCD, opts ...rollout.Option) *multiEnv {
 	t.Helper()
-	m := &multiEnv{env: &env{t: t, rep: &rollouttest.Reporter{}}, sims: map[string]*argocdsim.Server{},
+	m := &multiEnv{env: &env{t: t, rep: &checkruntest.Reporter{}}, sims: map[string]*argocdsim.Server{},
 		fleets: fleets, api: map[string]rollout.ArgoCD{}, gauges: map[string]*inFlight{}}
 	others := map[string]rollout.ArgoCD{}
 	for inst, apps := range fleets {
