@@ -354,3 +354,55 @@ func TestUnreachableInstanceHoldsOnlyItsApps(t *testing.T) {
 		})
 	}
 }
+
+// withWindows lets the executor read sync windows through an instance's own client, as the real *argocd.Client
+// does: the windows check then reads every app of a batch before it starts.
+type withWindows struct {
+	rollout.ArgoCD
+	w rollout.WindowReader
+}
+
+func (x withWindows) ProjectSyncWindows(ctx context.Context, project string) (v1alpha1.SyncWindows, error) {
+	return x.w.ProjectSyncWindows(ctx, project)
+}
+
+// TestHangingInstanceDelaysOnlyItsApps: an instance that accepts connections and never answers (argocd-server
+// frozen) from before the batch starts delays only its own apps. The batch's sync-window check reads every app:
+// one instance's timeouts must not hold the others' apps behind them (found against two real Argo CD instances,
+// the second frozen with SIGSTOP: the first's apps waited minutes).
+func TestHangingInstanceDelaysOnlyItsApps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wrap := func(inst string, a rollout.ArgoCD) rollout.ArgoCD {
+			return withWindows{ArgoCD: a, w: a.(*inFlight).ArgoCD.(rollout.WindowReader)}
+		}
+		m := startMultiWrap(t, argocdsim.Config{SyncDuration: 30 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 4), "eu": instanceFleet("eu-web", 4)}, nil, wrap,
+			rollout.WithInstanceBudgets(map[string]int{"": 4, "eu": 4}))
+		m.sims["eu"].SetOutage(argocdsim.Hanging)
+		t0 := time.Now()
+		r := m.submitAll(onePolicy)
+		// The default instance's 4 apps sync at once and take 30 s: done well within 2 minutes, whatever eu does.
+		time.Sleep(2 * time.Minute)
+		var late, eu []string
+		for _, s := range m.steps(r.ID) {
+			switch {
+			case s.App.Instance == "" && s.State != store.StepSynced:
+				late = append(late, s.App.Name+" "+string(s.State))
+			case s.App.Instance == "eu" && (s.State == store.StepFailed || s.State == store.StepSkipped):
+				t.Errorf("eu's %s %s while eu hangs: %s", s.App.Name, s.State, s.Message)
+			case s.App.Instance == "eu":
+				eu = append(eu, s.App.Name+" "+string(s.State))
+			}
+		}
+		if len(late) > 0 {
+			t.Errorf("2 minutes after the start, the default instance's apps are not synced while eu hangs: %v", late)
+		}
+		m.sims["eu"].SetOutage(argocdsim.Up)
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+		if r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
+		t.Logf("eu hung from the start for 2m; eu's apps then: %v; rollout took %s", eu, time.Since(t0).Round(time.Second))
+	})
+}

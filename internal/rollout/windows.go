@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -94,11 +95,75 @@ func joinNames(names []string) string {
 // checkWindows splits a batch's apps into those their sync windows let through now and the held ones. Apps
 // whose windows cannot be read (no WindowReader, an error) are let through: Argo CD decides, and a refusal is
 // handled as a hold (record).
+//
+// With several instances (#36) each instance's apps are checked on their own, at once, and an instance's reads
+// are bounded by windowReadBound: an instance that does not answer delays only its own apps, whose syncs then
+// find it down and hold them (unreachable.go), instead of holding every instance's apps behind its timeouts.
 func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]store.AppStep, *windowHold) {
 	if len(todo) == 0 {
 		return todo, nil
 	}
 	now := d.e.o.clock.Now()
+	insts, by := groupByInstance(todo)
+	if !d.e.inst.multi {
+		return d.checkWindowsOf(ctx, todo, now)
+	}
+	type result struct {
+		allowed []store.AppStep
+		hold    *windowHold
+	}
+	results := make([]result, len(insts))
+	var wg sync.WaitGroup
+	for i, inst := range insts {
+		if held, _ := d.instanceHeld(inst); held {
+			results[i].allowed = by[inst] // known down: its syncs wait for it
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bctx, cancel := context.WithTimeout(ctx, windowReadBound)
+			defer cancel()
+			results[i].allowed, results[i].hold = d.checkWindowsOf(bctx, by[inst], now)
+		}()
+	}
+	wg.Wait()
+	var allowed []store.AppStep
+	var hold *windowHold
+	for _, r := range results {
+		allowed = append(allowed, r.allowed...)
+		hold = mergeHolds(hold, r.hold)
+	}
+	return allowed, hold
+}
+
+// windowReadBound bounds the sync-window reads of one instance's apps in a batch when the rollout spans several
+// instances: past it, the apps are let through (Argo CD decides at the sync, and a sync that finds the instance
+// down holds its apps).
+const windowReadBound = 10 * time.Second
+
+// mergeHolds adds b's held apps to a's: the earliest opening and its reason win.
+func mergeHolds(a, b *windowHold) *windowHold {
+	switch {
+	case b == nil:
+		return a
+	case a == nil:
+		return b
+	}
+	a.Count += b.Count
+	for _, name := range b.Apps {
+		if len(a.Apps) < heldAppsShown {
+			a.Apps = append(a.Apps, name)
+		}
+	}
+	if !b.Until.IsZero() && (a.Until.IsZero() || b.Until.Before(a.Until)) {
+		a.Until, a.Reason = b.Until, b.Reason
+	}
+	return a
+}
+
+// checkWindowsOf is checkWindows over apps read through ctx.
+func (d *driver) checkWindowsOf(ctx context.Context, todo []store.AppStep, now time.Time) ([]store.AppStep, *windowHold) {
 	projects := map[string]v1alpha1.SyncWindows{}
 	unreadable := map[string]bool{}
 	var allowed []store.AppStep

@@ -56,7 +56,8 @@
 // and crash tests.
 //
 // Outages (SetOutage): the API server stops answering (Unreachable: the in-process transport refuses
-// connections, the HTTP handler answers 503) or refuses every token (Unauthorized: 401), and the open streams
+// connections, the HTTP handler answers 503), refuses every token (Unauthorized: 401) or accepts requests and never
+// answers them (Hanging: each waits for its own deadline, as with a frozen argocd-server), and the open streams
 // end, while the controller goes on, as when only argocd-server is gone; SetOutage(Up) ends it.
 //
 // # Several instances

@@ -62,6 +62,9 @@ func (s *Server) serve(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 		writeError(w, codes.Unavailable, "server is shutting down")
 		return
 	}
+	if !s.hang(r.Context()) {
+		return // a Hanging outage outlived the request: nothing is answered
+	}
 	if s.serveOutage(w) {
 		return
 	}

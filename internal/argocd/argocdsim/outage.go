@@ -1,6 +1,7 @@
 package argocdsim
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +23,10 @@ const (
 	// Unauthorized: every request is answered 401 Unauthenticated, as when the instance refuses the token (an
 	// expired or rotated credential). Open streams end.
 	Unauthorized
+	// Hanging: connections are accepted and nothing is answered, as when argocd-server is frozen or a network
+	// path drops packets: every request waits until its own context ends (the client's timeout) or the outage
+	// does. Open streams end.
+	Hanging
 )
 
 // SetOutage puts the API server in an outage (Up ends it). The streams open when it begins are ended.
@@ -29,6 +34,10 @@ func (s *Server) SetOutage(o Outage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.outage = o
+	if s.outageEnded != nil {
+		close(s.outageEnded) // the requests hanging in the previous outage go on
+	}
+	s.outageEnded = make(chan struct{})
 	if o == Up {
 		return
 	}
@@ -42,6 +51,22 @@ func (s *Server) currentOutage() Outage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.outage
+}
+
+// hang waits, in a Hanging outage, until it ends or ctx does: false when ctx ended first (the caller gives up).
+func (s *Server) hang(ctx context.Context) bool {
+	s.mu.Lock()
+	o, ended := s.outage, s.outageEnded
+	s.mu.Unlock()
+	if o != Hanging {
+		return true
+	}
+	select {
+	case <-ended:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // refusedDial is the error a client gets from a server that does not listen.

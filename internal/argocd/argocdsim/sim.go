@@ -175,7 +175,9 @@ type Server struct {
 	totals   Totals
 	closed   bool
 	outage   Outage // SetOutage
-	done     chan struct{}
+	// outageEnded is closed when the outage changes: the requests a Hanging outage holds go on.
+	outageEnded chan struct{}
+	done        chan struct{}
 }
 
 type appState struct {

@@ -22,6 +22,12 @@ type inProcess struct {
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.s != nil && !t.s.hang(req.Context()) {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, req.Context().Err()
+	}
 	if t.s != nil && t.s.currentOutage() == Unreachable {
 		if req.Body != nil {
 			_ = req.Body.Close()
