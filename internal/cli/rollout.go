@@ -137,9 +137,10 @@ When Argo CD stops answering, the command says so within seconds ("Argo CD at <u
 Output: one line per event (wave started, app synced/skipped/failed with Argo CD's message, gates, approvals
 with the command to run, soak, wave and rollout states), then a summary: synced, skipped (already synced and
 healthy), failed (with Argo CD's message and the resources it failed on), in flight, not started. --output json: one JSON object per line
-(fields time, event, rollout, wave, batch, app, cluster, state, revision, health, until, command, apps, message,
-summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
-argocd-unreachable, argocd-reachable,
+(fields time, event, rollout, wave, batch, app, instance, cluster, state, revision, health, until, command, apps,
+message, summary), the events: rollout-submitted, rollout-found (a rerun), rollout (its state), interrupted, command,
+argocd-unreachable, argocd-reachable, instance-unreachable, instance-reachable (one Argo CD instance of several: its
+apps wait),
 wave-awaiting-approval, wave-approved, wave-started, wave-held (an Argo CD sync window refuses its apps' syncs:
 until when, which window), wave-released, wave-retried, app-syncing, app-synced, app-skipped,
 app-failed, app-rolling-back, app-rolled-back, wave-gating, soak-started, soak-passed, metrics-passed,

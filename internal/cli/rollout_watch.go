@@ -31,8 +31,11 @@ type rolloutEvent struct {
 	Rollout int64     `json:"rollout,omitempty"`
 	Wave    string    `json:"wave,omitempty"`
 	// Batch is the app's batch within its wave (0-based), on app events.
-	Batch    *int       `json:"batch,omitempty"`
-	App      string     `json:"app,omitempty"`
+	Batch *int   `json:"batch,omitempty"`
+	App   string `json:"app,omitempty"`
+	// Instance is the Argo CD instance of the app (app events) or the instance itself (instance-unreachable,
+	// instance-reachable); absent in a fleet of one Argo CD.
+	Instance string     `json:"instance,omitempty"`
 	Cluster  string     `json:"cluster,omitempty"`
 	State    string     `json:"state,omitempty"`
 	Revision string     `json:"revision,omitempty"`
@@ -205,7 +208,11 @@ func eventText(ev rolloutEvent) string {
 	var b strings.Builder
 	switch {
 	case ev.App != "":
-		fmt.Fprintf(&b, "  %s", ev.App)
+		if ev.Instance != "" {
+			fmt.Fprintf(&b, "  %s/%s", ev.Instance, ev.App)
+		} else {
+			fmt.Fprintf(&b, "  %s", ev.App)
+		}
 		if ev.Cluster != "" {
 			fmt.Fprintf(&b, " (%s)", ev.Cluster)
 		}
@@ -443,6 +450,12 @@ func (w *watcher) poll(ctx context.Context) (snapshot, error) {
 			}
 		case "soak-passed", "metrics-passed":
 			ev.Event = e.Action
+		case "instance-unreachable", "instance-reachable":
+			// An Argo CD instance of the rollout stopped answering (its apps wait) or answers again
+			// (internal/rollout unreachable.go): the event names the instance, not a wave.
+			w.emit(rolloutEvent{Time: e.At, Event: e.Action, Rollout: w.id, Instance: e.Target,
+				Message: "instance " + e.Target + ": " + e.Message})
+			continue
 		case "automated-sync-late":
 			// The rollout had to switch automated sync off at its start (internal/rollout automated.go): too late
 			// with a Git webhook. One line, once.
@@ -657,7 +670,7 @@ func gatesText(pw *plan.Wave) string {
 func (w *watcher) step(wv store.Wave, st store.AppStep) {
 	last := w.steps[st.ID]
 	batch := st.Batch
-	base := rolloutEvent{Wave: wv.Name, Batch: &batch, App: st.App.Name, Cluster: st.Cluster}
+	base := rolloutEvent{Wave: wv.Name, Batch: &batch, App: st.App.Name, Instance: st.App.Instance, Cluster: st.Cluster}
 	syncing := func() {
 		ev := base
 		ev.Event, ev.Revision = "app-syncing", st.TargetRevision
