@@ -268,7 +268,7 @@ func (r *Renderer) Render(ctx context.Context, req Request) (*Result, error) {
 }
 
 func (r *Renderer) render(ctx context.Context, app *v1alpha1.Application, repos func(string) (string, bool), s Settings) (*Result, error) {
-	instance := app.InstanceName(s.ControlPlaneNamespace)
+	instance := s.InstanceName(app)
 	multi := app.Spec.HasMultipleSources()
 	sources := app.Spec.GetSources()
 	if len(sources) == 0 {

@@ -1,9 +1,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/render/target"
@@ -29,6 +31,19 @@ type Settings struct {
 	Revision string `json:"revision,omitempty"`
 	// ControlPlaneNamespace is the namespace Argo CD runs in; Applications elsewhere get "<ns>_<name>" instance names.
 	ControlPlaneNamespace string `json:"controlPlaneNamespace,omitempty"`
+	// AgentNamespace is set when an argocd-agent applies the app (an instance marked agent): the namespace the
+	// agent keeps its Applications in on its workload cluster (argocd-agent's agent.namespace, "argocd" in its
+	// install manifests), where the agent's own Argo CD runs and computes the tracking id. The Application lives
+	// on the principal in a namespace named after the agent ("agent-eu"), but the agent writes it into its own
+	// namespace (argocd-agent internal/manager/application/application.go, SetNamespace(m.namespace) when
+	// destination-based mapping is off), so its instance name — in the tracking annotation
+	// "<instance>:<group>/<kind>:<ns>/<name>", the instance label and $ARGOCD_APP_NAME — is the bare app name,
+	// not "agent-eu_<name>". "": not an agent (the app's own namespace, against ControlPlaneNamespace).
+	AgentNamespace string `json:"agentNamespace,omitempty"`
+	// AgentDestinationMapping: the principal and the agent run with --destination-based-mapping, under which the
+	// agent keeps the Application's namespace from the principal: its instance name is then computed from that
+	// namespace against AgentNamespace. Needs AgentNamespace.
+	AgentDestinationMapping bool `json:"agentDestinationMapping,omitempty"`
 	// ArgoCDVersion is the Argo CD release to render as ("3.6", "v3.4.7"; default DefaultArgoCDVersion, the
 	// newest supported): Helm 4 from 3.5, Helm 3 before, and every other rule that changed between releases
 	// (internal/render/target).
@@ -107,7 +122,31 @@ func (s Settings) Validate() error {
 	if _, err := target.Parse(s.ArgoCDVersion); err != nil {
 		return err
 	}
+	if s.AgentDestinationMapping && s.AgentNamespace == "" {
+		return errors.New("agentDestinationMapping needs agentNamespace, the namespace of the agent's Argo CD")
+	}
 	return nil
+}
+
+// InstanceName is the app's name in its resources' tracking metadata, as the application controller that applies
+// it computes it (v1alpha1 Application.InstanceName: the name, prefixed with "<namespace>_" when the app is not in
+// the controller's namespace). For an app an argocd-agent applies (AgentNamespace), that controller is the agent's
+// and the app lives in the agent's namespace, or keeps its own under destination-based mapping.
+func (s Settings) InstanceName(app *v1alpha1.Application) string {
+	if s.AgentNamespace == "" {
+		return app.InstanceName(s.ControlPlaneNamespace)
+	}
+	if !s.AgentDestinationMapping {
+		return app.Name
+	}
+	ns := app.Namespace
+	if ns == "" {
+		ns = s.ControlPlaneNamespace // where the principal keeps an app that names no namespace
+	}
+	if ns == "" || ns == s.AgentNamespace {
+		return app.Name
+	}
+	return ns + "_" + app.Name
 }
 
 // Target is the parsed ArgoCDVersion (target.Newest when empty or invalid: Validate reports the latter).

@@ -83,6 +83,27 @@ func (d *driver) onTrigger(ctx context.Context, _, _ string) error {
 	return nil
 }
 
+// onLostSync is argosync's Options.OnLostSync: before a sync that Argo CD accepted and then dropped unstarted is
+// requested again, it checks that the rollout still starts syncs, and logs and records the re-request. The
+// step's intent stands: its operation, started after the intent, is the step's whichever request started it
+// (evidence.go), so a restart finds it as it finds any.
+func (d *driver) onLostSync(ctx context.Context, app, revision string, requests int, reason string) error {
+	run := runOf(ctx)
+	if run == nil {
+		return errors.New("requesting the sync again: no app step for this sync")
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if !d.mayStart(ctx, run.want) {
+		return errNotStarting
+	}
+	msg := fmt.Sprintf("sync to %s requested again (request %d): %s", text.ShortRev(revision), requests+1, reason)
+	d.e.o.log.Warn("a sync Argo CD accepted never started: requesting it again", "rollout", d.id, "app", run.step.App.String(),
+		"revision", revision, "requests", requests, "reason", reason)
+	d.e.event(ctx, d.id, "", "sync-requested-again", run.step.App.String(), "lost", msg)
+	return nil
+}
+
 // trackingAPI marks a step triggered as soon as Argo CD accepted its sync request; inst is the instance whose
 // Argo CD it is.
 type trackingAPI struct {
@@ -149,6 +170,8 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool, 
 	opts := argosync.Options{
 		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
 		StallTimeout: o.stallTimeout, ClockSkew: o.clockSkew, LostAnswerGrace: o.intentGrace, Clock: o.clock, OnTrigger: d.onTrigger,
+		// The session talks to one instance's Argo CD: that instance's retries of a sync lost unstarted.
+		LostSyncRetries: o.lostSyncRetries[inst], OnLostSync: d.onLostSync,
 	}
 	if rollback {
 		opts.ResolveTimeout = time.Nanosecond

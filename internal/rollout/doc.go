@@ -70,6 +70,12 @@
 // "fail" verdict argosync reaches after the intent was recorded: a lost answer and a stale status (Argo CD's
 // cache lag) look like "already done" while the operation runs.
 //
+// A sync Argo CD accepted and then dropped unstarted (an argocd-agent principal, argocd-agent #841, #809) is
+// requested again, at most WithLostSyncRetries times per instance, only once a fresh read shows no operation
+// requested, running or started since the request (argosync's "A sync that never started"); each re-request is
+// an event (sync-requested-again) and a log line, the intent of the first request stands, and after the last
+// the app fails with one line (TestLostSyncsAreRequestedAgainOnce, TestEverySyncLostFailsTheApp).
+//
 // # Gates
 //
 // Soak: after the wave's last batch, its apps are watched through Argo CD's application stream (a list at the

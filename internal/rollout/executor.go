@@ -45,10 +45,13 @@ type options struct {
 	clockSkew     time.Duration
 	intentGrace   time.Duration
 	namespace     string
-	metrics       Metrics
-	log           *slog.Logger
-	instances     map[string]ArgoCD // beside "" (instances.go)
-	budgets       map[string]int
+	// lostSyncRetries: per instance, how many times a sync that vanished unstarted is requested again
+	// (WithLostSyncRetries; an instance not in it: 0, never).
+	lostSyncRetries map[string]int
+	metrics         Metrics
+	log             *slog.Logger
+	instances       map[string]ArgoCD // beside "" (instances.go)
+	budgets         map[string]int
 }
 
 // WithClock sets the clock of every wait and timestamp the executor makes (default: the real clock). Give the
@@ -95,6 +98,26 @@ func WithIntentGrace(d time.Duration) Option { return func(o *options) { o.inten
 
 // WithNamespace is the Argo CD control-plane namespace of apps whose plan entry names none (default argocd).
 func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
+
+// DefaultLostSyncRetries is what an argocd-agent principal (an instance marked agent) gets: a sync that vanished
+// without starting is requested again at most this many times, then the app fails.
+const DefaultLostSyncRetries = 3
+
+// WithLostSyncRetries makes the executor require, for the apps of the Argo CD instance named instance ("" is the
+// one instance of a fleet configured the old way), evidence that each accepted sync started an operation, and
+// request a sync that vanished without one again, at most n times with back-off (argosync's
+// Options.LostSyncRetries: an argocd-agent principal can accept a sync and lose it, argocd-agent #841, #809).
+// Each re-request is logged and recorded as a rollout event (sync-requested-again); after the last one the app
+// fails with one line. n <= 0 turns it off (the default of every instance). Wire DefaultLostSyncRetries for
+// each instance marked `agent: true` in the instances file.
+func WithLostSyncRetries(instance string, n int) Option {
+	return func(o *options) {
+		if o.lostSyncRetries == nil {
+			o.lostSyncRetries = map[string]int{}
+		}
+		o.lostSyncRetries[instance] = max(n, 0)
+	}
+}
 
 // WithMetrics replaces the Prometheus client of metric gates (default: PrometheusMetrics over
 // http.DefaultClient).

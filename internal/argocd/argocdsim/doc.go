@@ -51,7 +51,9 @@
 // APILatency with LatencySpikeRate/LatencySpike, ErrorRate (503 before processing), LostResponseRate
 // (processed, then 502), StreamDropMean (streams closed after a random lifetime), StaleStatusFor (for that long
 // after a sync request the app is shown as before it, Synced and Healthy with a fresh reconciledAt:
-// Progressive Syncs' race). Behavior overrides duration, failure and degradation per app. Counts and Totals
+// Progressive Syncs' race). DropSyncs (dropsync.go) loses an app's next sync requests as an argocd-agent
+// principal can (argocd-agent #841): answered 200, then the operation cleared before it starts. Behavior
+// overrides duration, failure and degradation per app. Counts and Totals
 // report the requests received (per app: syncs received and accepted, gets, refreshes, ...), for call-budget
 // and crash tests.
 //

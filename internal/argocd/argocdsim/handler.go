@@ -421,6 +421,12 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 		op.Retry = *req.RetryStrategy
 	}
 	s.staleLocked(st)
+	if s.takeDropLocked(name) {
+		b, err := s.dropOperationLocked(st, op)
+		c.SyncsDropped++
+		writeRawJSON(w, b, err)
+		return
+	}
 	b, err := s.startOperationLocked(st, op)
 	c.SyncsAccepted++
 	c.LastSyncAccepted = s.now()

@@ -121,6 +121,7 @@ type Counts struct {
 	Refreshes     int // gets with ?refresh
 	Syncs         int // sync requests received (accepted or not)
 	SyncsAccepted int // operations started by a sync request
+	SyncsDropped  int // sync requests answered 200 whose operation was then cleared unstarted (DropSyncs)
 	Rollbacks     int
 	Terminates    int
 	Patches       int
@@ -170,6 +171,7 @@ type Server struct {
 	subs     map[*subscriber]struct{}
 	timers   map[*timerHandle]struct{}
 	blocked  map[string]bool // sync window closed (SetSyncWindowBlocked)
+	drops    map[string]int  // sync requests to drop per app (DropSyncs)
 	projects map[string]*v1alpha1.AppProject
 	counts   map[string]*Counts
 	totals   Totals

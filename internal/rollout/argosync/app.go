@@ -134,6 +134,9 @@ func (r *appRun) run(ctx context.Context, revision string) {
 	}
 
 	transientLeft := maxTransientSyncErrors
+	accepted := 0                   // sync requests Argo CD accepted
+	lostGrace := opts.LostSyncGrace // doubles with each re-request of a vanished sync
+	lost := ""                      // why the last accepted request is judged lost: the next request re-requests it
 	for attempt := 0; ; attempt++ {
 		cur = r.sub.get()
 		// 2. An operation is in flight: wait for it, never start another.
@@ -199,7 +202,17 @@ func (r *appRun) run(ctx context.Context, revision string) {
 			r.fail(cur, "gave up after %d attempts: other operations kept running", attempt)
 			return
 		}
-		if opts.OnTrigger != nil {
+		if lost != "" {
+			// A re-request of a sync that vanished: the intent of the first one stands (its operation, were it to
+			// run after all, would be found by it: the executor's rules for a restart).
+			if opts.OnLostSync != nil {
+				if err := opts.OnLostSync(ctx, r.name, revision, accepted, lost); err != nil {
+					r.fail(cur, "before requesting the sync again: %v", err)
+					return
+				}
+			}
+			lost = ""
+		} else if opts.OnTrigger != nil {
 			if err := opts.OnTrigger(ctx, r.name, revision); err != nil {
 				r.fail(cur, "before syncing: %v", err)
 				return
@@ -246,8 +259,27 @@ func (r *appRun) run(ctx context.Context, revision string) {
 		t := newTrigger(at, opts.ClockSkew, answer)
 		r.trig = &t
 		r.sub.offer(answer)
+		accepted++
 
-		// 5. Wait for our operation to complete.
+		// 5. Wait for our operation to start (when vanished requests are re-requested), then to complete.
+		if opts.LostSyncRetries > 0 {
+			var vanished bool
+			if cur, vanished, err = r.awaitStarted(ctx, lostGrace); err != nil {
+				r.fail(cur, "%v", err)
+				return
+			}
+			if vanished {
+				if accepted > opts.LostSyncRetries {
+					r.fail(cur, "the sync of %s to %s was requested %d times and never started: an argocd-agent principal may be dropping it (argocd-agent #841)",
+						r.name, text.ShortRev(revision), accepted)
+					return
+				}
+				lost = fmt.Sprintf("accepted, then cleared: no operation, operation state or history entry of it %s after the request", lostGrace)
+				lostGrace *= 2
+				attempt--
+				continue
+			}
+		}
 		if cur, err = r.waitUntil(ctx, "the sync operation to finish", r.trig.completedSince); err != nil {
 			r.fail(cur, "%v", err)
 			return
@@ -329,6 +361,51 @@ func (r *appRun) awaitLostRequest(ctx context.Context) (*v1alpha1.Application, e
 		return r.sub.get(), err
 	}
 	return r.sub.get(), nil
+}
+
+// awaitStarted waits for evidence that the accepted sync request started an operation: an operation state
+// started since the request (or a history entry of one) in an object written after the request's answer. Every
+// grace period without it, the app is read once: vanished is true when that fresh object shows the request
+// vanished (trigger.vanished); an operation still only requested (an agent not connected, argocd-agent #809) is
+// waited for another grace period. Only the end of ctx or the app's deletion is an error.
+func (r *appRun) awaitStarted(ctx context.Context, grace time.Duration) (cur *v1alpha1.Application, vanished bool, err error) {
+	clock := r.s.opts.Clock
+	deadline := clock.Now().Add(grace)
+	started := func(a *v1alpha1.Application) bool { return r.trig.after(a) && r.trig.ranSince(a) }
+	for {
+		cur = r.sub.get()
+		if started(cur) {
+			return cur, false, nil
+		}
+		if r.sub.deleted() {
+			return cur, false, errors.New("the app was deleted while waiting for the sync operation to start")
+		}
+		left := deadline.Sub(clock.Now())
+		if left <= 0 {
+			if err := r.read(ctx); err != nil {
+				return r.sub.get(), false, err
+			}
+			cur = r.sub.get()
+			if r.trig.vanished(cur) {
+				return cur, true, nil
+			}
+			if started(cur) {
+				return cur, false, nil
+			}
+			deadline = clock.Now().Add(grace)
+			continue
+		}
+		t := clock.NewTimer(left)
+		select {
+		case <-r.sub.notify:
+			t.Stop()
+		case <-t.Chan():
+		case <-ctx.Done():
+			t.Stop()
+			return cur, false, fmt.Errorf("timed out waiting for the sync operation to start (sync %s, health %s): %w",
+				statusOf(cur).Sync.Status, statusOf(cur).Health.Status, ctx.Err())
+		}
+	}
 }
 
 // reconciled returns an object whose status was computed after its last operation finished: cur itself when

@@ -97,6 +97,18 @@ type Options struct {
 	// MaxSyncAttempts bounds the sync requests per app when other operations keep getting in the way
 	// (default 2).
 	MaxSyncAttempts int
+	// LostSyncRetries is how many times a sync request that vanished without starting an operation is sent again
+	// before the app fails (0: never; a vanished request is then waited for until Timeout, as before). An
+	// argocd-agent principal can answer a sync request and lose it before the agent starts it (argocd-agent #841,
+	// #809): the executor enables it for instances marked agent. See doc.go, "A sync that never started".
+	LostSyncRetries int
+	// LostSyncGrace is how long after an accepted sync request the app may show no operation started for it
+	// before a fresh read decides whether the request vanished (default 30s); it doubles with each re-request.
+	LostSyncGrace time.Duration
+	// OnLostSync runs before each re-request of a vanished sync (requests: how many were sent so far; reason: what
+	// the app showed). The rollout executor logs it and records an event there; an error cancels the re-request
+	// and fails the app.
+	OnLostSync func(ctx context.Context, app, revision string, requests int, reason string) error
 	// Clock is the bot's clock (default real).
 	Clock clockwork.Clock
 	// OnTrigger runs just before the sync request of an app. The rollout executor persists its intent there;
@@ -127,6 +139,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.LostAnswerGrace <= 0 {
 		o.LostAnswerGrace = 15 * time.Second
+	}
+	if o.LostSyncGrace <= 0 {
+		o.LostSyncGrace = 30 * time.Second
 	}
 	if o.MaxSyncAttempts <= 0 {
 		o.MaxSyncAttempts = 2

@@ -33,6 +33,24 @@
 // reconciledAt, but from before the request (Progressive Syncs' race, argo-cd #29410, #22852, #22558) — fails
 // the second rule and is never taken for done (TestStaleStatusIsNotDone).
 //
+// # A sync that never started (Options.LostSyncRetries)
+//
+// An argocd-agent principal answers a sync request (it sets .operation on its copy of the Application) and can
+// lose it before the agent's controller starts it: a status update from the agent, sent before the agent had the
+// operation, overwrites .operation with nil (argocd-agent internal/manager/application/application.go
+// UpdateStatus, argocd-agent #841; #809 lost it while the agent was disconnected). The app then shows no
+// operation, the agent's last operation state and no new history entry — and a bot waiting for "an operation
+// completed after the request" waits until its timeout. With LostSyncRetries > 0, after an accepted request the
+// bot waits LostSyncGrace for an operation started since it (operation state or history entry, in an object
+// written after the answer); then it reads the app once and re-requests the sync only when that object shows the
+// request vanished (trigger.vanished: newer than the answer, nothing requested or running, nothing started since
+// the request). An operation still only requested (an agent not connected) is waited for, re-read every grace
+// period, never requested twice; a re-request Argo CD refuses because an operation appeared meanwhile is judged
+// like any refused request (step 2). Each re-request runs Options.OnLostSync first and doubles the grace; after
+// 1 + LostSyncRetries requests the app fails: "the sync of web to abc1234 was requested 4 times and never
+// started: an argocd-agent principal may be dropping it (argocd-agent #841)" (TestLostSyncIsRequestedAgain,
+// TestLostSyncFailsAfterRetries, TestSlowStartIsNotRequestedAgain).
+//
 // # Second-granularity timestamps
 //
 // startedAt, finishedAt and reconciledAt are RFC 3339 with seconds. Two consequences:

@@ -192,6 +192,37 @@ func (t trigger) startedSince(app *v1alpha1.Application) bool {
 	return os != nil && !os.StartedAt.Time.Before(t.notBefore)
 }
 
+// after: app is a version written after the request's answer (false when the answer was lost).
+func (t trigger) after(app *v1alpha1.Application) bool {
+	if app == nil || !t.hasRV {
+		return false
+	}
+	rv, ok := argocd.ResourceVersion(app.ResourceVersion)
+	return ok && rv > t.rv
+}
+
+// ranSince: the app shows an operation started since the request, in its operation state or its history (a
+// later operation may have replaced it in the state; the history keeps successful syncs).
+func (t trigger) ranSince(app *v1alpha1.Application) bool {
+	if t.startedSince(app) {
+		return true
+	}
+	for _, h := range app.Status.History {
+		if h.DeployStartedAt != nil && !h.DeployStartedAt.Time.Before(t.notBefore) {
+			return true
+		}
+	}
+	return false
+}
+
+// vanished: the request's operation is gone without a trace. An object written after the request's answer shows
+// no operation requested or running and no operation started since the request (ranSince): the operation was
+// cleared before anything ran it (an argocd-agent principal overwriting it with an agent's status,
+// argocd-agent #841). A request whose answer was lost proves nothing here (no resourceVersion to compare with).
+func (t trigger) vanished(app *v1alpha1.Application) bool {
+	return t.after(app) && !inFlight(app) && !t.ranSince(app)
+}
+
 // automated: Argo CD syncs the app by itself (and refuses a sync to any other revision than targetRevision).
 func automated(app *v1alpha1.Application) bool {
 	return app.Spec.SyncPolicy != nil && app.Spec.SyncPolicy.IsAutomatedSyncEnabled()

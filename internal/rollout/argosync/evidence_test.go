@@ -184,3 +184,39 @@ func TestNewerAndSameOperation(t *testing.T) {
 		t.Error("sameOperation")
 	}
 }
+
+// TestTriggerVanished holds the rule that allows a re-request: only an object written after the answer, with no
+// operation requested or running, and none started since the request in the operation state or the history.
+func TestTriggerVanished(t *testing.T) {
+	answer := obj{rv: "100", opSet: true}.app()
+	trig := newTrigger(t0.Add(30*time.Second+500*time.Millisecond), 0, answer)
+	lost := newTrigger(t0.Add(30*time.Second+500*time.Millisecond), 0, nil)
+	withHistory := func(o obj, started time.Duration) *v1alpha1.Application {
+		a := o.app()
+		a.Status.History = append(a.Status.History, v1alpha1.RevisionHistory{DeployStartedAt: at(started), DeployedAt: *at(started + time.Second)})
+		return a
+	}
+	tests := []struct {
+		name string
+		trig trigger
+		app  *v1alpha1.Application
+		want bool
+	}{
+		{"cleared, no operation state (the principal's write)", trig, obj{rv: "101"}.app(), true},
+		{"cleared, the agent's old operation state back", trig, obj{rv: "101", phase: "Succeeded", started: -time.Hour, finished: dur(-time.Hour + 10*time.Second)}.app(), true},
+		{"the answer itself: operation requested", trig, answer, false},
+		{"operation still requested, not picked up (agent disconnected)", trig, obj{rv: "104", opSet: true}.app(), false},
+		{"an old operation state still running", trig, obj{rv: "104", phase: "Running", started: -time.Hour}.app(), false},
+		{"our operation running", trig, obj{rv: "104", opSet: true, phase: "Running", started: 31 * time.Second}.app(), false},
+		{"our operation finished", trig, obj{rv: "109", phase: "Failed", started: 31 * time.Second, finished: dur(32 * time.Second)}.app(), false},
+		{"a later operation replaced ours; the history has ours", trig, withHistory(obj{rv: "120", phase: "Failed", started: 40 * time.Second, finished: dur(41 * time.Second)}, 31*time.Second), false},
+		{"the history's newest entry is older than the request", trig, withHistory(obj{rv: "101"}, -time.Hour), true},
+		{"a version older than the answer", trig, obj{rv: "99"}.app(), false},
+		{"answer lost: nothing proves the request vanished", lost, obj{rv: "101"}.app(), false},
+	}
+	for _, tt := range tests {
+		if got := tt.trig.vanished(tt.app); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
