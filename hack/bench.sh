@@ -35,6 +35,14 @@ echo "== a pull request on generated fleets: fleetwave diff vs the CLI floor (ha
 go run ./hack/benchfleet -fleetwave "$PWD/bin/fleetwave" -helm "${FLEETWAVE_HELM_BIN:?}" -kustomize "${FLEETWAVE_KUSTOMIZE_BIN:?}" \
   -runs 3 -min-ratio "${FLEETWAVE_BENCH_MIN_RATIO:-2}" -max-rss "${FLEETWAVE_BENCH_MAX_RSS_MIB:-300}"
 
+# A rollout across Argo CD instances (issue #36): 10,000 apps over 4 simulated instances, budget 10 each, 200 ms
+# syncs, the bot in its own process (about a minute and a half): wall time against the ideal from the budgets, the
+# most operations in flight per instance (it fails over a budget), requests per app, the bot's CPU and memory.
+echo
+echo "== a rollout of 10,000 apps over 4 Argo CD instances (internal/rollout TestBenchmarkInstances10000Apps)"
+FLEETWAVE_SLOW_TESTS=1 go test -count=1 -run '^TestBenchmarkInstances10000Apps$' -v ./internal/rollout/ |
+  grep -E 'bench_instances_test|^(--- |ok|FAIL)' | sed -E 's/^ +bench_instances_test.go:[0-9]+: //'
+
 # The binary a user builds first (make demo, make build): its size, and how long it takes with an empty build
 # cache (modules already downloaded), in a throwaway GOCACHE. FLEETWAVE_BENCH_COLD=0 skips the cold build.
 echo

@@ -37,6 +37,7 @@ type App struct {
 	settings    render.Settings
 	clusters    ClusterSource
 	argocd      preview.ArgoCD  // zero: no Argo CD
+	instances   *Instances      // nil: a fleet of one Argo CD (WithInstances)
 	tenants     TenantRenderers // nil: every preview renders with renderer
 	argoURL     string          // Argo CD's URL for links to apps ("" = no links)
 	merges      Merges

@@ -116,6 +116,9 @@ func (a *App) handOverOnce(ctx context.Context, m mergeTarget) error {
 			return fmt.Errorf("%s: listing destination clusters: %w", what, err)
 		}
 	}
+	if err := a.withInstances(ctx, &in); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	res, err := preview.Run(ctx, a.rendererOf(m.installationID, renderGroup(fullName, m.number)), in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {

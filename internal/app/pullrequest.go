@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,6 +381,10 @@ func (a *App) previewInto(ctx context.Context, out *outcome, ch Change) {
 		}
 		in.Clusters = cs
 	}
+	if err := a.withInstances(ctx, &in); err != nil {
+		out.err = err
+		return
+	}
 	res, err := a.runPreview(ctx, ch.InstallationID, renderGroup(ch.Repo, ch.Number), in)
 	var pe *plan.PolicyError
 	if errors.As(err, &pe) {
@@ -411,15 +414,17 @@ func (a *App) link(rep *report.Report, ch Change) {
 	if web := repoWebURL(ch); web != "" && f.PolicyFile != "" {
 		f.PolicyURL = web + "/blob/" + ch.Head + "/" + f.PolicyFile
 	}
-	if a.argoURL == "" {
+	if a.argoURL == "" && (a.instances == nil || len(a.instances.URLs) == 0) {
 		return
 	}
 	f.AppURLs = map[string]string{}
 	for i := range rep.Apps {
 		ra := &rep.Apps[i]
 		if ra.Status != report.StatusUnchanged && ra.Status != report.StatusAdded {
-			// Argo CD's UI path for an app: /applications/<app namespace>/<name>.
-			f.AppURLs[ra.Key()] = a.argoURL + "/applications/" + url.PathEscape(ra.Namespace) + "/" + url.PathEscape(ra.Name)
+			// Argo CD's UI path for an app, in the instance that holds it (instances.go).
+			if u := a.appURL(ra); u != "" {
+				f.AppURLs[ra.Key()] = u
+			}
 		}
 	}
 }
@@ -446,16 +451,16 @@ func (a *App) runPreview(ctx context.Context, installation int64, group string, 
 	if a.renderBudget != 0 {
 		in.RenderBudget = a.renderBudget
 	}
-	if a.argocd.None() {
+	in.ArgoCD = a.argocd
+	if !asksArgoCD(in) {
 		return preview.Run(ctx, r, in)
 	}
-	in.ArgoCD = a.argocd
 	res, err := preview.Run(ctx, r, in)
 	var pe *plan.PolicyError
 	if err == nil || ctx.Err() != nil || errors.As(err, &pe) {
 		return res, err
 	}
-	in.ArgoCD = preview.ArgoCD{}
+	in = withoutArgoCD(in)
 	res, err2 := preview.Run(ctx, a.rendererOf(installation, group), in) // a new view: its output budget afresh
 	if err2 != nil {
 		return nil, err // the first error is the one to report

@@ -166,11 +166,14 @@ func revCell(from, to string) string {
 // appTable renders steps as a markdown table (at most maxTableRows rows).
 func appTable(steps []store.AppStep, waves []rollout.WaveSnapshot, withWave bool) string {
 	var b strings.Builder
+	head, rule := "| App | Cluster | Batch | State | Revision | Health | Started | Took | Note |", "|---|---|---:|---|---|---|---|---:|---|"
 	if withWave {
-		b.WriteString("| App | Cluster | Wave | Batch | State | Revision | Health | Started | Took | Note |\n|---|---|---|---:|---|---|---|---|---:|---|\n")
-	} else {
-		b.WriteString("| App | Cluster | Batch | State | Revision | Health | Started | Took | Note |\n|---|---|---:|---|---|---|---|---:|---|\n")
+		head, rule = "| App | Cluster | Wave | Batch | State | Revision | Health | Started | Took | Note |", "|---|---|---|---:|---|---|---|---|---:|---|"
 	}
+	if ShowInstances(steps) { // a fleet of several Argo CD instances: each app's instance first
+		head, rule = "| Instance "+head, "|---"+rule
+	}
+	b.WriteString(head + "\n" + rule + "\n")
 	for i, s := range steps {
 		if i == maxTableRows {
 			fmt.Fprintf(&b, "\n…and %d more apps.\n", len(steps)-i)
@@ -187,6 +190,9 @@ func appTable(steps []store.AppStep, waves []rollout.WaveSnapshot, withWave bool
 		took := ""
 		if !s.OpStartedAt.IsZero() && !s.OpFinishedAt.IsZero() {
 			took = s.OpFinishedAt.Sub(s.OpStartedAt).Round(time.Second).String()
+		}
+		if ShowInstances(steps) {
+			fmt.Fprintf(&b, "| %s ", mdCell(InstanceName(s.App.Instance), 40))
 		}
 		fmt.Fprintf(&b, "| %s | %s |", mdCell(s.App.Name, 80), mdCell(s.Cluster, 40))
 		if withWave {
@@ -435,6 +441,9 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 			}
 			title += ": " + done
 		}
+		if n := len(w.Unreachable); n > 0 {
+			title += fmt.Sprintf(" (%s unreachable)", text.FirstOf(instanceNames(w.Unreachable), 3))
+		}
 		cr.Actions = actions(actPause, actRollback, actAbort)
 	case store.WaveGating:
 		cr.Status, title = github.StatusInProgress, "Gates: "+done
@@ -497,6 +506,11 @@ func waveCheckRun(s rollout.Snapshot, wi int) github.CheckRun {
 			mark = "❌"
 		}
 		fmt.Fprintf(&b, "- %s `%s` at %s UTC: %s\n", mark, mdCell(m.Query, 120), hhmmss(m.At), mdCell(m.Result, 300))
+	}
+	for _, h := range w.Unreachable {
+		if w.State == store.WaveRunning || w.State == store.WaveGating {
+			fmt.Fprintf(&b, "- ⏸️ %s. Its apps wait and are retried; the other instances' apps go on.\n", mdCell(h.Description, 500))
+		}
 	}
 	if h := w.Hold; h != nil && w.State == store.WaveRunning {
 		fmt.Fprintf(&b, "- ⏸️ %s (Argo CD refuses their syncs; the wave waits, nothing is counted as failed). Held since %s UTC.\n",
@@ -602,4 +616,31 @@ func rollbackCheckRun(s rollout.Snapshot) (github.CheckRun, bool) {
 	}
 	b.WriteString("\nArgo CD shows rolled-back apps OutOfSync until the merge is reverted in Git; their automated sync (if fleetwave switched it off) stays off.\n")
 	return withOutput(cr, title, clip(b.String(), maxOutput), appTable(steps, s.Waves, true)), true
+}
+
+// ShowInstances reports whether apps are shown with their Argo CD instance: when any is not "" (a fleet of
+// several instances). A one-instance fleet's check-runs stay what they were.
+func ShowInstances(steps []store.AppStep) bool {
+	for _, s := range steps {
+		if s.App.Instance != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// InstanceName is how an instance is named to people: "" is the default Argo CD.
+func InstanceName(inst string) string {
+	if inst == "" {
+		return "(default)"
+	}
+	return inst
+}
+
+func instanceNames(hs []rollout.InstanceHold) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = "instance " + InstanceName(h.Instance)
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 	"github.com/fleetwave/fleetwave/internal/store"
@@ -70,6 +71,9 @@ type failedApp struct {
 type waveSummaryRow struct {
 	Name  string `json:"name"`
 	State string `json:"state"`
+	// Unreachable says, per Argo CD instance holding the wave's apps on it, which and why ("instance eu
+	// unreachable since 10:02: dial tcp …"); a fleet of several instances only.
+	Unreachable []string `json:"unreachable,omitempty"`
 }
 
 // eventSink writes events as text lines or JSON lines; it is safe for concurrent use. On a terminal (tty) the
@@ -288,6 +292,11 @@ func summaryText(ev rolloutEvent) string {
 	list("rolled back", s.RolledBack)
 	list("in flight", s.InFlight)
 	list("not started", s.NotStarted)
+	for _, w := range s.Waves {
+		for _, u := range w.Unreachable {
+			fmt.Fprintf(&b, "\n  wave %s: %s; its apps there wait", w.Name, u)
+		}
+	}
 	if ev.Message != "" {
 		b.WriteString("\n" + ev.Message)
 	}
@@ -691,8 +700,12 @@ func (w *watcher) step(wv store.Wave, st store.AppStep) {
 func summarize(s snapshot) *rolloutSummary {
 	sum := &rolloutSummary{State: string(s.r.State), Synced: []string{}, Skipped: []string{}, Failed: []failedApp{},
 		RolledBack: []string{}, InFlight: []string{}, NotStarted: []string{}}
+	multi := slices.ContainsFunc(s.steps, func(st store.AppStep) bool { return st.App.Instance != "" })
 	for _, st := range s.steps {
 		name := st.App.Name
+		if multi { // a fleet of several Argo CD instances: instance/app ("" is the default instance)
+			name = checkrun.InstanceName(st.App.Instance) + "/" + name
+		}
 		switch st.State {
 		case store.StepSynced:
 			sum.Synced = append(sum.Synced, name)
@@ -711,7 +724,13 @@ func summarize(s snapshot) *rolloutSummary {
 		}
 	}
 	for _, wv := range s.waves {
-		sum.Waves = append(sum.Waves, waveSummaryRow{Name: wv.Name, State: string(wv.State)})
+		row := waveSummaryRow{Name: wv.Name, State: string(wv.State)}
+		if wv.State == store.WaveRunning || wv.State == store.WaveGating {
+			for _, h := range rollout.UnreachableInstances(wv) {
+				row.Unreachable = append(row.Unreachable, h.Description)
+			}
+		}
+		sum.Waves = append(sum.Waves, row)
 	}
 	return sum
 }

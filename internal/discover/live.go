@@ -120,14 +120,18 @@ func (inv *Inventory) generateLive(set *v1alpha1.ApplicationSet, key, file, pare
 			return unevaluated(what+"; Argo CD evaluates live generators only as the base revision declares them, so review it by hand", true)
 		}
 		// Only the template changed: Argo CD may render it.
-		if inv.opts.Generate == nil {
+		if inv.generator(inv.setInstances[key].name) == nil {
 			return unevaluated(noArgoCD, true)
 		}
 	}
-	if inv.opts.Generate == nil {
+	if pl := inv.setInstances[key]; pl.err != nil {
+		return unevaluated("not generated through Argo CD: "+text.FirstLine(pl.err.Error()), inv.opts.Reuse != nil)
+	}
+	generate := inv.generator(inv.setInstances[key].name)
+	if generate == nil {
 		return unevaluated(noArgoCD, false)
 	}
-	apps, err := inv.opts.Generate(set)
+	apps, err := generate(set)
 	if err != nil {
 		return unevaluated("Argo CD could not generate it: "+text.FirstLine(err.Error()), inv.opts.Reuse != nil)
 	}

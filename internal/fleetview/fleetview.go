@@ -33,6 +33,9 @@ type Options struct {
 	Token string
 	// ArgoCDURL and GitHubURL make links (GitHubURL default https://github.com).
 	ArgoCDURL, GitHubURL string
+	// InstanceURLs are the UI addresses of the Argo CD instances beside ArgoCDURL's ("" ) in a fleet of
+	// several, for the apps' links; an app of an instance not listed has none.
+	InstanceURLs map[string]string
 	// Poll is how often a live page's stream looks for changes (default 1s); Now is the clock (default time.Now).
 	Poll time.Duration
 	Now  func() time.Time
@@ -360,6 +363,12 @@ type gateState struct {
 		Reason string    `json:"reason"`
 		Until  time.Time `json:"until"`
 	} `json:"window"`
+	// Unreachable are the Argo CD instances holding the wave's apps on them (internal/rollout unreachable.go).
+	Unreachable []struct {
+		Instance string    `json:"instance"`
+		Since    time.Time `json:"since"`
+		Why      string    `json:"why"`
+	} `json:"unreachable"`
 }
 
 type wavePage struct {
@@ -379,7 +388,9 @@ type stepRow struct {
 }
 
 type rolloutPage struct {
-	Rollout      rolloutRow
+	Rollout rolloutRow
+	// Instances: the rollout spans Argo CD instances (an app's instance is not ""): each app shows its own.
+	Instances    bool
 	Waves        []wavePage
 	Events       []store.Event
 	OnNew, Total int
@@ -428,8 +439,13 @@ func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
 	}
 	for _, s := range steps {
 		row := stepRow{AppStep: s}
-		if v.opts.ArgoCDURL != "" {
-			row.ArgoLink = strings.TrimRight(v.opts.ArgoCDURL, "/") + "/applications/" + url.PathEscape(s.App.Namespace) + "/" + url.PathEscape(s.App.Name)
+		base := v.opts.ArgoCDURL
+		if s.App.Instance != "" {
+			base = v.opts.InstanceURLs[s.App.Instance]
+			p.Instances = true
+		}
+		if base != "" {
+			row.ArgoLink = strings.TrimRight(base, "/") + "/applications/" + url.PathEscape(s.App.Namespace) + "/" + url.PathEscape(s.App.Name)
 		}
 		if !s.OpFinishedAt.IsZero() && !s.IntentAt.IsZero() {
 			row.Duration = s.OpFinishedAt.Sub(s.IntentAt).Round(time.Second).String()

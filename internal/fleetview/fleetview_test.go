@@ -212,6 +212,9 @@ func TestRolloutPageShowsWhereTheFleetStands(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	if strings.Contains(body, ">Instance<") {
+		t.Error("a one-instance rollout shows an instance column")
+	}
 	if strings.Contains(body, "wave-started") {
 		t.Error("the bot's own events are listed among people's actions")
 	}

@@ -69,9 +69,10 @@ const rolloutBody = `{{define "body"}}{{$now := .Now}}{{with .Rollout}}
 {{if .Soak}}<p class="gate">Soak {{.Soak}}{{if .Gate.SoakDone}}: passed{{else if not (zero .Gate.SoakUntil)}}: ends {{hhmm .Gate.SoakUntil}}, in <span data-until="{{iso .Gate.SoakUntil}}">{{ago $now .Gate.SoakUntil}}</span>{{end}}</p>{{end}}
 {{range .Gate.Metrics}}<p class="gate">Metric <code>{{.Query}}</code>: {{.Result}} ({{if .OK}}within its bound{{else}}outside its bound{{end}}, {{hhmm .At}})</p>{{end}}
 {{with .Gate.Window}}<p class="gate"><strong>Held by a sync window</strong>: {{.Count}} app(s), {{.Reason}}{{if not (zero .Until)}}, until {{hhmm .Until}}{{end}}</p>{{end}}
+{{if or (eq .State "running") (eq .State "gating")}}{{range .Gate.Unreachable}}<p class="gate"><strong>Instance {{if .Instance}}{{.Instance}}{{else}}(default){{end}} unreachable</strong> since {{hhmm .Since}}: {{.Why}}. Its apps wait; the other instances' apps go on.</p>{{end}}{{end}}
 <table><caption>Apps of wave {{.Name}}</caption>
-<thead><tr><th scope="col">App</th><th scope="col">Cluster</th><th scope="col" class="num">Batch</th><th scope="col">State</th><th scope="col">Revision</th><th scope="col">Health</th><th scope="col">Took</th><th scope="col">Last message</th></tr></thead>
-<tbody>{{range .Steps}}<tr><td>{{if .ArgoLink}}<a href="{{.ArgoLink}}">{{.App.Name}}</a>{{else}}{{.App.Name}}{{end}}</td><td>{{.Cluster}}</td><td class="num">{{.Batch}}</td>
+<thead><tr>{{if $.Instances}}<th scope="col">Instance</th>{{end}}<th scope="col">App</th><th scope="col">Cluster</th><th scope="col" class="num">Batch</th><th scope="col">State</th><th scope="col">Revision</th><th scope="col">Health</th><th scope="col">Took</th><th scope="col">Last message</th></tr></thead>
+<tbody>{{range .Steps}}<tr>{{if $.Instances}}<td>{{if .App.Instance}}{{.App.Instance}}{{else}}(default){{end}}</td>{{end}}<td>{{if .ArgoLink}}<a href="{{.ArgoLink}}">{{.App.Name}}</a>{{else}}{{.App.Name}}{{end}}</td><td>{{.Cluster}}</td><td class="num">{{.Batch}}</td>
 <td class="state s-{{.State}}">{{.State}}</td><td><code>{{short .OpRevision}}</code></td><td>{{.Health}}</td><td>{{.Duration}}</td><td>{{.Message}}</td></tr>
 {{end}}</tbody></table></section>{{end}}
 <h2>People's actions</h2>

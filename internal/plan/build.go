@@ -67,7 +67,7 @@ func compareApps(a, b *App) int {
 	if c := cmp.Compare(a.Namespace, b.Namespace); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(a.clusterKey(), b.clusterKey()); c != 0 {
+	if c := cmp.Compare(a.clusterID(), b.clusterID()); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Server, b.Server); c != 0 {
@@ -322,11 +322,11 @@ func (b *builder) uncovered(ai int) Violation {
 	return b.violation(a, "", RuleUncovered, fmt.Sprintf(
 		"no wave selects app %q on cluster %q (app labels: %s; cluster labels: %s) (hint: add a wave whose "+
 			"selector matches it, or end the policy with a wave whose selector is {})",
-		a.Name, a.clusterKey(), labelString(a.Labels), labelString(a.ClusterLabels)))
+		a.Name, a.clusterID(), labelString(a.Labels), labelString(a.ClusterLabels)))
 }
 
 func (b *builder) violation(a *App, wave, rule, msg string) Violation {
-	return Violation{App: a.Name, Namespace: a.Namespace, Cluster: a.clusterKey(), Wave: wave, Rule: rule, Message: msg}
+	return Violation{App: a.Name, Namespace: a.Namespace, Cluster: a.clusterID(), Wave: wave, Rule: rule, Message: msg}
 }
 
 // planWave groups a wave's apps by cluster, resolves its limits, batches the clusters and checks the limits.
@@ -336,7 +336,7 @@ func (b *builder) planWave(w *WavePolicy, members []int) (Wave, []Violation) {
 	index := map[string]int{}
 	for _, ai := range members {
 		a := b.apps[ai]
-		k := a.clusterKey()
+		k := a.clusterID()
 		ui, ok := index[k]
 		if !ok {
 			ui = len(units)
@@ -414,7 +414,7 @@ func (b *builder) planWave(w *WavePolicy, members []int) (Wave, []Violation) {
 		if reason, ok := unsatisfiable[ai]; ok {
 			a := b.apps[ai]
 			viol = append(viol, b.violation(a, w.Name, RuleUnsatisfiableLimits,
-				fmt.Sprintf("wave %q cannot roll out app %q on cluster %q: %s", w.Name, a.Name, a.clusterKey(), reason)))
+				fmt.Sprintf("wave %q cannot roll out app %q on cluster %q: %s", w.Name, a.Name, a.clusterID(), reason)))
 		}
 	}
 

@@ -81,6 +81,21 @@ func rollingSyncApps() []App {
 	return apps
 }
 
+// instanceApps are exampleApps over two Argo CD instances: eu holds the eu-1 and test clusters, us the others,
+// and each has an in-cluster of its own with a legacy app on it.
+func instanceApps() []App {
+	apps := exampleApps()
+	for i := range apps {
+		apps[i].Instance = "us"
+		if r := apps[i].ClusterLabels["region"]; r == "eu-1" || apps[i].Cluster == "in-cluster" {
+			apps[i].Instance = "eu"
+		}
+	}
+	us := apps[len(apps)-1]
+	us.Instance, us.AutomatedSync = "us", false
+	return append(apps, us)
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -97,6 +112,10 @@ func TestGolden(t *testing.T) {
 		{"incomplete", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps()[:len(exampleApps())-1], []Unplaced{
 			{App: "api-prd-eu-1", Namespace: "argocd", Cluster: "prd-eu-1", Reason: "kustomize build: missing.yaml: no such file or directory"},
 			{App: "web", Namespace: "argocd", Cluster: "in-cluster", Reason: "helm template: parse error"}}},
+		// One plan over two instances: clusters named with their instance, an app that maps to no instance unplaced.
+		{"instances", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, instanceApps(), []Unplaced{
+			{App: "web", Namespace: "argocd", Instance: "us", Cluster: "in-cluster", Reason: "helm template: parse error"},
+			{App: "stray", Namespace: "argocd", Cluster: "in-cluster", Reason: `app "stray" (stray): no Argo CD instance: apps/stray.yaml matches no instance's paths`}}},
 		{"incomplete-with-violations", func(t testing.TB) *Policy { return mustPolicy(t, "sketch.yaml") }, exampleApps(), []Unplaced{
 			{App: "web", Namespace: "argocd", Cluster: "in-cluster", Reason: "helm template: parse error"}}},
 	}

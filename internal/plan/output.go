@@ -106,7 +106,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		for j, b := range wv.Batches {
 			fmt.Fprintf(bw, "  batch %d/%d: %s\n", j+1, len(wv.Batches), strings.Join(b.Clusters, ", "))
 			for _, a := range b.Apps {
-				fmt.Fprintf(bw, "    %s -> %s\n", a.ref(), a.Cluster)
+				fmt.Fprintf(bw, "    %s -> %s\n", a.ref(), onInstance(a.Instance, a.Cluster))
 			}
 		}
 	}
@@ -118,7 +118,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.Unplaced) > 0 {
 		fmt.Fprintf(bw, "\nincomplete: %s of the change could not be rendered, so the plan does not place them:\n", text.Plural(len(p.Unplaced), "app"))
 		for _, u := range p.Unplaced {
-			fmt.Fprintf(bw, "  %s -> %s: %s\n", u.ref(), u.Cluster, u.Reason)
+			fmt.Fprintf(bw, "  %s -> %s: %s\n", u.ref(), onInstance(u.Instance, u.Cluster), u.Reason)
 		}
 	}
 	if len(p.Unreadable) > 0 {
@@ -144,6 +144,15 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // ref is "name" or "namespace/name" when the namespace is not argocd's default.
+// onInstance names a cluster as the plan identifies it: with its Argo CD instance when there is one
+// ("eu/in-cluster", as App.clusterID), alone in a fleet of one Argo CD.
+func onInstance(instance, cluster string) string {
+	if instance == "" {
+		return cluster
+	}
+	return instance + "/" + cluster
+}
+
 func (a *PlannedApp) ref() string {
 	if a.Namespace != "" && a.Namespace != "argocd" {
 		return a.Namespace + "/" + a.Name
@@ -336,7 +345,7 @@ func writeOutsideText(bw *bufio.Writer, title string, apps []Unplaced) {
 	}
 	fmt.Fprintf(bw, "\n%s:\n", title)
 	for _, r := range apps {
-		fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), r.Cluster, r.Reason)
+		fmt.Fprintf(bw, "  %s -> %s: %s\n", r.ref(), onInstance(r.Instance, r.Cluster), r.Reason)
 	}
 }
 
@@ -352,7 +361,7 @@ func writeOutsideMarkdown(bw *bufio.Writer, heading string, apps []Unplaced) {
 			fmt.Fprintf(bw, "- …and %d more\n", len(apps)-i)
 			break
 		}
-		fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(r.Cluster), markdown.EscapeLine(r.Reason))
+		fmt.Fprintf(bw, "- `%s` → %s: %s\n", strings.ReplaceAll(r.ref(), "`", ""), markdown.EscapeLine(onInstance(r.Instance, r.Cluster)), markdown.EscapeLine(r.Reason))
 	}
 	bw.WriteString("\n")
 }

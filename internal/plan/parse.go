@@ -295,8 +295,25 @@ func (ps *parser) wave(n *yaml.Node, index int) (WavePolicy, bool) {
 
 func (ps *parser) selector(n *yaml.Node, what string) Selector {
 	var s Selector
-	ps.fields(n, what, []string{"matchExpressions", "matchLabels"}, func(f field) {
+	ps.fields(n, what, []string{"instances", "matchExpressions", "matchLabels"}, func(f field) {
 		switch f.name {
+		case "instances":
+			names, ok := ps.stringList(f.val, what+" instances")
+			if !ok {
+				return
+			}
+			if len(names) == 0 {
+				ps.errAt(ps.resolve(f.val), "name the Argo CD instances the wave takes (instances: [eu, us]), or leave instances out to take every instance's",
+					"%s instances is empty", what)
+				return
+			}
+			for _, name := range names {
+				if strings.TrimSpace(name) == "" {
+					ps.errAt(ps.resolve(f.val), "write each instance's name as the instances file names it", "%s instances: an empty name", what)
+					return
+				}
+			}
+			s.Instances = names
 		case "matchLabels":
 			fs, _ := ps.mapping(f.val, what+" matchLabels")
 			if len(fs) > 0 {

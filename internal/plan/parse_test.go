@@ -188,7 +188,7 @@ func parseErrorCases() []parseErrorCase {
 		{"expression without key", head + "  - name: a\n    selector: {matchExpressions: [{operator: Exists}]}\n", []string{
 			`p.yaml:4:35: wave "a" selector matchExpressions[0] has no key (hint: every expression needs a key)`}},
 		{"selector with unknown field", head + "  - name: a\n    selector: {env: prd}\n", []string{
-			`p.yaml:4:16: unknown field "env" in wave "a" selector (hint: known fields: matchExpressions, matchLabels)`}},
+			`p.yaml:4:16: unknown field "env" in wave "a" selector (hint: known fields: instances, matchExpressions, matchLabels)`}},
 		{"matchLabels null value", head + "  - name: a\n    selector: {matchLabels: {env: }}\n", []string{
 			`p.yaml:4:35: wave "a" selector matchLabels env must be a value, not nothing (hint: write the label value, quoted ("") when empty)`}},
 		{"bad onFailure", head + "  - {name: a, selector: {}, onFailure: retry}\nonFailure: stop\n", []string{
@@ -252,6 +252,12 @@ func parseErrorCases() []parseErrorCase {
 			`p.yaml:5:1: track "A" has the name of a wave (hint: a oneWave track's apps go in a wave of its name; name the track otherwise)`}},
 		{"empty track classes", head + "  - {name: a, selector: {}}\ntracks:\n  - {name: fast, classes: []}\n", []string{
 			`p.yaml:5:27: track 1: classes is empty (hint: name the risk classes that take this track)`}},
+		{"empty instances", head + "  - {name: a, selector: {instances: []}}\n", []string{
+			`p.yaml:3:37: wave "a" selector instances is empty (hint: name the Argo CD instances the wave takes (instances: [eu, us]), or leave instances out to take every instance's)`}},
+		{"instances not a list", head + "  - {name: a, selector: {instances: eu}}\n", []string{
+			`p.yaml:3:37: wave "a" selector instances must be a list, not "eu"`}},
+		{"an empty instance name", head + "  - {name: a, selector: {instances: [eu, \"\"]}}\n", []string{
+			`p.yaml:3:37: wave "a" selector instances: an empty name (hint: write each instance's name as the instances file names it)`}},
 		{"several errors in file order", head + "  - name: a\n    selector: {}\n    soak: forever\n  - name: b\n    selectr: {}\n", []string{
 			`p.yaml:5:11: wave "a" soak: "forever" is not a duration (hint: write a Go duration such as 90s, 10m or 1h30m)`,
 			`p.yaml:6:5: wave "b" has no selector (hint: use selector: {} to take every app no earlier wave took)`,

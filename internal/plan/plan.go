@@ -37,6 +37,16 @@ func (a *App) clusterKey() string {
 	return a.Server
 }
 
+// clusterID identifies the destination cluster across Argo CD instances: "<instance>/<cluster key>" for an app
+// of a named instance (two instances may both call a cluster in-cluster; they are different clusters), the
+// cluster key alone in a fleet of one. Batches, limits and violations count clusters by it.
+func (a *App) clusterID() string {
+	if a.Instance == "" {
+		return a.clusterKey()
+	}
+	return a.Instance + "/" + a.clusterKey()
+}
+
 // Plan is the ordered, batched rollout of a change's apps, with the policy violations found on the way.
 // Its JSON form is the `plan` part of `fleetwave plan --output json` (docs/policy.md); field names may grow,
 // never change meaning.

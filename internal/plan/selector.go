@@ -11,6 +11,9 @@ import (
 type Selector struct {
 	MatchLabels      map[string]string `json:"matchLabels,omitempty"`
 	MatchExpressions []Requirement     `json:"matchExpressions,omitempty"`
+	// Instances, when set, takes only the apps of these Argo CD instances (App.Instance, the instances file's
+	// names), whatever their labels; the policy file's `instances: [eu, us]`.
+	Instances []string `json:"instances,omitempty"`
 
 	// argo: Argo CD rollingSync semantics (Application labels only, unknown operators as Argo CD treats them).
 	argo bool
@@ -35,11 +38,19 @@ const (
 )
 
 // Empty reports whether s has no requirement (it matches every app).
-func (s Selector) Empty() bool { return len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 }
+func (s Selector) Empty() bool {
+	return len(s.MatchLabels) == 0 && len(s.MatchExpressions) == 0 && len(s.Instances) == 0
+}
 
-// String renders s the way kubectl writes selectors: "env=prd,region in (eu-1,eu-2),!canary"; "" if empty.
+// String renders s the way kubectl writes selectors: "env=prd,region in (eu-1,eu-2),!canary"; "" if empty. The
+// instances come first, as "@instance in (eu,us)" ("@" is in no label key, so no label requirement reads the same).
 func (s Selector) String() string {
 	var parts []string
+	if len(s.Instances) > 0 {
+		insts := slices.Clone(s.Instances)
+		slices.Sort(insts)
+		parts = append(parts, "@instance in ("+strings.Join(slices.Compact(insts), ",")+")")
+	}
 	for _, r := range s.requirements() {
 		switch r.Operator {
 		case OpIn:
@@ -90,8 +101,9 @@ func (s Selector) requirements() []Requirement {
 
 // matcher is a selector compiled for speed: requirements in canonical order, In/NotIn values as sets when big.
 type matcher struct {
-	reqs []compiledReq
-	argo bool
+	reqs      []compiledReq
+	argo      bool
+	instances []string // nil: any instance
 }
 
 type compiledReq struct {
@@ -102,7 +114,7 @@ type compiledReq struct {
 }
 
 func (s Selector) compile() matcher {
-	m := matcher{argo: s.argo}
+	m := matcher{argo: s.argo, instances: s.Instances}
 	for _, r := range s.requirements() {
 		c := compiledReq{key: r.Key, op: r.Operator, values: r.Values}
 		if len(r.Values) > 8 {
@@ -128,6 +140,9 @@ func (c *compiledReq) has(v string) bool {
 // (k8s.io/apimachinery/pkg/labels/selector.go Requirement.Matches): In needs the key with a listed value, NotIn
 // and DoesNotExist hold when the key is absent, Exists needs the key; unknown operators never match.
 func (m *matcher) matches(a *App) bool {
+	if m.instances != nil && !slices.Contains(m.instances, a.Instance) {
+		return false
+	}
 	if m.argo {
 		return m.matchesArgo(a)
 	}

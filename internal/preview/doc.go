@@ -36,6 +36,16 @@
 // only rendering, generators and sync windows) and the comment's presentation (app kinds, waves, footer) are
 // skipped.
 //
+// # Several Argo CD instances
+//
+// With Input.InstanceOf, discovery asks which Argo CD instance holds each app (discover.App.Instance; an
+// ApplicationSet's apps are its instance's, an app-of-apps' children their parent's), and everything Argo CD-
+// dependent is that instance's (instances.go): its render settings and clusters, its remote renderer, its live
+// comparer (one CompareLive per instance), its ApplicationSet generator, its sync windows. An app that maps to no
+// instance, to several, or to one not in Input.Instances is never rendered: it is an error line of the report
+// with the resolver's reason, and an unplaced app of the plan. Without InstanceOf every app is instance "" and
+// the pipeline is the single-Argo CD one.
+//
 // Renders run concurrently, bounded by Input.Concurrency. An app that fails to render is an app with status
 // "error" in the report, never a failed run; Run fails only for bad input (InputError: not a repository,
 // unknown revision, broken policy) or a broken environment (git missing, disk full).

@@ -31,7 +31,7 @@ func (p *pipeline) diff(ctx context.Context, in Input, rep *report.Report, pol h
 		rep.Notes = append(rep.Notes, "the release policy is invalid, so its diff settings are not applied: "+text.FirstLine(pol.err.Error()))
 	}
 	rep.FoldChartLabels = !diffSettings.ShowChartLabels
-	p.dropRenders = in.ArgoCD.Live == nil || in.PlanOnly // the live comparison reads the renders after pair
+	p.dropRenders = !p.instances.live() || in.PlanOnly // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
 	fetcher, _ := p.r.(interface {
@@ -109,7 +109,7 @@ func describe(a *discover.App) report.App {
 	}
 	return report.App{
 		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project,
-		Cluster: cluster, Server: server, File: a.File, AppSet: a.AppSet, Parent: a.Parent,
+		Instance: a.Instance, Cluster: cluster, Server: server, File: a.File, AppSet: a.AppSet, Parent: a.Parent,
 		Resources: []diff.Resource{}, Hooks: []diff.Resource{}, ReadFiles: []string{},
 		DestinationNamespace: a.App.Spec.Destination.Namespace, ReleaseName: releaseName(a),
 	}

@@ -59,8 +59,8 @@ func (p *pipeline) planned(ctx context.Context, in Input, rep *report.Report, po
 		return nil, pol.err
 	}
 	pl := p.plan(pol.policy, p.head.inv, rep)
-	if wr := in.ArgoCD.Windows; wr != nil {
-		holdWaves(ctx, wr, pl, p.head.inv, time.Now())
+	if p.instances.windows() {
+		holdWaves(ctx, p.instances.windowReader, pl, p.head.inv, time.Now())
 	}
 	rep.Plan = pl
 	res.Plan = pl
@@ -81,17 +81,17 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 			if ra.Error != "" {
 				reason += " (" + ra.Error + ")"
 			}
-			pinned = append(pinned, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: reason})
+			pinned = append(pinned, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Instance: ra.Instance, Cluster: ra.Cluster, Reason: reason})
 			continue
 		}
 		// An app that failed to render, or that the change affects but could not be rendered, may roll out
 		// too: the plan cannot place it, and says so.
 		if ra.Status == report.StatusError || ra.Status == report.StatusSkipped && len(ra.AffectedBy) > 0 {
-			unplaced = append(unplaced, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: ra.Error})
+			unplaced = append(unplaced, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Instance: ra.Instance, Cluster: ra.Cluster, Reason: ra.Error})
 			continue
 		}
 		if ra.Status == report.StatusRemoved && ra.Removal != nil {
-			removed = append(removed, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Cluster: ra.Cluster, Reason: ra.Removal.Detail})
+			removed = append(removed, plan.Unplaced{App: ra.Name, Namespace: ra.Namespace, Instance: ra.Instance, Cluster: ra.Cluster, Reason: ra.Removal.Detail})
 			continue
 		}
 		if ra.Status != report.StatusChanged && ra.Status != report.StatusAdded {
@@ -101,7 +101,7 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 		if !ok {
 			continue
 		}
-		if msg := destinationProblem(a, headInv); msg != "" {
+		if msg := destinationProblem(a, headInv, p.instances.of(a).clusters); msg != "" {
 			refused = append(refused, plan.Violation{App: a.App.Name, Namespace: a.App.Namespace, Cluster: ra.Cluster, Rule: plan.RuleDestination, Message: msg})
 			continue
 		}
@@ -123,16 +123,20 @@ func (p *pipeline) plan(policy *plan.Policy, headInv *discover.Inventory, rep *r
 // destinationProblem says, in one line naming the app, why Argo CD refuses its destination: none at all, or a
 // cluster no cluster Secret declares (argo-cd v3.6.1 util/argo/argo.go GetDestinationCluster). A cluster is
 // unknown only when the fleet declares some: without cluster Secrets or --clusters, the destination is taken as
-// it is written. "" when the destination is valid.
-func destinationProblem(a *discover.App, inv *discover.Inventory) string {
+// it is written; an app of an instance with its own cluster list (Instance.Clusters) is checked against it.
+// "" when the destination is valid.
+func destinationProblem(a *discover.App, inv *discover.Inventory, instanceClusters bool) string {
 	d := a.App.Spec.Destination
 	switch {
 	case d.Server == "" && d.Name == "":
 		return fmt.Sprintf("app %s has no destination (neither server nor name): Argo CD refuses to sync it", a.Key)
-	case !a.ClusterKnown && len(inv.Clusters.Declared()) > 0:
+	case !a.ClusterKnown && (instanceClusters || len(inv.Clusters.Declared()) > 0):
 		what := "cluster " + d.Name
 		if d.Server != "" {
 			what = "server " + d.Server
+		}
+		if instanceClusters && a.Instance != "" {
+			return fmt.Sprintf("app %s: destination %s is not a cluster of Argo CD instance %s: Argo CD refuses to sync it", a.Key, what, a.Instance)
 		}
 		return fmt.Sprintf("app %s: destination %s is not a cluster any cluster Secret declares: Argo CD refuses to sync it", a.Key, what)
 	}
@@ -201,7 +205,7 @@ func (p *pipeline) place(rep *report.Report, policy *plan.Policy, policyFile str
 // PlanApp is how the planner sees a discovered app.
 func PlanApp(a *discover.App) plan.App {
 	pa := plan.App{
-		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project,
+		Name: a.App.Name, Namespace: a.App.Namespace, Project: a.App.Spec.Project, Instance: a.Instance,
 		Cluster: a.Cluster.Name, Server: a.Cluster.Server,
 		ClusterLabels: a.Cluster.Labels, Labels: a.App.Labels,
 		AutomatedSync: a.App.Spec.SyncPolicy != nil && a.App.Spec.SyncPolicy.IsAutomatedSyncEnabled(),

@@ -61,6 +61,15 @@ type Input struct {
 	// repository opts in (serve's FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS), and always for a fork's. The base side is
 	// merged content and is rendered through Argo CD either way.
 	NoRemoteHead bool
+	// InstanceOf, when set, spreads the fleet over several Argo CD instances: each discovered app is held by the
+	// instance it names (discover.App.Instance), whose ports (Instances[name].ArgoCD), render settings and
+	// clusters serve it. An app that maps to no instance, to several, or to one not in Instances is an error
+	// line of the report with the resolver's reason, never rendered or compared (the plan lists it unplaced).
+	// nil: a fleet of one Argo CD, every app's instance is "" (ArgoCD, Settings, Clusters).
+	InstanceOf InstanceOf
+	// Instances are the instances InstanceOf names, by name; the instance "" is ArgoCD, Settings and Clusters
+	// unless listed here.
+	Instances map[string]Instance
 }
 
 // DefaultRenderBudget is Input.RenderBudget's default: ten apps at render.DefaultTimeout each.
@@ -112,8 +121,8 @@ func Run(ctx context.Context, r Renderer, in Input) (*Result, error) {
 	}
 	pol := readPolicy(p.head.co)        // planning.go
 	p.diff(ctx, in, rep, pol, ch.names) // pair.go
-	if in.ArgoCD.Live != nil && !in.PlanOnly {
-		if err := p.live(ctx, in.ArgoCD.Live, rep); err != nil { // live.go
+	if p.instances.live() && !in.PlanOnly {
+		if err := p.live(ctx, rep); err != nil { // live.go
 			return nil, err
 		}
 	}

@@ -21,7 +21,6 @@ import (
 type pipeline struct {
 	ignore  *ignorer // the head policy's diff.ignore; nil: none
 	r       Renderer
-	remote  RemoteRenderer // nil: plugin apps are reported as not rendered
 	matcher *source.RepoMatcher
 	changes []source.Change
 	changed []string
@@ -44,6 +43,10 @@ type pipeline struct {
 
 	conc          int              // concurrent renders (Input.Concurrency)
 	headDiscovery discover.Options // how the head is discovered, reusing the base's parse
+
+	// instances are the fleet's Argo CD instances: each app's remote renderer (nil: plugin apps are reported as
+	// not rendered), live comparer and render settings are its own instance's.
+	instances instances
 }
 
 // renderSides renders the base apps the change can reach while the head is discovered, then the head's affected
@@ -53,7 +56,7 @@ func (p *pipeline) renderSides(ctx context.Context) error {
 	// changes any more); not when discovery asks Argo CD to generate ApplicationSets, which would then be asked
 	// while it renders for the base.
 	headInv := make(chan *discover.Inventory, 1)
-	if p.headDiscovery.Generate == nil {
+	if p.headDiscovery.Generate == nil && p.headDiscovery.GenerateFor == nil {
 		go func() { headInv <- discover.Discover(p.headDiscovery) }()
 	} else {
 		headInv <- discover.Discover(p.headDiscovery)
@@ -87,6 +90,10 @@ func (p *pipeline) budgetErr(a *discover.App) error {
 }
 
 func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {
+	if a.InstanceErr != nil {
+		// Rendered with no instance's settings rather than another's: the plan lists it unplaced, saying why.
+		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: a.InstanceErr}}
+	}
 	if p.budget > 0 {
 		p.budgetOnce.Do(func() { p.budgetUntil = time.Now().Add(p.budget) })
 		if !time.Now().Before(p.budgetUntil) {
@@ -143,7 +150,7 @@ func missingFile(err error) bool {
 }
 
 func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *outcome {
-	root, settings := s.co.Dir, clusterContext(s.settings, a)
+	root, settings := s.co.Dir, clusterContext(p.settings(a, s), a)
 	pinned, mixed := p.pins.pinnedRevision(ctx, a, p.matcher.Match)
 	if mixed {
 		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: fmt.Errorf("%w: sources of this repository at %s and at the change's branch: fleetwave renders one revision of a repository per app",
@@ -171,7 +178,7 @@ func (p *pipeline) renderOnce(ctx context.Context, a *discover.App, s *side) *ou
 		Settings: settings,
 	})
 	if err != nil {
-		if onlyArgoCDRenders(err) && p.remote != nil {
+		if onlyArgoCDRenders(err) && p.instances.of(a).argocd.Remote != nil {
 			if s == p.head && p.noRemoteHead {
 				return &outcome{err: fmt.Errorf("%w (not rendered through Argo CD: rendering a pull request's head remotely is off for this repository, and never done for a fork)", err)}
 			}
@@ -217,7 +224,7 @@ func (p *pipeline) renderRemote(ctx context.Context, a *discover.App, s *side, l
 	if why == "" {
 		why = "config-management plugin"
 	}
-	rr, err := p.remote.RenderRemote(ctx, a.App, revisions, p.repoURLs)
+	rr, err := p.instances.of(a).argocd.Remote.RenderRemote(ctx, a.App, revisions, p.repoURLs)
 	switch {
 	case errors.Is(err, ErrNotInArgoCD):
 		return &outcome{err: fmt.Errorf("%w (Argo CD has no app %s to render it with yet)", local, a.App.Name)}
@@ -302,6 +309,13 @@ func (p *pipeline) renderHead(ctx context.Context, a *discover.App) *outcome {
 		o.verdict = v
 		return o
 	})
+}
+
+// settings are the render settings of a's instance at side s's revision.
+func (p *pipeline) settings(a *discover.App, s *side) render.Settings {
+	st := p.instances.of(a).settings
+	st.Revision = s.settings.Revision
+	return st
 }
 
 // clusterContext is the render settings for an app's destination cluster: its Kubernetes version and API list

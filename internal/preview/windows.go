@@ -35,7 +35,10 @@ type WindowHold struct {
 // holdWaves marks the waves of pl whose apps Argo CD's sync windows refuse a manual sync of at now, evaluated as
 // Argo CD does for the app as the head revision declares it (ProjectWindows). A project whose windows cannot be
 // read is left out: the plan says nothing rather than guess.
-func holdWaves(ctx context.Context, wr SyncWindowReader, pl *plan.Plan, inv *discover.Inventory, now time.Time) {
+//
+// Each app's windows are its own instance's (readerOf; nil: that instance reads none): two instances may both have
+// a project "default", with different windows.
+func holdWaves(ctx context.Context, readerOf func(instance string) SyncWindowReader, pl *plan.Plan, inv *discover.Inventory, now time.Time) {
 	projects := map[string]ProjectWindows{}
 	for wi := range pl.Waves {
 		wv := &pl.Waves[wi]
@@ -50,13 +53,16 @@ func holdWaves(ctx context.Context, wr SyncWindowReader, pl *plan.Plan, inv *dis
 				if proj == "" {
 					proj = "default"
 				}
-				ws, seen := projects[proj]
+				pk := a.Instance + "\x00" + proj
+				ws, seen := projects[pk]
 				if !seen {
-					var err error
-					if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
-						ws = nil
+					if wr := readerOf(a.Instance); wr != nil {
+						var err error
+						if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
+							ws = nil
+						}
 					}
-					projects[proj] = ws
+					projects[pk] = ws
 				}
 				if ws == nil {
 					continue

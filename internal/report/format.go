@@ -85,12 +85,16 @@ func hasChangedHook(a *App) bool {
 	return false
 }
 
-func (a *App) headline() string {
-	c := a.Cluster
-	if c == "" {
-		c = a.Server
+// onInstance names a cluster with its Argo CD instance when there is one ("eu/in-cluster").
+func onInstance(instance, cluster string) string {
+	if instance == "" {
+		return cluster
 	}
-	s := fmt.Sprintf("%s → %s: %s", a.Key(), c, a.Status)
+	return instance + "/" + cluster
+}
+
+func (a *App) headline() string {
+	s := fmt.Sprintf("%s → %s: %s", a.Key(), a.cluster(), a.Status)
 	switch {
 	case a.Status == StatusRemoved && a.Removal != nil && (a.Removal.Effect == RemovalKept || a.Removal.Effect == RemovalOrphan):
 		s += " (its resources stay in the cluster)"
@@ -472,7 +476,7 @@ func (r *Report) markdownBlocks() (string, []string) {
 		for i := range r.Apps {
 			a := &r.Apps[i]
 			if a.Status == StatusError {
-				fmt.Fprintf(&b, "- `%s` → %s: %s\n", a.Key(), markdown.Escape(a.Cluster), markdown.Escape(a.Error))
+				fmt.Fprintf(&b, "- `%s` → %s: %s\n", a.Key(), markdown.Escape(onInstance(a.Instance, a.Cluster)), markdown.Escape(a.Error))
 			}
 		}
 		for _, p := range r.Problems {

@@ -251,11 +251,17 @@ func (a *App) kind() string {
 	return a.Name
 }
 
+// cluster names the app's destination cluster, with its Argo CD instance when it has one ("eu/in-cluster": two
+// instances may both call a cluster in-cluster), as the plan names clusters; alone in a fleet of one Argo CD.
 func (a *App) cluster() string {
-	if a.Cluster != "" {
-		return a.Cluster
+	c := a.Cluster
+	if c == "" {
+		c = a.Server
 	}
-	return a.Server
+	if a.Instance != "" {
+		return a.Instance + "/" + c
+	}
+	return c
 }
 
 // changeDigest hashes everything an app's section shows except the app's identity (name, cluster, wave,

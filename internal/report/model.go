@@ -85,10 +85,12 @@ type Plan interface {
 type App struct {
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
-	Project   string `json:"project,omitempty"`
-	Cluster   string `json:"cluster"`
-	Server    string `json:"server,omitempty"`
-	Status    Status `json:"status"`
+	// Instance is the Argo CD instance that holds the app ("" in a fleet of one Argo CD).
+	Instance string `json:"instance,omitempty"`
+	Project  string `json:"project,omitempty"`
+	Cluster  string `json:"cluster"`
+	Server   string `json:"server,omitempty"`
+	Status   Status `json:"status"`
 	// Error is the cause of an error (or a skip), one line.
 	Error string `json:"error,omitempty"`
 	// Warning is a note about the app that does not fail the preview.

@@ -70,6 +70,20 @@ func withPlan(r *Report) *Report {
 	return r
 }
 
+// twoInstances is sample() over a fleet of two Argo CD instances, eu and us, that both call a cluster in-cluster:
+// every app shows its instance with its cluster, in the text, the comment and the JSON.
+func twoInstances() *Report {
+	r := sample()
+	for i, inst := range []string{"eu", "eu", "us", "us"} {
+		r.Apps[i].Instance = inst
+	}
+	r.Apps[2].Cluster = "in-cluster"
+	r.Apps = append(r.Apps, r.Apps[0])
+	r.Apps[4].Name, r.Apps[4].Instance, r.Apps[4].Cluster = "web-in", "us", "in-cluster"
+	r.Summarize()
+	return r
+}
+
 func TestSummarize(t *testing.T) {
 	s := sample().Summary
 	want := Summary{Apps: 4, Changed: 1, Unchanged: 1, Added: 1, Failed: 1, ResourcesAdded: 1, ResourcesModified: 2}
@@ -86,7 +100,7 @@ func TestGoldenOutputs(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    *Report
-	}{{"diff", sample()}, {"plan", withPlan(sample())}} {
+	}{{"diff", sample()}, {"plan", withPlan(sample())}, {"instances", twoInstances()}} {
 		var text, js bytes.Buffer
 		if err := tc.r.WriteText(&text); err != nil {
 			t.Fatal(err)

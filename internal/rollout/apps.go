@@ -38,7 +38,9 @@ type stepRun struct {
 	windowRefused bool
 	// deadline: past it, reads of the app that fail stop being retried (the sync timeout; zero: none).
 	deadline time.Time
-	repoURL  string // the rollout's repository (multi-source apps)
+	// unreachable: a call for this step found its instance not answering (unreachable.go).
+	unreachable bool
+	repoURL     string // the rollout's repository (multi-source apps)
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -81,14 +83,36 @@ func (d *driver) onTrigger(ctx context.Context, _, _ string) error {
 	return nil
 }
 
-// trackingAPI marks a step triggered as soon as Argo CD accepted its sync request.
+// trackingAPI marks a step triggered as soon as Argo CD accepted its sync request; inst is the instance whose
+// Argo CD it is.
 type trackingAPI struct {
 	ArgoCD
-	d *driver
+	d    *driver
+	inst string
+}
+
+// note tells the driver what the instance answered, and the step when it did not answer.
+func (t trackingAPI) note(ctx context.Context, err error) {
+	if !t.d.e.inst.multi {
+		return
+	}
+	t.d.noteInstance(ctx, t.inst, err)
+	if run := runOf(ctx); run != nil && unreachableErr(err) {
+		run.mu.Lock()
+		run.unreachable = true
+		run.mu.Unlock()
+	}
+}
+
+func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	app, err := t.ArgoCD.GetApplication(ctx, name, refresh)
+	t.note(ctx, err)
+	return app, err
 }
 
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
 	app, err := t.ArgoCD.Sync(ctx, name, req)
+	t.note(ctx, err)
 	if err != nil {
 		if run := runOf(ctx); run != nil && argocd.IsSyncWindowRefusal(err) {
 			run.mu.Lock()
@@ -112,11 +136,15 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 	return app, nil
 }
 
-// newSession opens an argosync session (one shared application stream) for a batch; its stream connects in the
-// background (Session.WaitConnected). Rollbacks sync to a revision the app's targetRevision no longer resolves
-// to: they skip argosync's wait for the revision to resolve (a pinned sync; Argo CD then shows the app
-// OutOfSync until Git is reverted).
-func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) *argosync.Session {
+// newSession opens an argosync session (one shared application stream) on an instance's Argo CD; its stream
+// connects in the background (Session.WaitConnected). Rollbacks sync to a revision the app's targetRevision no
+// longer resolves to: they skip argosync's wait for the revision to resolve (a pinned sync; Argo CD then shows
+// the app OutOfSync until Git is reverted). nil when the instance is not configured.
+func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool, inst string) *argosync.Session {
+	argo, err := d.e.argoFor(inst)
+	if err != nil {
+		return nil
+	}
 	o := d.e.o
 	opts := argosync.Options{
 		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
@@ -127,32 +155,44 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool) 
 	} else {
 		opts.Branch = sp.Execution.Branch // a forward sync goes only to apps tracking the merge's branch
 	}
-	return argosync.NewSession(ctx, trackingAPI{ArgoCD: d.e.argo, d: d}, opts)
+	return argosync.NewSession(ctx, trackingAPI{ArgoCD: argo, d: d, inst: inst}, opts)
 }
 
-// forwardSession is the driver's session for forward syncs (openForward), its stream connected.
-func (d *driver) forwardSession(ctx context.Context, sp *storedPlan) *argosync.Session {
-	s := d.openForward(ctx, sp)
-	s.WaitConnected(ctx, 10*time.Second)
+// forwardSession is the driver's session for forward syncs on an instance (openForward), its stream connected;
+// nil when the instance is not configured.
+func (d *driver) forwardSession(ctx context.Context, sp *storedPlan, inst string) *argosync.Session {
+	s := d.openForward(ctx, sp)[inst]
+	if s != nil {
+		s.WaitConnected(ctx, 10*time.Second)
+	}
 	return s
 }
 
 // openForward opens the driver's session for forward syncs, if it is not open yet, without waiting for its
 // stream: it is opened as soon as the rollout may start, so the stream's initial snapshot of the apps arrives
 // while the rollout's first wave is being set up. It is kept across batches and waves (one stream for the
-// whole rollout) and closed when the driver stops. Only the step goroutine calls it.
-func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Session {
+// whole rollout) and closed when the driver stops. One session per instance of the plan's apps that is
+// configured (a stream per instance). Only the step goroutine calls it.
+func (d *driver) openForward(ctx context.Context, sp *storedPlan) map[string]*argosync.Session {
 	d.mu.Lock()
 	fwd := d.fwd
 	d.mu.Unlock()
 	if fwd != nil {
 		return fwd
 	}
-	c := newAppCache(d.e.o.namespace, d.e.planKeys(sp))
+	keys := d.e.planKeys(sp)
+	c := newAppCache(d.e.o.namespace, keys)
 	d.mu.Lock()
 	d.cache = c
 	d.mu.Unlock()
-	fwd = d.newSession(ctx, sp, false) // its stream feeds the cache (trackingAPI.Watch): not under d.mu
+	fwd = map[string]*argosync.Session{}
+	for _, k := range keys {
+		if _, done := fwd[k.Instance]; done {
+			continue
+		}
+		// Its stream feeds the cache (trackingAPI.Watch): not under d.mu.
+		fwd[k.Instance] = d.newSession(ctx, sp, false, k.Instance)
+	}
 	d.mu.Lock()
 	d.fwd = fwd
 	d.mu.Unlock()
@@ -162,10 +202,12 @@ func (d *driver) openForward(ctx context.Context, sp *storedPlan) *argosync.Sess
 func (d *driver) closeSessions() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.fwd != nil {
-		d.fwd.Close()
-		d.fwd = nil
+	for _, s := range d.fwd {
+		if s != nil {
+			s.Close()
+		}
 	}
+	d.fwd = nil
 }
 
 // readApp returns an app's state before working on it: from the stream's cache (a forward batch waited for the
@@ -184,13 +226,16 @@ func (d *driver) readApp(ctx context.Context, k store.AppKey, deadline time.Time
 	return app
 }
 
-// keyOf names an app as the store does (an app without a namespace lives in the control-plane namespace).
-func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey {
+// keyOf names an app of instance "" as the store does (an app without a namespace lives in the control-plane
+// namespace); keyOn one of another instance.
+func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey { return d.keyOn("", a) }
+
+func (d *driver) keyOn(inst string, a *v1alpha1.Application) store.AppKey {
 	ns := a.Namespace
 	if ns == "" {
 		ns = d.e.o.namespace
 	}
-	return store.AppKey{Namespace: ns, Name: a.Name}
+	return store.AppKey{Instance: inst, Namespace: ns, Name: a.Name}
 }
 
 func qualified(k store.AppKey) string {
@@ -212,10 +257,22 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
 // afterwards.
 func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+	if sess == nil {
+		return d.recordEarly(ctx, &stepRun{step: s, op: store.OpSync}, "not synced: "+instanceError(s.App.Instance).Error(), store.StepFailed)
+	}
 	// The sync timeout bounds each part of the app's work, whatever Argo CD does: an Argo CD that does not
 	// answer (gone away, a dead port-forward) fails the app when it is up; it does not hold the rollout forever.
-	app := d.readApp(ctx, s.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
+	// In a fleet of instances, one that does not answer holds its apps instead (unreachable.go): one read, and
+	// an app whose instance is down stays pending, nothing recorded.
+	readUntil := d.e.o.clock.Now().Add(d.e.o.syncTimeout)
+	if d.e.inst.multi {
+		readUntil = d.e.o.clock.Now()
+	}
+	app := d.readApp(ctx, s.App, readUntil)
 	if ctx.Err() != nil {
+		return s.State
+	}
+	if held, _ := d.instanceHeld(s.App.Instance); held && app == nil {
 		return s.State
 	}
 	// argosync bounds its own work on the app by the same timeout (argosync.Options.Timeout).
@@ -227,6 +284,9 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 
 // rollbackApp syncs one app back to the revision it ran before the rollout and records the outcome.
 func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r store.Rollout, sp *storedPlan, s store.AppStep) store.StepState {
+	if sess == nil {
+		return d.recordEarly(ctx, &stepRun{step: s, op: store.OpRollback}, "not rolled back: "+instanceError(s.App.Instance).Error(), store.StepFailed)
+	}
 	app := d.readApp(ctx, s.App, time.Time{})
 	if ctx.Err() != nil {
 		return s.State
@@ -235,7 +295,7 @@ func (d *driver) rollbackApp(ctx context.Context, sess *argosync.Session, r stor
 	if automatedOn(app) {
 		// Argo CD refuses a rollback (and a sync to another revision) while automated sync is on, and would sync
 		// the app forward again by itself.
-		if err := d.disableAutomated(ctx, r, app, "rollback"); err != nil {
+		if err := d.disableAutomated(ctx, r, s.App.Instance, app, "rollback"); err != nil {
 			return d.recordEarly(ctx, run, fmt.Sprintf("switching automated sync off before the rollback: %v", err), store.StepFailed)
 		}
 	}
@@ -302,6 +362,13 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 			return d.recordOutOfPlan(ctx, st, f)
 		}
 	}
+	run.mu.Lock()
+	unreachable := run.unreachable
+	run.mu.Unlock()
+	if unreachable && !inFlight && run.op == store.OpSync && res.Outcome == argosync.OutcomeFailed {
+		// Its instance stopped answering before the intent: nothing was sent. The app waits for the instance.
+		return st.State
+	}
 	if inFlight && (res.Outcome == argosync.OutcomeSkipped || res.Outcome == argosync.OutcomeFailed) {
 		// argosync decided to sync (the intent is recorded), then concluded without an operation of its own. The
 		// request may have been processed all the same — its answer lost on the way — while Argo CD still showed
@@ -315,6 +382,12 @@ func (d *driver) record(ctx context.Context, run *stepRun, res argosync.Result) 
 			}
 			out.State, out.OpStartedAt, out.OpFinishedAt, out.Health, out.Message = state, ev.StartedAt, ev.FinishedAt, h, msg
 			return d.saveOutcome(ctx, st, out)
+		}
+		if unreachable && run.op == store.OpSync && st.State == store.StepIntent && res.Outcome == argosync.OutcomeFailed {
+			// The request went to an instance that was not answering, and no operation of it appeared since: it
+			// never started. The app goes back to pending, synced once its instance answers.
+			return d.saveOutcome(ctx, st, store.Outcome{StepID: st.ID, Version: st.Version, State: store.StepPending,
+				Message: fmt.Sprintf("the sync never started: Argo CD instance %q did not answer; synced when it does", st.App.Instance)})
 		}
 	}
 	switch res.Outcome {
@@ -525,11 +598,28 @@ func (d *driver) getApp(ctx context.Context, k store.AppKey, refresh v1alpha1.Re
 // getAppUntil reads an app, riding out transient errors until deadline (zero: for as long as ctx lasts); past
 // it, the last error is returned.
 func (d *driver) getAppUntil(ctx context.Context, k store.AppKey, refresh v1alpha1.RefreshType, deadline time.Time) (*v1alpha1.Application, error) {
+	argo, err := d.e.argoFor(k.Instance)
+	if err != nil {
+		return nil, err
+	}
+	// In a fleet of instances, an instance that does not answer is waited for past the deadline (its apps are
+	// held, not failed: unreachable.go), except by a read that is given no time at all (a deadline of now).
+	patient := d.e.inst.multi && deadline.After(d.e.o.clock.Now())
 	wait := d.e.o.pollInterval
 	for {
-		app, err := d.e.argo.GetApplication(ctx, qualified(k), refresh)
-		if err == nil || !argocd.IsTransient(err) {
+		app, err := argo.GetApplication(ctx, qualified(k), refresh)
+		if d.e.inst.multi {
+			d.noteInstance(ctx, k.Instance, err)
+		}
+		if err == nil || !argocd.IsTransient(err) && !(patient && unreachableErr(err)) {
 			return app, err
+		}
+		if patient && unreachableErr(err) {
+			if !d.pause(ctx, wait) {
+				return nil, err
+			}
+			wait = min(2*wait, time.Minute)
+			continue
 		}
 		if !deadline.IsZero() {
 			left := deadline.Sub(d.e.o.clock.Now())

@@ -118,7 +118,7 @@ func (d *driver) prepareAutomated(ctx context.Context, r store.Rollout, sp *stor
 					return fmt.Errorf("reading app %s before switching its automated sync off: %w", a.Name, err)
 				}
 				if automatedOn(app) {
-					if err := d.disableAutomated(ctx, r, app, "rollout"); err != nil {
+					if err := d.disableAutomated(ctx, r, a.Instance, app, "rollout"); err != nil {
 						return err
 					}
 					late++
@@ -135,7 +135,11 @@ func (d *driver) prepareAutomated(ctx context.Context, r store.Rollout, sp *stor
 
 // disableAutomated switches an app's automated sync off (autosync.Off), recording the intent first (an event
 // holding the original setting).
-func (d *driver) disableAutomated(ctx context.Context, r store.Rollout, app *v1alpha1.Application, why string) error {
+func (d *driver) disableAutomated(ctx context.Context, r store.Rollout, inst string, app *v1alpha1.Application, why string) error {
+	argo, err := d.e.argoFor(inst)
+	if err != nil {
+		return err
+	}
 	var cur *v1alpha1.SyncPolicyAutomated
 	if app.Spec.SyncPolicy != nil {
 		cur = app.Spec.SyncPolicy.Automated
@@ -145,7 +149,7 @@ func (d *driver) disableAutomated(ctx context.Context, r store.Rollout, app *v1a
 		orig = []byte(prev) // the first original is the one kept
 	}
 	d.e.event(ctx, r.ID, "", "automated-sync-off", app.Name, "intent", why+": "+string(orig))
-	upd, err := autosync.Off(ctx, d.e.argo, autosync.Name(d.keyOf(app)), app)
+	upd, err := autosync.Off(ctx, argo, autosync.Name(d.keyOn(inst, app)), app)
 	if err != nil {
 		d.e.event(ctx, r.ID, "", "automated-sync-off", app.Name, "failed", err.Error())
 		return err
@@ -375,7 +379,7 @@ func (d *driver) checkStillOff(ctx context.Context, r store.Rollout, sp *storedP
 			}
 			if automatedOn(app) {
 				on = append(on, a.Name)
-				if err := d.disableAutomated(ctx, r, app, "switched back on before its wave"); err != nil {
+				if err := d.disableAutomated(ctx, r, a.Instance, app, "switched back on before its wave"); err != nil {
 					return false, err
 				}
 			}

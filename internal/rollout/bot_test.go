@@ -46,6 +46,10 @@ type botConfig struct {
 	Grace       time.Duration `json:"grace"`
 	LeaseTTL    time.Duration `json:"leaseTTL"`
 	Stall       time.Duration `json:"stall"`
+	// Instances are the Argo CD instances beside ArgoCD's (instance ""), by name: base URLs; Budgets their
+	// budgets (rollout.WithInstanceBudgets). Either turns the executor into a fleet-of-instances one.
+	Instances map[string]string `json:"instances,omitempty"`
+	Budgets   map[string]int    `json:"budgets,omitempty"`
 
 	// MinimalWaves, when set, makes the process the benchmark's minimal client instead (minimalRollout): it
 	// drives these waves of apps to MinimalRevision, out of the simulator's process as fleetwave is.
@@ -97,9 +101,25 @@ func botMain() int {
 		fmt.Fprintln(os.Stderr, "bot:", err)
 		return 1
 	}
-	ex := rollout.New(st, client, nil, rollout.WithOwner(cfg.Owner), rollout.WithConcurrency(cfg.Concurrency),
+	opts := []rollout.Option{rollout.WithOwner(cfg.Owner), rollout.WithConcurrency(cfg.Concurrency),
 		rollout.WithPollIntervals(cfg.Control, cfg.Claim, cfg.Poll), rollout.WithIntentGrace(cfg.Grace),
-		rollout.WithLeaseTTL(cfg.LeaseTTL), rollout.WithSyncTimeouts(5*time.Minute, cfg.Stall, 2*time.Second))
+		rollout.WithLeaseTTL(cfg.LeaseTTL), rollout.WithSyncTimeouts(5*time.Minute, cfg.Stall, 2*time.Second)}
+	if len(cfg.Instances) > 0 {
+		others := map[string]rollout.ArgoCD{}
+		for name, u := range cfg.Instances {
+			c, err := argocd.New(argocd.Options{BaseURL: u, RetryInitialInterval: 50 * time.Millisecond, RetryMaxInterval: time.Second})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bot:", err)
+				return 1
+			}
+			others[name] = c
+		}
+		opts = append(opts, rollout.WithInstances(others))
+	}
+	if len(cfg.Budgets) > 0 {
+		opts = append(opts, rollout.WithInstanceBudgets(cfg.Budgets))
+	}
+	ex := rollout.New(st, client, nil, opts...)
 	path, ok := strings.CutPrefix(cfg.Store, "sqlite://")
 	if !ok {
 		fmt.Fprintln(os.Stderr, "bot: the wait for the end reads SQLite only, not", cfg.Store)

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
@@ -42,12 +43,13 @@ func newAppCache(ns string, keys []store.AppKey) *appCache {
 	return c
 }
 
-func (c *appCache) observe(ev *argocd.Event) {
+// observe takes an event of the stream of instance inst.
+func (c *appCache) observe(inst string, ev *argocd.Event) {
 	ns := ev.Namespace
 	if ns == "" {
 		ns = c.ns
 	}
-	k := store.AppKey{Namespace: ns, Name: ev.Name}
+	k := store.AppKey{Instance: inst, Namespace: ns, Name: ev.Name}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.want[k] {
@@ -91,12 +93,14 @@ func (c *appCache) await(ctx context.Context, k store.AppKey) bool {
 	}
 }
 
-func (c *appCache) reset() {
+// reset forgets the apps of instance inst (its stream reconnected).
+func (c *appCache) reset(inst string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.apps)
-	clear(c.ready)
-	clear(c.scanned)
+	for _, m := range []map[store.AppKey]*argocd.Event{c.apps, c.scanned} {
+		maps.DeleteFunc(m, func(k store.AppKey, _ *argocd.Event) bool { return k.Instance == inst })
+	}
+	maps.DeleteFunc(c.ready, func(k store.AppKey, _ preparedApp) bool { return k.Instance == inst })
 }
 
 // scanChanged calls fn with the newest state of each of keys the cache holds whose state changed since the
@@ -173,24 +177,44 @@ func (c *appCache) prepare(ctx context.Context, keys []store.AppKey) {
 func (t trackingAPI) Watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
 	c := t.d.appCache()
 	if c == nil {
-		return t.ArgoCD.Watch(ctx, q, h)
+		return t.watch(ctx, q, h)
 	}
 	inner := h
 	inner.OnRawEvent = func(ev *argocd.Event) {
-		c.observe(ev)
+		c.observe(t.inst, ev)
 		if h.OnRawEvent != nil {
 			h.OnRawEvent(ev)
 		}
 	}
 	inner.OnConnect = func(reconnect bool) {
 		if reconnect {
-			c.reset()
+			c.reset(t.inst)
 		}
 		if h.OnConnect != nil {
 			h.OnConnect(reconnect)
 		}
 	}
-	return t.ArgoCD.Watch(ctx, q, inner)
+	return t.watch(ctx, q, inner)
+}
+
+// watch is the instance's stream. In a fleet of instances, an instance refusing the token (which ends Watch) is
+// asked again with back-off, its apps held meanwhile, so the stream comes back with the instance.
+func (t trackingAPI) watch(ctx context.Context, q argocd.WatchQuery, h argocd.WatchHandler) error {
+	wait := unreachableFirstWait
+	for {
+		err := t.ArgoCD.Watch(ctx, q, h)
+		if ctx.Err() != nil || !t.d.e.inst.multi || !unreachableErr(err) {
+			return err
+		}
+		t.d.noteInstance(ctx, t.inst, err)
+		if c := t.d.appCache(); c != nil {
+			c.reset(t.inst)
+		}
+		if !t.d.pause(ctx, wait) {
+			return ctx.Err()
+		}
+		wait = min(2*wait, unreachableMaxWait)
+	}
 }
 
 func (d *driver) appCache() *appCache {

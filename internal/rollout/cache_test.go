@@ -31,8 +31,8 @@ func TestAppCacheAwait(t *testing.T) {
 		go func() { got <- c.await(context.Background(), a) }()
 		go func() { got <- c.await(context.Background(), a) }() // two waiters for one app
 		synctest.Wait()
-		c.observe(cacheEvent("b", "1"))
-		c.observe(cacheEvent("other", "2")) // not one of the rollout's apps
+		c.observe("", cacheEvent("b", "1"))
+		c.observe("", cacheEvent("other", "2")) // not one of the rollout's apps
 		synctest.Wait()
 		if len(got) != 0 {
 			t.Fatal("the wait for a ended when b arrived")
@@ -40,7 +40,7 @@ func TestAppCacheAwait(t *testing.T) {
 		if c.get(store.AppKey{Namespace: "argocd", Name: "other"}) != nil {
 			t.Fatal("an app outside the rollout was kept")
 		}
-		c.observe(cacheEvent("a", "3"))
+		c.observe("", cacheEvent("a", "3"))
 		synctest.Wait()
 		if len(got) != 2 || !<-got || !<-got {
 			t.Fatal("the waits for a did not end when it arrived")
@@ -50,7 +50,7 @@ func TestAppCacheAwait(t *testing.T) {
 		}
 
 		ctx, cancel := context.WithCancel(context.Background())
-		c.reset()
+		c.reset("")
 		go func() { got <- c.await(ctx, b) }()
 		synctest.Wait()
 		cancel()
@@ -58,7 +58,7 @@ func TestAppCacheAwait(t *testing.T) {
 		if len(got) != 1 || <-got {
 			t.Fatal("a wait whose context ended reported the app present")
 		}
-		c.observe(cacheEvent("b", "4")) // the abandoned waiter's channel is closed without anyone left to wake
+		c.observe("", cacheEvent("b", "4")) // the abandoned waiter's channel is closed without anyone left to wake
 		if !c.await(context.Background(), b) {
 			t.Fatal("b not present after it arrived")
 		}
@@ -71,7 +71,7 @@ func TestAppCachePrepare(t *testing.T) {
 	a, b := store.AppKey{Namespace: "argocd", Name: "a"}, store.AppKey{Namespace: "argocd", Name: "b"}
 	c := newAppCache("argocd", []store.AppKey{a, b})
 	ev := cacheEvent("a", "1")
-	c.observe(ev)
+	c.observe("", ev)
 	c.prepare(context.Background(), []store.AppKey{a, b}) // b has not arrived: skipped
 	p, ok := c.ready[a]
 	if !ok || len(c.ready) != 1 {
@@ -89,7 +89,7 @@ func TestAppCachePrepare(t *testing.T) {
 	}
 
 	c.prepare(context.Background(), []store.AppKey{a})
-	c.observe(cacheEvent("a", "2")) // newer than what was prepared
+	c.observe("", cacheEvent("a", "2")) // newer than what was prepared
 	if got := c.get(a); got == nil || got.ResourceVersion != "2" {
 		t.Fatalf("get after a newer event: %v, want version 2", got)
 	}
@@ -101,7 +101,7 @@ func TestAppCachePrepare(t *testing.T) {
 		t.Fatal("prepare went on after its context ended")
 	}
 	c.prepare(context.Background(), []store.AppKey{a})
-	c.reset()
+	c.reset("")
 	if len(c.ready) != 0 {
 		t.Fatal("reset kept prepared states")
 	}

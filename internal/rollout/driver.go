@@ -27,11 +27,14 @@ type driver struct {
 	lost   atomic.Bool
 	// windowRefusals counts syncs Argo CD refused because of a sync window (record).
 	windowRefusals atomic.Int64
+	// health: the instances found not answering (unreachable.go); curWave the wave whose batch runs (-1: none).
+	health  instanceHealth
+	curWave atomic.Int64
 
 	mu        sync.Mutex
 	sp        *storedPlan
-	fwd       *argosync.Session
-	cache     *appCache // fed by fwd's stream; set with it
+	fwd       map[string]*argosync.Session // by instance; nil for one not configured
+	cache     *appCache                    // fed by fwd's streams; set with them
 	pubCh     chan struct{}
 	pubMu     sync.Mutex
 	published map[string]string // check-run external id → digest of what was last published

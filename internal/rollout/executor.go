@@ -47,6 +47,8 @@ type options struct {
 	namespace     string
 	metrics       Metrics
 	log           *slog.Logger
+	instances     map[string]ArgoCD // beside "" (instances.go)
+	budgets       map[string]int
 }
 
 // WithClock sets the clock of every wait and timestamp the executor makes (default: the real clock). Give the
@@ -104,7 +106,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // Executor runs rollouts: one driver per rollout this replica holds the lease of. See doc.go.
 type Executor struct {
 	st   Store
-	argo ArgoCD
+	argo ArgoCD // instance ""
+	inst instanceSet
 	rep  Reporter
 	o    options
 
@@ -157,7 +160,7 @@ func New(st Store, argo ArgoCD, rep Reporter, opts ...Option) *Executor {
 		rep = nopReporter{}
 	}
 	return &Executor{
-		st: st, argo: argo, rep: rep, o: o,
+		st: st, argo: argo, inst: newInstanceSet(argo, o), rep: rep, o: o,
 		sem:     make(chan struct{}, o.concurrency),
 		kick:    make(chan struct{}, 1),
 		drainCh: make(chan struct{}),
@@ -308,6 +311,7 @@ func (e *Executor) startDriver(ctx context.Context, id int64) {
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	d := newDriver(e, id, cancel)
+	d.curWave.Store(-1)
 	e.drivers[id] = d
 	e.wg.Add(3)
 	go func() {

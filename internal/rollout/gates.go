@@ -112,6 +112,8 @@ type gateState struct {
 	RollbackBaseline map[int64]int `json:"rollbackBaseline,omitempty"`
 	// Window: the running wave is held by sync windows (windows.go).
 	Window *windowHold `json:"window,omitempty"`
+	// Unreachable: the Argo CD instances holding the running wave's apps on them (unreachable.go).
+	Unreachable []unreachableHold `json:"unreachable,omitempty"`
 }
 
 type metricEval struct {
@@ -254,6 +256,49 @@ func waveApps(steps []store.AppStep, wi int) []store.AppKey {
 // found Degraded or Missing (or deleted), or interrupted when the rollout left the running state, the replica
 // drains or the lease is lost.
 func (d *driver) watchHealth(ctx context.Context, apps []store.AppKey, until time.Time) (bad, why string, interrupted bool, err error) {
+	by := map[string][]store.AppKey{}
+	for _, k := range apps {
+		by[k.Instance] = append(by[k.Instance], k)
+	}
+	if len(by) <= 1 {
+		inst := ""
+		if len(apps) > 0 {
+			inst = apps[0].Instance
+		}
+		return d.watchHealthOn(ctx, inst, apps, until)
+	}
+	// One watch per instance; the first problem found on any of them ends the soak of all.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type res struct {
+		bad, why    string
+		interrupted bool
+		err         error
+	}
+	out := make(chan res, len(by))
+	for inst, keys := range by {
+		go func() {
+			b, w, i, e := d.watchHealthOn(wctx, inst, keys, until)
+			out <- res{b, w, i, e}
+		}()
+	}
+	var first res
+	for range by {
+		r := <-out
+		if first == (res{}) && (r.bad != "" || r.err != nil || r.interrupted) {
+			first = r
+			cancel() // the others end as interrupted
+		}
+	}
+	return first.bad, first.why, first.interrupted, first.err
+}
+
+// watchHealthOn is watchHealth for the apps of one instance.
+func (d *driver) watchHealthOn(ctx context.Context, inst string, apps []store.AppKey, until time.Time) (bad, why string, interrupted bool, err error) {
+	argo, err := d.e.argoFor(inst)
+	if err != nil {
+		return "", "", false, fmt.Errorf("watching apps during the soak: %w", err)
+	}
 	set := make(map[store.AppKey]bool, len(apps))
 	for _, k := range apps {
 		set[k] = true
@@ -272,7 +317,7 @@ func (d *driver) watchHealth(ctx context.Context, apps []store.AppKey, until tim
 		return bad, why
 	}
 	check := func() error {
-		l, err := d.e.argo.ListApplications(ctx, argocd.ListQuery{})
+		l, err := argo.ListApplications(ctx, argocd.ListQuery{})
 		if err != nil {
 			if argocd.IsTransient(err) {
 				return nil // the stream and the next list catch up
@@ -282,7 +327,7 @@ func (d *driver) watchHealth(ctx context.Context, apps []store.AppKey, until tim
 		seen := map[store.AppKey]bool{}
 		for i := range l.Items {
 			a := &l.Items[i]
-			k := d.keyOf(a)
+			k := d.keyOn(inst, a)
 			if !set[k] {
 				continue
 			}
@@ -311,10 +356,10 @@ func (d *driver) watchHealth(ctx context.Context, apps []store.AppKey, until tim
 		wdone := make(chan struct{})
 		go func() {
 			defer close(wdone)
-			_ = d.e.argo.Watch(wctx, argocd.WatchQuery{}, argocd.WatchHandler{
+			_ = argo.Watch(wctx, argocd.WatchQuery{}, argocd.WatchHandler{
 				OnEvent: func(ev v1alpha1.ApplicationWatchEvent) {
 					a := &ev.Application
-					if !set[d.keyOf(a)] {
+					if !set[d.keyOn(inst, a)] {
 						return
 					}
 					if ev.Type == "DELETED" {

@@ -209,22 +209,38 @@ func (d *driver) stepRollback(ctx context.Context, r store.Rollout, sp *storedPl
 	}
 	d.publish(ctx, r.ID)
 	if len(todo) > 0 {
-		sess := d.newSession(ctx, sp, true)
-		sess.WaitConnected(ctx, 10*time.Second)
+		insts, by := groupByInstance(todo)
 		var wg sync.WaitGroup
-		for _, s := range todo {
-			if !d.mayStart(ctx, store.RolloutRollingBack) || d.e.acquire(ctx) != nil {
-				break
-			}
+		for _, inst := range insts {
 			wg.Add(1)
-			go func() {
+			go func() { // each instance's apps on their own, within its budget
 				defer wg.Done()
-				defer d.e.release()
-				d.rollbackApp(ctx, sess, r, sp, s)
+				sess := d.newSession(ctx, sp, true, inst)
+				if sess != nil {
+					defer sess.Close()
+					sess.WaitConnected(ctx, 10*time.Second)
+				}
+				var apps sync.WaitGroup
+				defer apps.Wait()
+				for _, s := range by[inst] {
+					if !d.mayStart(ctx, store.RolloutRollingBack) || d.e.acquireInstance(ctx, inst) != nil {
+						return
+					}
+					if d.e.acquire(ctx) != nil {
+						d.e.releaseInstance(inst)
+						return
+					}
+					apps.Add(1)
+					go func() {
+						defer apps.Done()
+						defer d.e.releaseInstance(inst)
+						defer d.e.release()
+						d.rollbackApp(ctx, sess, r, sp, s)
+					}()
+				}
 			}()
 		}
 		wg.Wait()
-		sess.Close()
 		if !d.mayStart(ctx, store.RolloutRollingBack) {
 			return again, nil // drained or lost: the next run continues this pass
 		}

@@ -70,6 +70,28 @@ type WaveSnapshot struct {
 	Metrics []MetricCheck
 	// Hold is set while sync windows hold the running wave.
 	Hold *Hold
+	// Unreachable are the Argo CD instances holding the running wave's apps on them (none answering, or
+	// refusing the token), sorted by instance.
+	Unreachable []InstanceHold
+}
+
+// InstanceHold is an Argo CD instance found not answering while a wave ran: its apps wait for it.
+type InstanceHold struct {
+	Instance string
+	Since    time.Time
+	Why      string // the error, on one line
+	// Description says it in one line: "instance eu unreachable since 10:02: dial tcp …".
+	Description string
+}
+
+// UnreachableInstances are the instances a wave's gate state says hold its apps (for readers of the store, such
+// as `rollout status`).
+func UnreachableInstances(w store.Wave) []InstanceHold {
+	var out []InstanceHold
+	for _, h := range readGateState(w).Unreachable {
+		out = append(out, InstanceHold{Instance: h.Instance, Since: h.Since, Why: h.Why, Description: h.describe()})
+	}
+	return out
 }
 
 // MetricCheck is one evaluation of a metric gate.
@@ -246,6 +268,7 @@ func newSnapshot(r store.Rollout, sp *storedPlan, waves []store.Wave, steps []st
 		if h := gs.Window; h != nil {
 			ws.Hold = &Hold{Reason: h.Reason, Until: h.Until, Since: h.Since, Description: h.describe()}
 		}
+		ws.Unreachable = UnreachableInstances(w)
 		s.Waves = append(s.Waves, ws)
 	}
 	return s

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
 	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/text"
 )
@@ -395,11 +396,20 @@ func (d *driver) runWave(ctx context.Context, r store.Rollout, sp *storedPlan, w
 	return again, nil
 }
 
-// runBatch syncs a batch's apps concurrently (bounded by the executor's concurrency), starting none once the
-// rollout stops running or the wave's failure threshold is crossed, and returns when every started operation
-// has finished and is recorded.
+// runBatch syncs a batch's apps concurrently (bounded by the executor's concurrency and by each instance's
+// budget), starting none once the rollout stops running or the wave's failure threshold is crossed, and returns
+// when every started operation has finished and is recorded. Each instance's apps start on their own, so an
+// instance whose budget is full holds back only its own apps.
 func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppStep, failed, tolerated int) error {
-	sess := d.forwardSession(ctx, sp)
+	if len(todo) > 0 {
+		d.curWave.Store(int64(todo[0].Wave))
+		defer d.curWave.Store(-1)
+	}
+	insts, by := groupByInstance(todo)
+	sessions := make(map[string]*argosync.Session, len(insts))
+	for _, inst := range insts {
+		sessions[inst] = d.forwardSession(ctx, sp, inst)
+	}
 	// The session's stream starts with a snapshot of every app, which costs less than a GET per app: the batch
 	// starts once the snapshot brought all its apps (at most 2 s; an app still missing then is read on its own).
 	// Starting each app as it arrives would make the apps' work compete with reading the rest of the snapshot,
@@ -407,30 +417,46 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 	if c := d.appCache(); c != nil {
 		snap, cancel := context.WithTimeout(ctx, 2*time.Second)
 		for _, s := range todo {
-			c.await(snap, s.App)
+			if sessions[s.App.Instance] != nil {
+				c.await(snap, s.App)
+			}
 		}
 		cancel()
 	}
 	var failures atomic.Int64
 	failures.Store(int64(failed))
+	stop := func() bool { return !d.mayStart(ctx, store.RolloutRunning) || failures.Load() > int64(tolerated) }
 	var wg sync.WaitGroup
-	for _, s := range todo {
-		if !d.mayStart(ctx, store.RolloutRunning) || failures.Load() > int64(tolerated) {
-			break
-		}
-		if err := d.e.acquire(ctx); err != nil {
-			break
-		}
-		if !d.mayStart(ctx, store.RolloutRunning) || failures.Load() > int64(tolerated) {
-			d.e.release()
-			break
-		}
+	for _, inst := range insts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer d.e.release()
-			if d.syncApp(ctx, sess, sp, s) == store.StepFailed {
-				failures.Add(1)
+			var apps sync.WaitGroup
+			defer apps.Wait()
+			sess := sessions[inst]
+			for _, s := range by[inst] {
+				// An instance that does not answer holds its apps here (unreachable.go); the others go on.
+				if stop() || !d.awaitInstance(ctx, inst, s.App, store.RolloutRunning) || d.e.acquireInstance(ctx, inst) != nil {
+					return
+				}
+				if stop() || d.e.acquire(ctx) != nil {
+					d.e.releaseInstance(inst)
+					return
+				}
+				if stop() {
+					d.e.release()
+					d.e.releaseInstance(inst)
+					return
+				}
+				apps.Add(1)
+				go func() {
+					defer apps.Done()
+					defer d.e.releaseInstance(inst)
+					defer d.e.release()
+					if d.syncApp(ctx, sess, sp, s) == store.StepFailed {
+						failures.Add(1)
+					}
+				}()
 			}
 		}()
 	}

@@ -180,7 +180,7 @@ func (e *Executor) appKey(a plan.PlannedApp) store.AppKey {
 	if ns == "" {
 		ns = e.o.namespace
 	}
-	return store.AppKey{Namespace: ns, Name: a.Name}
+	return store.AppKey{Instance: a.Instance, Namespace: ns, Name: a.Name}
 }
 
 // planChanges lists how the executed plan differs from the PR's: apps added, removed or moved to another wave,

@@ -95,8 +95,7 @@ func joinNames(names []string) string {
 // whose windows cannot be read (no WindowReader, an error) are let through: Argo CD decides, and a refusal is
 // handled as a hold (record).
 func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]store.AppStep, *windowHold) {
-	wr, ok := d.e.argo.(WindowReader)
-	if !ok || len(todo) == 0 {
+	if len(todo) == 0 {
 		return todo, nil
 	}
 	now := d.e.o.clock.Now()
@@ -105,6 +104,12 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 	var allowed []store.AppStep
 	var hold *windowHold
 	for _, s := range todo {
+		argo, _ := d.e.argoFor(s.App.Instance)
+		wr, ok := argo.(WindowReader)
+		if !ok {
+			allowed = append(allowed, s)
+			continue
+		}
 		app := d.readApp(ctx, s.App, time.Time{})
 		if app == nil {
 			allowed = append(allowed, s)
@@ -114,18 +119,19 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 		if proj == "" {
 			proj = "default"
 		}
-		ws, seen := projects[proj]
+		pk := s.App.Instance + "\x00" + proj // projects are per instance
+		ws, seen := projects[pk]
 		if !seen {
 			var err error
 			if ws, err = wr.ProjectSyncWindows(ctx, proj); err != nil {
-				d.e.o.log.Warn("reading the sync windows of a project: asking per app", "rollout", d.id, "project", proj, "err", err)
-				unreadable[proj] = true
+				d.e.o.log.Warn("reading the sync windows of a project: asking per app", "rollout", d.id, "instance", s.App.Instance, "project", proj, "err", err)
+				unreadable[pk] = true
 				ws = nil
 			}
-			projects[proj] = ws
+			projects[pk] = ws
 		}
 		var h argocd.WindowHold
-		if unreadable[proj] {
+		if unreadable[pk] {
 			h = d.appWindows(ctx, s.App, now)
 		} else {
 			h = argocd.EvaluateWindows(argocd.AppWindows(ws, app), now)
@@ -151,7 +157,8 @@ func (d *driver) checkWindows(ctx context.Context, todo []store.AppStep) ([]stor
 // appWindows asks Argo CD whether it accepts a manual sync of the app now (AppWindowReader), for an app whose
 // project's windows cannot be read: not blocked when it cannot tell either (Argo CD decides at the sync).
 func (d *driver) appWindows(ctx context.Context, k store.AppKey, now time.Time) argocd.WindowHold {
-	ar, ok := d.e.argo.(AppWindowReader)
+	argo, _ := d.e.argoFor(k.Instance)
+	ar, ok := argo.(AppWindowReader)
 	if !ok {
 		return argocd.WindowHold{}
 	}

@@ -28,7 +28,8 @@
 //	            created/updated, version
 //	waves       per rollout, in plan order: name, state, check-run id, approval (by, at), gate state (JSON),
 //	            started/finished, version
-//	app_steps   per rollout and app (Argo CD namespace/name): wave, batch, cluster, previous revision (the
+//	app_steps   per rollout and app (Argo CD instance, namespace, name; instance "" is the one Argo CD of a
+//	            fleet configured the old way, and every app of a store older than 0006): wave, batch, cluster, previous revision (the
 //	            target of a rollback), target revision, state, op, attempts, intent/trigger times, the
 //	            observed operation's startedAt/finishedAt, health, message, version
 //	events      the audit log of a rollout: who did what, when, with what result

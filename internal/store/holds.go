@@ -57,15 +57,15 @@ func (s *Store) PutHolds(ctx context.Context, hs []Hold) error {
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	now := s.d.timeArg(s.now())
-	q := s.d.q(`INSERT INTO automated_sync_holds (repo, pr_number, head_sha, app_namespace, app_name, merge_group, held_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (repo, pr_number, head_sha, app_namespace, app_name) DO UPDATE SET held_at = excluded.held_at, merge_group = excluded.merge_group`)
+	q := s.d.q(`INSERT INTO automated_sync_holds (repo, pr_number, head_sha, app_instance, app_namespace, app_name, merge_group, held_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (repo, pr_number, head_sha, app_instance, app_namespace, app_name) DO UPDATE SET held_at = excluded.held_at, merge_group = excluded.merge_group`)
 	for _, h := range hs {
 		group := 0
 		if h.Group {
 			group = 1
 		}
-		if _, err := tx.ExecContext(ctx, q, h.Repo, h.PR, h.Head, h.App.Namespace, h.App.Name, group, now); err != nil {
+		if _, err := tx.ExecContext(ctx, q, h.Repo, h.PR, h.Head, h.App.Instance, h.App.Namespace, h.App.Name, group, now); err != nil {
 			return fmt.Errorf("recording automated sync hold %s: %w", h, err)
 		}
 	}
@@ -100,15 +100,15 @@ func (s *Store) ListHolds(ctx context.Context, f HoldFilter) ([]Hold, error) {
 		}
 		var or []string
 		for _, k := range f.Apps {
-			or, args = append(or, "(app_namespace = ? AND app_name = ?)"), append(args, k.Namespace, k.Name)
+			or, args = append(or, "(app_instance = ? AND app_namespace = ? AND app_name = ?)"), append(args, k.Instance, k.Namespace, k.Name)
 		}
 		where = append(where, "("+strings.Join(or, " OR ")+")")
 	}
-	q := "SELECT repo, pr_number, head_sha, app_namespace, app_name, merge_group, held_at FROM automated_sync_holds"
+	q := "SELECT repo, pr_number, head_sha, app_instance, app_namespace, app_name, merge_group, held_at FROM automated_sync_holds"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY repo, pr_number, app_namespace, app_name, head_sha"
+	q += " ORDER BY repo, pr_number, app_instance, app_namespace, app_name, head_sha"
 	rows, err := s.r.QueryContext(ctx, s.d.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing automated sync holds: %w", err)
@@ -118,7 +118,7 @@ func (s *Store) ListHolds(ctx context.Context, f HoldFilter) ([]Hold, error) {
 	for rows.Next() {
 		var h Hold
 		var group int
-		if err := rows.Scan(&h.Repo, &h.PR, &h.Head, &h.App.Namespace, &h.App.Name, &group, timeCol{&h.At}); err != nil {
+		if err := rows.Scan(&h.Repo, &h.PR, &h.Head, &h.App.Instance, &h.App.Namespace, &h.App.Name, &group, timeCol{&h.At}); err != nil {
 			return nil, fmt.Errorf("listing automated sync holds: %w", err)
 		}
 		h.Group = group != 0
@@ -141,9 +141,9 @@ func (s *Store) DeleteHolds(ctx context.Context, hs []Hold) error {
 		return fmt.Errorf("removing automated sync holds: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	q := s.d.q(`DELETE FROM automated_sync_holds WHERE repo = ? AND pr_number = ? AND head_sha = ? AND app_namespace = ? AND app_name = ?`)
+	q := s.d.q(`DELETE FROM automated_sync_holds WHERE repo = ? AND pr_number = ? AND head_sha = ? AND app_instance = ? AND app_namespace = ? AND app_name = ?`)
 	for _, h := range hs {
-		if _, err := tx.ExecContext(ctx, q, h.Repo, h.PR, h.Head, h.App.Namespace, h.App.Name); err != nil {
+		if _, err := tx.ExecContext(ctx, q, h.Repo, h.PR, h.Head, h.App.Instance, h.App.Namespace, h.App.Name); err != nil {
 			return fmt.Errorf("removing automated sync hold %s: %w", h, err)
 		}
 	}

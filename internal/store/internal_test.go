@@ -99,13 +99,14 @@ func TestLogicalSchemaSameOnBothBackends(t *testing.T) {
 			"message", "started_at", "finished_at", "updated_at", "version"},
 		"app_steps": {"id", "rollout_id", "wave_idx", "batch_idx", "app_namespace", "app_name", "cluster",
 			"previous_revision", "target_revision", "state", "op", "attempts", "intent_at", "triggered_at",
-			"op_started_at", "op_finished_at", "health", "message", "updated_at", "version"},
-		"events":               {"id", "rollout_id", "at", "actor", "action", "target", "result", "message", "delivery_id"},
-		"leases":               {"rollout_id", "owner", "epoch", "acquired_at", "expires_at"},
-		"previews":             {"repo", "pr_number", "head_sha", "base_sha", "state", "claimed_until", "updated_at"},
-		"head_check_runs":      {"repo", "head_sha", "name", "check_run_id", "created_at"},
-		"preview_comments":     {"repo", "pr_number", "head_sha", "base_sha", "parts", "shown", "updated_at"},
-		"automated_sync_holds": {"repo", "pr_number", "head_sha", "app_namespace", "app_name", "merge_group", "held_at"},
+			"op_started_at", "op_finished_at", "health", "message", "updated_at", "version", "app_instance"},
+		"events":           {"id", "rollout_id", "at", "actor", "action", "target", "result", "message", "delivery_id"},
+		"leases":           {"rollout_id", "owner", "epoch", "acquired_at", "expires_at"},
+		"previews":         {"repo", "pr_number", "head_sha", "base_sha", "state", "claimed_until", "updated_at"},
+		"head_check_runs":  {"repo", "head_sha", "name", "check_run_id", "created_at"},
+		"preview_comments": {"repo", "pr_number", "head_sha", "base_sha", "parts", "shown", "updated_at"},
+		"automated_sync_holds": {"repo", "pr_number", "head_sha", "app_namespace", "app_name", "merge_group", "held_at",
+			"app_instance"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("sqlite schema (-want +got):\n%s", d)

@@ -55,10 +55,14 @@ func loadMigrations(b backend) ([]migration, error) {
 // migrationLockKey is the PostgreSQL advisory lock that serialises replicas migrating at the same time.
 const migrationLockKey = 0x666c7477 // "fltw"
 
-func (s *Store) migrate(ctx context.Context) error {
+// migrate applies the missing migrations, up to version upTo when it is positive (tests), else all.
+func (s *Store) migrate(ctx context.Context, upTo int) error {
 	ms, err := loadMigrations(s.d.backend)
 	if err != nil {
 		return err
+	}
+	if upTo > 0 && upTo < len(ms) {
+		ms = ms[:upTo]
 	}
 	// SQLite: the writer's transactions begin IMMEDIATE, which takes the write lock (other processes wait on
 	// the busy timeout). PostgreSQL: an advisory lock held until commit.

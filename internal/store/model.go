@@ -157,13 +157,21 @@ const (
 // Valid reports whether o is one of the operations.
 func (o Op) Valid() bool { return o == OpSync || o == OpRollback }
 
-// AppKey names an Argo CD Application: its namespace (the control-plane namespace, usually argocd) and name.
+// AppKey names an Argo CD Application: the Argo CD instance that holds it ("" for the one Argo CD of a fleet
+// configured the old way), its namespace (the control-plane namespace, usually argocd) and name.
 type AppKey struct {
+	Instance  string
 	Namespace string
 	Name      string
 }
 
-func (k AppKey) String() string { return k.Namespace + "/" + k.Name }
+// String is namespace/name, prefixed with "instance:" when the instance is not "".
+func (k AppKey) String() string {
+	if k.Instance != "" {
+		return k.Instance + ":" + k.Namespace + "/" + k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}
 
 // Rollout is one merge carried across the fleet. Zero times are unset.
 type Rollout struct {

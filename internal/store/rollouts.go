@@ -120,14 +120,14 @@ func (s *Store) CreateRollout(ctx context.Context, n NewRollout) (r Rollout, cre
 	for len(steps) > 0 {
 		chunk := steps[:min(len(steps), stepInsertChunk)]
 		steps = steps[len(chunk):]
-		args := make([]any, 0, 10*len(chunk))
+		args := make([]any, 0, 11*len(chunk))
 		for _, sr := range chunk {
-			args = append(args, id, sr.wave, sr.st.Batch, sr.st.App.Namespace, sr.st.App.Name, sr.st.Cluster,
-				sr.st.PreviousRevision, sr.st.TargetRevision, string(StepPending), now)
+			args = append(args, id, sr.wave, sr.st.Batch, sr.st.App.Instance, sr.st.App.Namespace, sr.st.App.Name,
+				sr.st.Cluster, sr.st.PreviousRevision, sr.st.TargetRevision, string(StepPending), now)
 		}
-		rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ")
+		rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ")
 		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO app_steps
-    (rollout_id, wave_idx, batch_idx, app_namespace, app_name, cluster, previous_revision, target_revision, state, updated_at)
+    (rollout_id, wave_idx, batch_idx, app_instance, app_namespace, app_name, cluster, previous_revision, target_revision, state, updated_at)
     VALUES `+rows), args...); err != nil {
 			return Rollout{}, false, fmt.Errorf("creating the app steps of rollout %s@%s: %w", n.Repo, n.MergeSHA, err)
 		}
@@ -314,7 +314,7 @@ const appMatchChunk = 200
 // rollouts a new merge touching those apps must wait for or supersede. An empty repo matches every repository
 // (an Argo CD app may take sources from several).
 //
-// Each unfinished rollout's steps are probed by key through the (rollout_id, app_namespace, app_name) unique
+// Each unfinished rollout's steps are probed by key through the (rollout_id, app_instance, app_namespace, app_name) unique
 // index — a row-value IN over a VALUES list, which SQLite and PostgreSQL both plan as a lookup per key — so the
 // cost grows with the apps asked about, not with their product with the rollout's steps; the matching rollouts
 // are read once, at the end.
@@ -325,7 +325,7 @@ func (s *Store) ActiveRolloutsTouching(ctx context.Context, repo string, apps []
 	for len(apps) > 0 {
 		chunk := apps[:min(len(apps), appMatchChunk)]
 		apps = apps[len(chunk):]
-		args := make([]any, 0, len(unfinished)+1+2*len(chunk))
+		args := make([]any, 0, len(unfinished)+1+3*len(chunk))
 		for _, st := range unfinished {
 			args = append(args, string(st))
 		}
@@ -335,10 +335,10 @@ func (s *Store) ActiveRolloutsTouching(ctx context.Context, repo string, apps []
 			args = append(args, repo)
 		}
 		for _, a := range chunk {
-			args = append(args, a.Namespace, a.Name)
+			args = append(args, a.Instance, a.Namespace, a.Name)
 		}
-		q += " AND EXISTS (SELECT 1 FROM app_steps s WHERE s.rollout_id = r.id AND (s.app_namespace, s.app_name) IN (VALUES " +
-			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ") + "))"
+		q += " AND EXISTS (SELECT 1 FROM app_steps s WHERE s.rollout_id = r.id AND (s.app_instance, s.app_namespace, s.app_name) IN (VALUES " +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(chunk)), ", ") + "))"
 		rows, err := s.r.QueryContext(ctx, s.d.q(q), args...)
 		if err != nil {
 			return nil, fmt.Errorf("listing the rollouts touching %d apps: %w", len(chunk), err)

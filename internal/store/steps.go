@@ -11,7 +11,7 @@ import (
 
 const stepCols = "id, rollout_id, wave_idx, batch_idx, app_namespace, app_name, cluster, previous_revision, " +
 	"target_revision, state, op, attempts, intent_at, triggered_at, op_started_at, op_finished_at, health, message, " +
-	"updated_at, version"
+	"updated_at, version, app_instance"
 
 func scanStep(sc rowScanner) (AppStep, error) {
 	var (
@@ -21,7 +21,7 @@ func scanStep(sc rowScanner) (AppStep, error) {
 	err := sc.Scan(&st.ID, &st.RolloutID, &st.Wave, &st.Batch, &st.App.Namespace, &st.App.Name, &st.Cluster,
 		&st.PreviousRevision, &st.TargetRevision, &state, &op, &st.Attempts, timeCol{&st.IntentAt},
 		timeCol{&st.TriggeredAt}, timeCol{&st.OpStartedAt}, timeCol{&st.OpFinishedAt}, &st.Health, &st.Message,
-		timeCol{&st.UpdatedAt}, &st.Version)
+		timeCol{&st.UpdatedAt}, &st.Version, &st.App.Instance)
 	if err != nil {
 		return AppStep{}, err
 	}
@@ -51,7 +51,7 @@ func (s *Store) ListSteps(ctx context.Context, rolloutID int64, f StepFilter) ([
 			args = append(args, string(st))
 		}
 	}
-	q += " ORDER BY wave_idx, batch_idx, app_namespace, app_name"
+	q += " ORDER BY wave_idx, batch_idx, app_instance, app_namespace, app_name"
 	rows, err := s.r.QueryContext(ctx, s.d.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing the steps of rollout %d: %w", rolloutID, err)

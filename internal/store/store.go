@@ -39,6 +39,8 @@ type Option func(*options)
 type options struct {
 	clock       Clock
 	busyTimeout time.Duration
+	// schemaUpTo stops the migrations at this version (0: all); tests write databases of an older schema.
+	schemaUpTo int
 }
 
 // WithClock sets the clock of every timestamp the store writes and of delivery pruning. With PostgreSQL and no
@@ -93,7 +95,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, o.schemaUpTo); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("migrating store %s: %w", loc.redacted, err)
 	}

@@ -55,5 +55,15 @@
 // report the requests received (per app: syncs received and accepted, gets, refreshes, ...), for call-budget
 // and crash tests.
 //
+// Outages (SetOutage): the API server stops answering (Unreachable: the in-process transport refuses
+// connections, the HTTP handler answers 503) or refuses every token (Unauthorized: 401), and the open streams
+// end, while the controller goes on, as when only argocd-server is gone; SetOutage(Up) ends it.
+//
+// # Several instances
+//
+// Instances (NewInstances) is a fleet of several Argo CD instances in one process: a Server per name, each its
+// own apps, counters and outages, served by one handler under /instances/{name} (the instance "" at the root),
+// so each has its own base URL.
+//
 // Thousands of apps are fine: every request is O(apps) at most (list, stream snapshot).
 package argocdsim

@@ -62,6 +62,9 @@ func (s *Server) serve(mux *http.ServeMux, w http.ResponseWriter, r *http.Reques
 		writeError(w, codes.Unavailable, "server is shutting down")
 		return
 	}
+	if s.serveOutage(w) {
+		return
+	}
 	d := s.cfg.APILatency
 	if s.chance(s.cfg.LatencySpikeRate) {
 		d += s.cfg.LatencySpike

@@ -174,6 +174,7 @@ type Server struct {
 	counts   map[string]*Counts
 	totals   Totals
 	closed   bool
+	outage   Outage // SetOutage
 	done     chan struct{}
 }
 

@@ -11,14 +11,23 @@ import (
 // RoundTripper serves requests in-process, without sockets: the handler runs on its own goroutine and streams
 // its answer through a pipe. Every wait is on channels, so a whole simulation can run inside testing/synctest's
 // virtual time (sockets would stall it).
-func (s *Server) RoundTripper() http.RoundTripper { return inProcess{h: s.handler} }
+func (s *Server) RoundTripper() http.RoundTripper { return inProcess{h: s.handler, s: s} }
 
 // HTTPClient is an *http.Client over RoundTripper.
 func (s *Server) HTTPClient() *http.Client { return &http.Client{Transport: s.RoundTripper()} }
 
-type inProcess struct{ h http.Handler }
+type inProcess struct {
+	h http.Handler
+	s *Server
+}
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.s != nil && t.s.currentOutage() == Unreachable {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, refusedDial()
+	}
 	ctx, cancel := context.WithCancel(req.Context())
 	sreq := req.Clone(ctx)
 	if sreq.Body == nil {

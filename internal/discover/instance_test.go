@@ -1,0 +1,92 @@
+package discover
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+)
+
+// TestClusterGeneratorListsItsInstancesClusters: an ApplicationSet's cluster generator lists the clusters of the
+// instance that holds the set, not another instance's.
+func TestClusterGeneratorListsItsInstancesClusters(t *testing.T) {
+	files := map[string]string{"us/set.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: everywhere, namespace: argocd}
+spec:
+  generators: [{clusters: {}}]
+  template:
+    metadata: {name: 'web-{{name}}'}
+    spec: {project: default, source: {repoURL: '` + repoURL + `', path: x}, destination: {server: '{{server}}', namespace: x}}
+`}
+	inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo,
+		Instance: func(App) (string, error) { return "us", nil },
+		InstanceClusters: map[string][]Cluster{
+			"eu": {{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com"}},
+			"us": {{Name: "prd-us-1", Server: "https://prd-us-1.example.com"}, {Name: "prd-us-2", Server: "https://prd-us-2.example.com"}},
+		}})
+	var got []string
+	for _, a := range inv.Apps() {
+		got = append(got, a.Key+"@"+a.Instance+"/"+a.Cluster.Name)
+	}
+	// Argo CD adds its own in-cluster when no Secret declares it (each instance its own).
+	want := []string{"argocd/web-in-cluster@us/in-cluster", "argocd/web-prd-us-1@us/prd-us-1", "argocd/web-prd-us-2@us/prd-us-2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("apps %v, want %v (problems %v)", got, want, inv.Problems)
+	}
+}
+
+// TestAppsKnowTheirInstance: with Options.Instance, a file's app is held by the instance the resolver names, an
+// ApplicationSet's apps by the set's instance (whatever their own labels), and an app the resolver places nowhere
+// carries the resolver's reason; an instance with its own cluster list resolves its apps' destinations there
+// (both instances call a cluster "in-cluster", with different Kubernetes versions).
+func TestAppsKnowTheirInstance(t *testing.T) {
+	app := func(name, dest string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\n" +
+			"spec: {project: default, source: {repoURL: '" + repoURL + "', path: x}, destination: {name: " + dest + ", namespace: x}}\n"
+	}
+	files := map[string]string{
+		"eu/web.yaml": app("web-eu", "in-cluster"),
+		"us/web.yaml": app("web-us", "in-cluster"),
+		"stray.yaml":  app("stray", "in-cluster"),
+		"us/set.yaml": `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: fan, namespace: argocd}
+spec:
+  generators: [{list: {elements: [{suffix: a}, {suffix: b}]}}]
+  template:
+    metadata: {name: 'fan-{{suffix}}', labels: {owner: eu}}
+    spec: {project: default, source: {repoURL: '` + repoURL + `', path: x}, destination: {name: in-cluster, namespace: x}}
+`,
+	}
+	resolve := func(a App) (string, error) {
+		if i := strings.Index(a.File, "/"); i > 0 {
+			return a.File[:i], nil
+		}
+		return "", errors.New(a.File + " is in no instance's directory")
+	}
+	inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo, Instance: resolve, InstanceClusters: map[string][]Cluster{
+		"eu": {{Name: "in-cluster", Server: InClusterServer, KubeVersion: "v1.29.0"}},
+		"us": {{Name: "in-cluster", Server: InClusterServer, KubeVersion: "v1.31.0"}},
+	}})
+	want := map[string]struct{ instance, kube, err string }{
+		"argocd/web-eu": {"eu", "v1.29.0", ""}, "argocd/web-us": {"us", "v1.31.0", ""},
+		"argocd/fan-a": {"us", "v1.31.0", ""}, "argocd/fan-b": {"us", "v1.31.0", ""},
+		"argocd/stray": {"", "", "no Argo CD instance: stray.yaml is in no instance's directory"},
+	}
+	apps := inv.Apps()
+	if len(apps) != len(want) {
+		t.Fatalf("%d apps, want %d (problems %v)", len(apps), len(want), inv.Problems)
+	}
+	for _, a := range apps {
+		w := want[a.Key]
+		var gotErr string
+		if a.InstanceErr != nil {
+			gotErr = a.InstanceErr.Error()
+		}
+		if a.Instance != w.instance || gotErr != w.err || a.Cluster.KubeVersion != w.kube {
+			t.Errorf("%s: instance %q (%q), cluster version %q; want %q (%q), %q", a.Key, a.Instance, gotErr, a.Cluster.KubeVersion, w.instance, w.err, w.kube)
+		}
+	}
+}

@@ -1,0 +1,356 @@
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/plan"
+	"github.com/fleetwave/fleetwave/internal/rollout"
+	"github.com/fleetwave/fleetwave/internal/rollout/rollouttest"
+	"github.com/fleetwave/fleetwave/internal/store"
+)
+
+// multiEnv is a fleet over several simulated Argo CD instances, one store and one executor, in the synctest
+// bubble's virtual time. Instance "" is the one New gets; the others go through WithInstances.
+type multiEnv struct {
+	*env
+	sims   map[string]*argocdsim.Server
+	fleets map[string][]fleetApp
+	api    map[string]rollout.ArgoCD
+	gauges map[string]*inFlight
+}
+
+// inFlight records, at every accepted sync request, how many operations run on its instance's simulator at
+// that moment (the request's own included): the sync operations in flight on the instance.
+type inFlight struct {
+	rollout.ArgoCD
+	sim *argocdsim.Server
+	mu  sync.Mutex
+	max int
+}
+
+func (f *inFlight) running() int {
+	n := 0
+	for _, name := range f.sim.AppNames() {
+		a, _ := f.sim.App(name)
+		if a.Operation != nil || (a.Status.OperationState != nil && !a.Status.OperationState.Phase.Completed()) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *inFlight) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
+	app, err := f.ArgoCD.Sync(ctx, name, req)
+	if err == nil {
+		n := f.running()
+		f.mu.Lock()
+		f.max = max(f.max, n)
+		f.mu.Unlock()
+	}
+	return app, err
+}
+
+func (f *inFlight) maxInFlight() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.max
+}
+
+// startMulti builds one simulator per instance of fleets (configured unless listed in unconfigured) and runs an
+// executor over them. Call it inside synctest.Test.
+func startMulti(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp, unconfigured []string, opts ...rollout.Option) *multiEnv {
+	t.Helper()
+	return startMultiWrap(t, cfg, fleets, unconfigured, nil, opts...)
+}
+
+// startMultiWrap is startMulti with wrap (when not nil) around each instance's Argo CD.
+func startMultiWrap(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp, unconfigured []string,
+	wrap func(inst string, a rollout.ArgoCD) rollout.ArgoCD, opts ...rollout.Option) *multiEnv {
+	t.Helper()
+	m := &multiEnv{env: &env{t: t, rep: &rollouttest.Reporter{}}, sims: map[string]*argocdsim.Server{},
+		fleets: fleets, api: map[string]rollout.ArgoCD{}, gauges: map[string]*inFlight{}}
+	others := map[string]rollout.ArgoCD{}
+	for inst, apps := range fleets {
+		m.apps = append(m.apps, apps...)
+		if containsString(unconfigured, inst) {
+			continue
+		}
+		sim := newSim(t, cfg, apps)
+		g := &inFlight{ArgoCD: newClient(t, sim), sim: sim}
+		var api rollout.ArgoCD = g
+		if wrap != nil {
+			api = wrap(inst, g)
+		}
+		m.sims[inst], m.gauges[inst], m.api[inst] = sim, g, api
+		if inst != "" {
+			others[inst] = api
+		}
+	}
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "fleetwave.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	m.st = st
+	var def rollout.ArgoCD
+	if a, ok := m.api[""]; ok {
+		def = a
+	}
+	base := []rollout.Option{rollout.WithOwner("bot-1"), rollout.WithConcurrency(50), rollout.WithGateInterval(time.Minute),
+		rollout.WithInstances(others)}
+	m.ex = rollout.New(m.st, def, m.rep, append(base, opts...)...)
+	m.run(m.ex)
+	return m
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// instanceFleet is n apps named prefix-1…n on clusters of their own, env prd.
+func instanceFleet(prefix string, n int) []fleetApp {
+	var out []fleetApp
+	for i := 1; i <= n; i++ {
+		out = append(out, fleetApp{name: fmt.Sprintf("%s-%d", prefix, i), cluster: fmt.Sprintf("%s-c%d", prefix, i), env: "prd", region: "eu"})
+	}
+	return out
+}
+
+// submitAll plans every instance's apps, each with its instance, and submits the merge of newRev.
+func (m *multiEnv) submitAll(policyYAML string) store.Rollout {
+	m.t.Helper()
+	p := m.policy(policyYAML)
+	var in []plan.App
+	insts := make([]string, 0, len(m.fleets))
+	for inst := range m.fleets {
+		insts = append(insts, inst)
+	}
+	sort.Strings(insts)
+	for _, inst := range insts {
+		for _, fa := range m.fleets[inst] {
+			in = append(in, plan.App{Name: fa.name, Namespace: "argocd", Project: "default", Cluster: fa.cluster, Instance: inst,
+				ClusterLabels: map[string]string{"env": fa.env, "region": fa.region}, Labels: map[string]string{}})
+		}
+	}
+	pl := plan.Build(p, in)
+	if !pl.OK() {
+		m.t.Fatalf("plan violations: %+v", pl.Violations)
+	}
+	r, err := m.ex.Submit(context.Background(), rollout.Request{Repo: repo, PRNumber: 7, MergeSHA: newRev, BaseSHA: oldRev,
+		Plan: pl, RepoURL: repoURL})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return r
+}
+
+// expectOnce checks that every app of every configured instance was synced exactly once, on its own instance,
+// and runs newRev.
+func (m *multiEnv) expectOnce() {
+	m.t.Helper()
+	for inst, sim := range m.sims {
+		for _, fa := range m.fleets[inst] {
+			if n := sim.Counts(fa.name).SyncsAccepted; n != 1 {
+				m.t.Errorf("instance %q app %s: %d syncs, want 1", inst, fa.name, n)
+			}
+			a, _ := sim.App(fa.name)
+			if len(a.Status.History) == 0 || a.Status.History.LastRevisionHistory().Revision != newRev {
+				m.t.Errorf("instance %q app %s does not run %s", inst, fa.name, newRev)
+			}
+		}
+	}
+}
+
+const onePolicy = `apiVersion: fleetwave/v1
+waves:
+  - name: production
+    selector: {matchLabels: {env: prd}}
+`
+
+// TestRolloutAcrossInstances: each app is synced through its own instance's Argo CD, once, and each instance
+// keeps its budget full and never exceeds it.
+func TestRolloutAcrossInstances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := startMulti(t, argocdsim.Config{SyncDuration: 30 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 12), "eu": instanceFleet("eu-web", 12)}, nil,
+			rollout.WithInstanceBudgets(map[string]int{"": 3, "eu": 5}))
+		r := m.submitAll(onePolicy)
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+		if r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
+		for inst, want := range map[string]int{"": 3, "eu": 5} {
+			if got := m.gauges[inst].maxInFlight(); got != want {
+				t.Errorf("instance %q: at most %d sync operations in flight; want its budget, %d", inst, got, want)
+			}
+		}
+		for _, s := range m.steps(r.ID) {
+			want := ""
+			if strings.HasPrefix(s.App.Name, "eu-") {
+				want = "eu"
+			}
+			if s.App.Instance != want || s.State != store.StepSynced {
+				t.Errorf("step %s: instance %q state %s; want %q synced", s.App, s.App.Instance, s.State, want)
+			}
+		}
+	})
+}
+
+// TestDefaultInstanceBudget: an instance without a budget of its own gets Argo CD's operation processors, 10.
+func TestDefaultInstanceBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := startMulti(t, argocdsim.Config{SyncDuration: 30 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 4), "us": instanceFleet("us-web", 25)}, nil)
+		r := m.submitAll(onePolicy)
+		if r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused); r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
+		if got := m.gauges["us"].maxInFlight(); got != rollout.DefaultInstanceBudget {
+			t.Errorf("instance us: at most %d in flight; want %d", got, rollout.DefaultInstanceBudget)
+		}
+	})
+}
+
+// TestUnconfiguredInstanceFailsItsApps: an app whose instance the executor does not know fails its step with a
+// line naming the instance (never skipped); the other apps are synced.
+func TestUnconfiguredInstanceFailsItsApps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := startMulti(t, argocdsim.Config{SyncDuration: 10 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 3), "ap": instanceFleet("ap-web", 2)}, []string{"ap"})
+		r := m.submitAll(onePolicy + "    failureThreshold: 2\n") // the other instance's apps all start
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+		if r.State != store.RolloutSucceeded { // the threshold tolerates the two failed apps
+			t.Fatalf("rollout %s (%s); want succeeded", r.State, r.Message)
+		}
+		m.expectOnce()
+		for _, s := range m.steps(r.ID) {
+			switch s.App.Instance {
+			case "ap":
+				if s.State != store.StepFailed || !strings.Contains(s.Message, `Argo CD instance "ap" is not configured`) {
+					t.Errorf("step %s: %s %q; want failed naming instance ap", s.App, s.State, s.Message)
+				}
+			default:
+				if s.State != store.StepSynced {
+					t.Errorf("step %s: %s", s.App, s.State)
+				}
+			}
+		}
+	})
+}
+
+// TestSoakWatchesEveryInstance: the wave's soak watches each instance's apps through that instance's stream; an
+// app degrading on the second instance fails the wave when it happens.
+func TestSoakWatchesEveryInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		deg := &degrading{app: "eu-web-2", at: t0.Add(5 * time.Minute)}
+		m := startMultiWrap(t, argocdsim.Config{SyncDuration: 20 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 2), "eu": instanceFleet("eu-web", 2)}, nil,
+			func(inst string, a rollout.ArgoCD) rollout.ArgoCD {
+				if inst != "eu" {
+					return a
+				}
+				deg.ArgoCD = a
+				return deg
+			})
+		r := m.submitAll(onePolicy + "    soak: 30m\n")
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutPaused, store.RolloutFailed)
+		if r.State != store.RolloutPaused || !strings.Contains(r.Message, "eu-web-2 became Degraded") {
+			t.Fatalf("rollout %s: %q", r.State, r.Message)
+		}
+		if took := time.Since(t0); took > 6*time.Minute {
+			t.Errorf("the degradation at 5m was noticed after %s", took)
+		}
+	})
+}
+
+// TestUnreachableInstanceHoldsOnlyItsApps stops one instance mid-wave (not answering, or refusing the token),
+// then brings it back: its apps wait — none failed, none skipped — while the other instance's apps go on; the
+// wave says which instance and why; every app on every instance is synced exactly once.
+func TestUnreachableInstanceHoldsOnlyItsApps(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		outage argocdsim.Outage
+		why    string
+	}{
+		{"not answering", argocdsim.Unreachable, "connection refused"},
+		{"refusing the token", argocdsim.Unauthorized, "token is expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				m := startMulti(t, argocdsim.Config{SyncDuration: 30 * time.Second},
+					map[string][]fleetApp{"": instanceFleet("web", 6), "eu": instanceFleet("eu-web", 6)}, nil,
+					rollout.WithInstanceBudgets(map[string]int{"": 2, "eu": 2}))
+				r := m.submitAll(onePolicy)
+				time.Sleep(45 * time.Second) // eu's first two apps are in flight, the next two about to start
+				m.sims["eu"].SetOutage(tc.outage)
+				down := time.Now()
+				time.Sleep(10 * time.Minute)
+				// Held: the default instance's apps all done, eu's waiting, nothing failed.
+				var held []string
+				for _, s := range m.steps(r.ID) {
+					if s.State == store.StepFailed || s.State == store.StepSkipped {
+						t.Errorf("step %s %s while its instance is down: %s", s.App, s.State, s.Message)
+					}
+					if s.App.Instance == "" && s.State != store.StepSynced {
+						t.Errorf("step %s on the reachable instance: %s", s.App, s.State)
+					}
+					if s.App.Instance == "eu" && s.State != store.StepSynced {
+						held = append(held, s.App.Name)
+					}
+				}
+				if len(held) == 0 {
+					t.Fatal("no app of eu waits while it is down")
+				}
+				ws, err := m.st.ListWaves(context.Background(), r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if gs := string(ws[0].GateState); !strings.Contains(gs, `"instance":"eu"`) || !strings.Contains(gs, tc.why) {
+					t.Errorf("the wave's gate state does not say eu is unreachable and why: %s", gs)
+				}
+				m.sims["eu"].SetOutage(argocdsim.Up)
+				r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+				if r.State != store.RolloutSucceeded {
+					t.Fatalf("rollout %s: %s", r.State, r.Message)
+				}
+				m.expectOnce()
+				var evs []string
+				for _, ev := range m.events(r.ID) {
+					if strings.HasPrefix(ev.Action, "instance-") {
+						evs = append(evs, ev.Action+" "+ev.Target)
+					}
+				}
+				if strings.Join(evs, ", ") != "instance-unreachable eu, instance-reachable eu" {
+					t.Errorf("instance events %v", evs)
+				}
+				ws, _ = m.st.ListWaves(context.Background(), r.ID)
+				if strings.Contains(string(ws[0].GateState), "unreachable") {
+					t.Errorf("the wave still says an instance is unreachable: %s", ws[0].GateState)
+				}
+				t.Logf("eu down %s after the start for 10m; rollout took %s; held apps at the outage's end: %v",
+					down.Sub(t0), time.Since(t0).Round(time.Second), held)
+			})
+		})
+	}
+}
