@@ -171,14 +171,25 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
 	f.instances = set
-	if f.instances != nil {
-		return usageErr(fmt.Errorf("%s: %w", name, errInstancesNotWired))
+	if set != nil {
+		// Several Argo CD instances: each app is previewed as its own instance renders it, and compared with its
+		// live state there.
+		fl, err := newFleet(set, nil)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: --%s: %w", name, argocdInstancesFlag, err))
+		}
+		insts, err := fl.previewInstances(cmd.Context(), previewOptions{over: in.Settings, listClusters: f.clustersFile == "", log: toolLog(deps.Stderr)})
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		in.InstanceOf, in.Instances = fl.instanceOf(), insts
+	} else {
+		argo, err := f.argoCD(deps)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
+		}
+		in.ArgoCD = argo
 	}
-	argo, err := f.argoCD(deps)
-	if err != nil {
-		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
-	}
-	in.ArgoCD = argo
 	worktreeNote, err := f.workingTree(cmd, &in)
 	if err != nil {
 		return err
