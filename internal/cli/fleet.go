@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/argocd"
 	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
@@ -150,4 +151,21 @@ func (f *fleet) probe(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// appInstances are the instances as the App's previews use them: which instance holds each app, each one's
+// ports, settings and clusters (asked again for every preview, as the one Argo CD's clusters are) and its URL
+// for the comment's links.
+func (f *fleet) appInstances(over render.Settings, log *slog.Logger) app.Instances {
+	urls := make(map[string]string, len(f.clients))
+	for _, in := range f.set.Instances() {
+		urls[in.Name] = in.URL
+	}
+	return app.Instances{
+		Of: f.instanceOf(),
+		List: func(ctx context.Context) (map[string]preview.Instance, error) {
+			return f.previewInstances(ctx, previewOptions{over: over, listClusters: true, log: log})
+		},
+		URLs: urls,
+	}
 }
