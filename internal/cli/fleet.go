@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
+	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 )
 
@@ -26,6 +28,9 @@ import (
 type fleet struct {
 	set     *instances.Set
 	clients map[string]*argocd.Client
+
+	mu         sync.Mutex
+	unresolved map[string]bool // "<namespace>/<name>" of the apps instanceOf found no single instance for
 }
 
 // newFleet builds one client per instance of set; wrap, when not nil, wraps each client's transport (metrics,
@@ -43,8 +48,38 @@ func newFleet(set *instances.Set, wrap func(instance string, rt http.RoundTrippe
 // children of an app-of-apps and an ApplicationSet's apps take their parent's instance (internal/discover).
 func (f *fleet) instanceOf() preview.InstanceOf {
 	return func(a discover.App) (string, error) {
-		return f.set.Resolve(resolveApp(a))
+		name, err := f.set.Resolve(resolveApp(a))
+		if err != nil {
+			f.mu.Lock()
+			if f.unresolved == nil {
+				f.unresolved = map[string]bool{}
+			}
+			f.unresolved[a.Key] = true
+			f.mu.Unlock()
+		}
+		return name, err
 	}
+}
+
+// onlyUnplaced reports whether the preview's only errors are apps that map to no instance or to several: the
+// plan is then incomplete (exit 1, as plan's other incomplete plans), not a render failure.
+func (f *fleet) onlyUnplaced(rep *report.Report) bool {
+	if rep.NoSourceInRepo || len(rep.Problems) > 0 || rep.UnevaluatedChanged() > 0 || rep.Plan == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, a := range rep.Apps {
+		if a.Status != report.StatusError {
+			continue
+		}
+		if !f.unresolved[a.Key()] {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // resolveApp is what the instances file's rules look at of a discovered app.

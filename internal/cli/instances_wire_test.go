@@ -130,12 +130,13 @@ func TestPlanAcrossInstances(t *testing.T) {
 	out = outBuffer{}
 	code, stderr = runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",
 		"--repo-url", "https://git.example.com/gitops.git", "--argocd-instances", file)
-	// The app is an error of the preview (it is rendered with no instance's settings), so the plan is incomplete
-	// and the command fails as for an app that failed to render.
+	// The app is not placed: its line names it and the rules looked at, and the plan is incomplete (exit 1).
 	wantLine := "fleetwave: plan: app argocd/web-stray: app \"web-stray\" (manifests/web-stray): no Argo CD instance: maps to no Argo CD instance (" +
 		file + ": no rule of any instance matches path other/web-stray.yaml, no labels, project default, destination prd-us)\n"
-	if code != 2 || !strings.Contains(stderr, wantLine) || !strings.Contains(out.String(), "incomplete: 1 app of the change could not be rendered") {
-		t.Errorf("an app of no instance: exit %d, stderr:\n%s\nstdout:\n%s\nwant exit 2, the plan incomplete and a line %q", code, stderr, out.String(), wantLine)
+	wantLast := "plan: the plan is incomplete: 1 app of the change held by no single Argo CD instance, so the plan does not place them"
+	if code != 1 || !strings.Contains(stderr, wantLine) || !strings.HasSuffix(stderr, wantLast) ||
+		!strings.Contains(out.String(), "incomplete: 1 app of the change could not be rendered") {
+		t.Errorf("an app of no instance: exit %d, stderr:\n%s\nstdout:\n%s\nwant exit 1, the plan incomplete, a line %q and last %q", code, stderr, out.String(), wantLine, wantLast)
 	}
 }
 
