@@ -31,8 +31,8 @@ import (
 // DefaultNamespace is the Applications' namespace when the plan names none: Argo CD's own.
 const DefaultNamespace = "argocd"
 
-// PlannedApps are the plan's apps whose automated sync is on, as Argo CD names them: what a hold switches off
-// (the App's plan check and the terminal's rollout prepare alike).
+// PlannedApps are the plan's apps whose automated sync is on, as Argo CD names them, each with its instance: what
+// a hold switches off (the App's plan check and the terminal's rollout prepare alike).
 func PlannedApps(pl *plan.Plan) []store.AppKey {
 	var out []store.AppKey
 	for _, w := range pl.Waves {
@@ -41,7 +41,7 @@ func PlannedApps(pl *plan.Plan) []store.AppKey {
 				if !a.AutomatedSync {
 					continue
 				}
-				k := store.AppKey{Namespace: a.Namespace, Name: a.Name}
+				k := store.AppKey{Instance: a.Instance, Namespace: a.Namespace, Name: a.Name}
 				if k.Namespace == "" {
 					k.Namespace = DefaultNamespace
 				}

@@ -24,6 +24,25 @@ type Store interface {
 type Holder struct {
 	Argo  ArgoCD
 	Store Store
+	// Instances are the Argo CD of each instance of a fleet of several, by name: an app is read, switched and
+	// restored through its own instance's (store.AppKey.Instance); Argo is the instance "".
+	Instances map[string]ArgoCD
+}
+
+// argo is the Argo CD of an app's instance (nil when it has none).
+func (h *Holder) argo(instance string) ArgoCD {
+	if a, ok := h.Instances[instance]; ok {
+		return a
+	}
+	if instance == "" {
+		return h.Argo
+	}
+	return nil
+}
+
+// errNoInstance is an app whose instance the Holder was not given.
+func errNoInstance(instance string) error {
+	return fmt.Errorf("argo cd instance %q is not configured", instance)
 }
 
 // Owner is who holds: a pull request at a head, a merge group of a pull request (Group: its head is the
@@ -79,13 +98,18 @@ func (h *Holder) Hold(ctx context.Context, o Owner, apps []store.AppKey) (Result
 		return res, err
 	}
 	for _, k := range apps {
-		app, err := h.Argo.GetApplication(ctx, Name(k), "")
+		argo := h.argo(k.Instance)
+		if argo == nil {
+			res.Failed = append(res.Failed, AppError{k, errNoInstance(k.Instance)})
+			continue
+		}
+		app, err := argo.GetApplication(ctx, Name(k), "")
 		if err != nil {
 			res.Failed = append(res.Failed, AppError{k, fmt.Errorf("reading the app: %w", err)})
 			continue
 		}
 		if On(app) {
-			if _, err := Off(ctx, h.Argo, Name(k), app); err != nil {
+			if _, err := Off(ctx, argo, Name(k), app); err != nil {
 				res.Failed = append(res.Failed, AppError{k, err})
 				continue
 			}
@@ -144,7 +168,34 @@ func (h *Holder) release(ctx context.Context, f store.HoldFilter, keep func(stor
 	if err := h.Store.DeleteHolds(ctx, drop); err != nil {
 		return res, err
 	}
-	return RestoreUnheld(ctx, h.Argo, h.Store, apps, nil, nil)
+	if len(h.Instances) == 0 {
+		return RestoreUnheld(ctx, h.Argo, h.Store, apps, nil, nil)
+	}
+	// Each instance's apps are restored through it, in the order the instances first appear.
+	var order []string
+	byInstance := map[string][]store.AppKey{}
+	for _, k := range apps {
+		if _, ok := byInstance[k.Instance]; !ok {
+			order = append(order, k.Instance)
+		}
+		byInstance[k.Instance] = append(byInstance[k.Instance], k)
+	}
+	for _, inst := range order {
+		argo := h.argo(inst)
+		if argo == nil {
+			for _, k := range byInstance[inst] {
+				res.Failed = append(res.Failed, AppError{k, errNoInstance(inst)})
+			}
+			continue
+		}
+		r, err := RestoreUnheld(ctx, argo, h.Store, byInstance[inst], nil, nil)
+		res.Restored, res.Kept = append(res.Restored, r.Restored...), append(res.Kept, r.Kept...)
+		res.Failed = append(res.Failed, r.Failed...)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // RestoreUnheld switches back on, as they were, those of apps that fleetwave switched off and that no hold and

@@ -171,14 +171,26 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 		return usageErr(fmt.Errorf("%s: %w", name, err))
 	}
 	f.instances = set
-	if f.instances != nil {
-		return usageErr(fmt.Errorf("%s: %w", name, errInstancesNotWired))
+	var fl *fleet
+	if set != nil {
+		// Several Argo CD instances: each app is previewed as its own instance renders it, and compared with its
+		// live state there.
+		var err error
+		if fl, err = newFleet(set, nil); err != nil {
+			return usageErr(fmt.Errorf("%s: --%s: %w", name, argocdInstancesFlag, err))
+		}
+		insts, err := fl.previewInstances(cmd.Context(), previewOptions{over: in.Settings, listClusters: f.clustersFile == "", log: toolLog(deps.Stderr)})
+		if err != nil {
+			return &ExitError{Code: 2, Err: fmt.Errorf("%s: %w", name, err)}
+		}
+		in.InstanceOf, in.Instances = fl.instanceOf(), insts
+	} else {
+		argo, err := f.argoCD(deps)
+		if err != nil {
+			return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
+		}
+		in.ArgoCD = argo
 	}
-	argo, err := f.argoCD(deps)
-	if err != nil {
-		return usageErr(fmt.Errorf("%s: --argocd: %w", name, err))
-	}
-	in.ArgoCD = argo
 	worktreeNote, err := f.workingTree(cmd, &in)
 	if err != nil {
 		return err
@@ -225,6 +237,12 @@ func runPreview(cmd *cobra.Command, deps *Deps, f *previewFlags, withPlan bool) 
 			fmt.Fprintf(deps.Stderr, "fleetwave: %s: the comment is over GitHub's limit of %d bytes: %d parts, as the App posts them: %s\n",
 				name, github.MaxCommentBody, len(files), strings.Join(files, ", "))
 		}
+	}
+	if fl != nil && withPlan && fl.onlyUnplaced(rep) {
+		// Apps of no single Argo CD instance: each one's line, and the plan is incomplete (exit 1), not broken.
+		_ = previewExit(deps.Stderr, name, rep, false)
+		return &ExitError{Code: 1, Err: fmt.Errorf("%s: the plan is incomplete: %s of the change held by no single Argo CD instance, so the plan does not place them",
+			name, text.Plural(rep.Summary.Failed, "app"))}
 	}
 	return previewExit(deps.Stderr, name, rep, f.exitCode)
 }

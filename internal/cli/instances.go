@@ -31,7 +31,3 @@ func loadInstances(deps *Deps, file, server string) (*instances.Set, error) {
 	}
 	return set, nil
 }
-
-// errInstancesNotWired: the commands read and check an instances file, but do not yet talk to several Argo CD
-// instances; they say so rather than ignore the file. (#36: the lead wires serve, rollout and diff.)
-var errInstancesNotWired = errors.New("--argocd-instances: this command does not use several Argo CD instances yet; give --argocd")

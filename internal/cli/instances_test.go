@@ -88,8 +88,7 @@ func TestValidateInstances(t *testing.T) {
 }
 
 // TestArgoCDInstancesFlag: diff, plan and rollout read --argocd-instances (rollout: or its variable), never
-// with --argocd, report the file's errors as usage errors, and say plainly that they do not use several
-// instances yet rather than ignore the file.
+// with --argocd, and report the file's errors as usage errors.
 func TestArgoCDInstancesFlag(t *testing.T) {
 	good := writeInstances(t, cliInstancesYAML)
 	bad := writeInstances(t, "instances:\n  - name: eu\n")
@@ -105,13 +104,8 @@ func TestArgoCDInstancesFlag(t *testing.T) {
 			"fleetwave: diff: give --argocd (one Argo CD) or --argocd-instances (several), not both"},
 		{"plan, the file's error", tokens, []string{"plan", "--repo", repo, "--base", "main", "--argocd-instances", bad},
 			"fleetwave: plan: --argocd-instances: " + bad + ":2:5: instance: url is required: its API URL, such as https://argocd-eu.example.com [and 2 more; run fleetwave validate --argocd-instances " + bad + "]"},
-		{"diff, not yet", tokens, []string{"diff", "--repo", repo, "--base", "main", "--argocd-instances", good},
-			"fleetwave: diff: --argocd-instances: this command does not use several Argo CD instances yet; give --argocd"},
 		{"rollout with --argocd", tokens, []string{"rollout", "--argocd", "https://argocd", "--argocd-instances", good, "--selector", "a=b", "--revision", strings.Repeat("a", 40)},
 			"give --argocd (one Argo CD) or --argocd-instances (several), not both"},
-		{"rollout, the variable, not yet", map[string]string{"ARGOCD_EU_TOKEN": cliInstanceToken, "ARGOCD_US_TOKEN": cliInstanceToken, "FLEETWAVE_ARGOCD_INSTANCES_FILE": good},
-			[]string{"rollout", "--selector", "a=b", "--revision", strings.Repeat("a", 40)},
-			"--argocd-instances: this command does not use several Argo CD instances yet; give --argocd"},
 		{"rollout, the variable's error", map[string]string{"FLEETWAVE_ARGOCD_INSTANCES_FILE": good},
 			[]string{"rollout", "--selector", "a=b", "--revision", strings.Repeat("a", 40)},
 			"--argocd-instances: " + good + ":4:18: token.env: environment variable ARGOCD_EU_TOKEN is not set [and 1 more; run fleetwave validate --argocd-instances " + good + "]"},

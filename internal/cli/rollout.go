@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ type rolloutOptions struct {
 	// Several Argo CD instances (--argocd-instances, not with --argocd): the file, and its content once read.
 	instancesFile string
 	instances     *instances.Set
+	fleet         *fleet // its clients, once connected
 	// What to roll out: a plan computed from the repository, a plan file, or a selector.
 	repo, base, head, clustersFile, settingsFile string
 	repoURLs                                     []string
@@ -276,8 +278,8 @@ func (o *rolloutOptions) complete(getenv func(string) string) error {
 // checkServer checks the Argo CD URL and token flags (no network).
 func (o *rolloutOptions) checkServer() error {
 	switch {
-	case o.server == "" && o.instances != nil:
-		return errInstancesNotWired
+	case o.instances != nil:
+		return nil
 	case o.server == "":
 		return errors.New("rollout needs --argocd (or FLEETWAVE_ARGOCD_URL)")
 	case !strings.Contains(o.server, "://"):
@@ -315,6 +317,19 @@ func (o *rolloutOptions) checkMode() error {
 			return fmt.Errorf("--selector %q is not a label selector Argo CD accepts: %v", o.selector, err)
 		}
 	}
+	return nil
+}
+
+// connect builds a client per Argo CD instance of --argocd-instances (nothing without it).
+func (o *rolloutOptions) connect() error {
+	if o.instances == nil || o.fleet != nil {
+		return nil
+	}
+	fl, err := newFleet(o.instances, nil)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", argocdInstancesFlag, err)
+	}
+	o.fleet = fl
 	return nil
 }
 
@@ -359,8 +374,13 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 	}
 	defer st.Close()
 	rep := terminalReporter{wake: make(chan struct{}, 1)}
-	reach := o.reachability(client)
-	ex := o.executor(deps, st, reach, rep)
+	var argo rollout.ArgoCD
+	var reach *reachability
+	if client != nil { // several instances: the executor holds the apps of one that stops answering
+		reach = o.reachability(client)
+		argo = reach
+	}
+	ex := o.executor(deps, st, argo, rep)
 	bg := context.WithoutCancel(ctx)
 	r, err := ex.Submit(bg, req)
 	if err != nil {
@@ -428,11 +448,19 @@ func (o *rolloutOptions) plannedRequest(ctx context.Context, deps *Deps, cmd, no
 	if err := o.checkServer(); err != nil {
 		return nil, rollout.Request{}, usageErr(err)
 	}
-	client, err := o.client()
-	if err != nil {
+	var client *argocd.Client
+	if err := o.connect(); err != nil {
 		return nil, rollout.Request{}, usageErr(err)
 	}
+	if o.fleet == nil {
+		c, err := o.client()
+		if err != nil {
+			return nil, rollout.Request{}, usageErr(err)
+		}
+		client = c
+	}
 	var req rollout.Request
+	var err error
 	switch {
 	case o.selector != "":
 		req, err = o.selectorRequest(ctx, client)
@@ -508,7 +536,12 @@ func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (s
 func (o *rolloutOptions) executor(deps *Deps, st *store.Store, client rollout.ArgoCD, rep rollout.Reporter) *rollout.Executor {
 	host, _ := os.Hostname()
 	log := slog.New(slog.NewTextHandler(deps.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	return rollout.New(st, client, rep,
+	var more []rollout.Option
+	if o.fleet != nil {
+		// Each app synced through its own instance, never more syncs in flight there than its maxSyncs.
+		more = o.fleet.executorOptions(nil)
+	}
+	return rollout.New(st, client, rep, append(more,
 		// Each process its own owner: two processes on one store (a second terminal approving) never both drive a
 		// rollout. A killed process's lease expires after the TTL; the rerun then takes the rollout over.
 		rollout.WithOwner(fmt.Sprintf("fleetwave-cli@%s-%d", host, os.Getpid())),
@@ -517,7 +550,7 @@ func (o *rolloutOptions) executor(deps *Deps, st *store.Store, client rollout.Ar
 		rollout.WithPollIntervals(time.Second, time.Second, 2*time.Second),
 		rollout.WithConcurrency(o.concurrency),
 		rollout.WithSyncTimeouts(o.timeout, 30*time.Second, o.clockSkew),
-		rollout.WithLogger(log))
+		rollout.WithLogger(log))...)
 }
 
 // openRolloutStore opens --store: a path is a SQLite file.
@@ -688,7 +721,14 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	}
 	var client *argocd.Client
 	// abort restores the apps' automated sync (unless --keep-automated-off): with Argo CD at hand, here.
-	if (drive || verb == "abort") && o.server != "" {
+	if (drive || verb == "abort") && o.instances != nil {
+		if err := o.connect(); err != nil {
+			return usageErr(err)
+		}
+		if err := o.probeFleet(ctx); err != nil {
+			return err
+		}
+	} else if (drive || verb == "abort") && o.server != "" {
 		if err := o.checkServer(); err != nil {
 			return usageErr(err)
 		}
@@ -718,6 +758,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		argo = reach
 	}
 	ex := o.executor(deps, st, argo, rep)
+	argoAtHand := client != nil || o.fleet != nil
 	actor := os.Getenv("USER")
 	if deps.Getenv != nil {
 		actor = deps.Getenv("USER")
@@ -733,7 +774,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		if gone {
 			// Its process was killed (kill -9, a closed terminal) or stopped before the rollout paused: nothing
 			// runs it, and it is not paused. Taking it over is what a rerun of the rollout command does.
-			if client == nil {
+			if !argoAtHand {
 				return &ExitError{Code: 1, Err: fmt.Errorf("rollout #%d is %s but its process is gone since %s: rerun the rollout command, or run %s, to take it over",
 					r.ID, r.State, goneSince.Local().Format("15:04:05"), o.command("resume", "--argocd", "<url>"))}
 			}
@@ -783,7 +824,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 		return fmt.Errorf("rollout %s: %w", verb, err)
 	}
 	owner, running := runningProcess(ctx, st, r.ID)
-	if drive && client == nil && !running && verb == "approve" {
+	if drive && !argoAtHand && !running && verb == "approve" {
 		// The executor's reply says what happens next ("it starts now") as if a process ran the rollout.
 		if i := strings.LastIndex(reply, ": "); i >= 0 {
 			reply = reply[:i] + ": recorded, but no process runs the rollout, so nothing starts yet."
@@ -793,7 +834,7 @@ func runRolloutCommand(ctx context.Context, deps *Deps, o *rolloutOptions, verb 
 	if !drive {
 		return nil
 	}
-	if client == nil {
+	if !argoAtHand {
 		if running {
 			fmt.Fprintf(deps.Stderr, "fleetwave: rollout: no --argocd: the process running rollout #%d (%s) carries the command out\n", r.ID, owner)
 		} else {
@@ -858,6 +899,9 @@ func latestRollout(ctx context.Context, st *store.Store, id int64) (store.Rollou
 
 // selectorRequest is the one-wave plan of the apps matching --selector.
 func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Client) (rollout.Request, error) {
+	if o.fleet != nil {
+		return o.fleetSelectorRequest(ctx)
+	}
 	list, err := client.ListApplications(ctx, argocd.ListQuery{Selector: o.selector, Projects: o.projects})
 	if err != nil {
 		return rollout.Request{}, o.argoErr("listing the applications", err)
@@ -869,8 +913,77 @@ func (o *rolloutOptions) selectorRequest(ctx context.Context, client *argocd.Cli
 		return rollout.Request{}, err
 	}
 	// The store names a rollout by owner/name and revision: the selector is the "name" (its slashes escaped).
-	return rollout.NewRequest(rollout.Change{Repo: "selector/" + strings.ReplaceAll(o.selector, "/", "%2F"), MergeSHA: o.revision,
+	return rollout.NewRequest(rollout.Change{Repo: o.selectorRepo(), MergeSHA: o.revision,
 		Plan: rollout.SelectorPlan(o.selector, list.Items), RepoURL: o.repoURL(), Prune: o.prune}), nil
+}
+
+// selectorRepo is the "repository" a --selector rollout is stored under: the selector, its slashes escaped.
+func (o *rolloutOptions) selectorRepo() string {
+	return "selector/" + strings.ReplaceAll(o.selector, "/", "%2F")
+}
+
+// fleetSelectorRequest is selectorRequest across every instance: one wave of the apps matching --selector in
+// each, every app with its instance.
+func (o *rolloutOptions) fleetSelectorRequest(ctx context.Context) (rollout.Request, error) {
+	var all *plan.Plan
+	for _, name := range o.fleet.set.Names() {
+		c := o.fleet.clients[name]
+		list, err := c.ListApplications(ctx, argocd.ListQuery{Selector: o.selector, Projects: o.projects})
+		if err != nil {
+			return rollout.Request{}, o.instanceErr(name, "listing the applications", err)
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		if err := o.checkRevision(ctx, c, list.Items); err != nil {
+			return rollout.Request{}, err
+		}
+		pl := rollout.SelectorPlan(o.selector, list.Items)
+		b := &pl.Waves[0].Batches[0]
+		for i := range b.Apps {
+			b.Apps[i].Instance = name
+		}
+		if all == nil {
+			all = pl
+			continue
+		}
+		ab := &all.Waves[0].Batches[0]
+		ab.Apps = append(ab.Apps, b.Apps...)
+		for _, cl := range b.Clusters {
+			if !slices.Contains(ab.Clusters, cl) {
+				ab.Clusters = append(ab.Clusters, cl)
+			}
+		}
+		slices.Sort(ab.Clusters)
+		all.Waves[0].Limits.MaxClusters = len(ab.Clusters)
+	}
+	if all == nil {
+		return rollout.Request{}, usageErr(fmt.Errorf("no application of any Argo CD instance (%s) matches selector %q", strings.Join(o.fleet.set.Names(), ", "), o.selector))
+	}
+	return rollout.NewRequest(rollout.Change{Repo: o.selectorRepo(), MergeSHA: o.revision, Plan: all, RepoURL: o.repoURL(), Prune: o.prune}), nil
+}
+
+// instanceErr is argoErr for one instance of several: it names the instance and its URL.
+func (o *rolloutOptions) instanceErr(name, what string, err error) error {
+	in, _ := o.fleet.set.Get(name)
+	where := fmt.Sprintf("Argo CD instance %s (%s)", name, in.URL)
+	switch {
+	case errors.Is(err, argocd.ErrUnauthenticated):
+		return usageErr(fmt.Errorf("the token was rejected by %s (401 Unauthenticated) while %s: check its token (%s)", where, what, in.TokenFrom()))
+	case errors.Is(err, argocd.ErrPermissionDenied):
+		return usageErr(fmt.Errorf("the token was refused by %s (403 PermissionDenied) while %s: its account lacks the RBAC permission", where, what))
+	}
+	return usageErr(fmt.Errorf("asking %s: %s: %w", where, what, err))
+}
+
+// probeFleet checks every instance's token (argoErr's message per instance).
+func (o *rolloutOptions) probeFleet(ctx context.Context) error {
+	for _, name := range o.fleet.set.Names() {
+		if _, err := o.fleet.clients[name].ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+			return o.instanceErr(name, "checking the token", err)
+		}
+	}
+	return nil
 }
 
 // repoURL is the GitOps repository's URL the flags give (the first --repo-url), "" when none.
@@ -940,7 +1053,11 @@ func (o *rolloutOptions) planFileRequest(ctx context.Context, client *argocd.Cli
 	if !source.IsFullSHA(doc.Head) {
 		return rollout.Request{}, usageErr(fmt.Errorf("%s names no head commit (\"head\": %q): it must be the output of 'fleetwave plan --output json'", o.planFile, doc.Head))
 	}
-	if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+	if o.fleet != nil {
+		if err := o.probeFleet(ctx); err != nil {
+			return rollout.Request{}, err
+		}
+	} else if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
 		return rollout.Request{}, o.argoErr("checking the token", err)
 	}
 	name := o.repoName
@@ -975,7 +1092,26 @@ func (o *rolloutOptions) repoRequest(ctx context.Context, deps *Deps, client *ar
 		// The plan is rendered as the Argo CD that will sync it renders.
 		in.Settings.ArgoCDVersion = detectArgoCDVersion(ctx, client, nil)
 	}
-	if o.clustersFile != "" {
+	if o.fleet != nil {
+		// Several instances: each app is planned as its own instance renders it, with its own clusters.
+		if o.clustersFile != "" {
+			data, err := os.ReadFile(o.clustersFile)
+			if err != nil {
+				return rollout.Request{}, usageErr(fmt.Errorf("rollout: reading clusters: %w", err))
+			}
+			if in.Clusters, err = discover.ParseClusters(o.clustersFile, data); err != nil {
+				return rollout.Request{}, usageErr(fmt.Errorf("rollout: %w", err))
+			}
+		}
+		if err := o.probeFleet(ctx); err != nil {
+			return rollout.Request{}, err
+		}
+		insts, err := o.fleet.previewInstances(ctx, previewOptions{over: in.Settings, listClusters: o.clustersFile == ""})
+		if err != nil {
+			return rollout.Request{}, usageErr(fmt.Errorf("rollout: listing the clusters (their labels place apps in waves): %w", err))
+		}
+		in.InstanceOf, in.Instances = o.fleet.instanceOf(), insts
+	} else if o.clustersFile != "" {
 		data, err := os.ReadFile(o.clustersFile)
 		if err != nil {
 			return rollout.Request{}, usageErr(fmt.Errorf("rollout: reading clusters: %w", err))

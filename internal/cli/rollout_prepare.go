@@ -105,7 +105,10 @@ func runRolloutPrepare(ctx context.Context, deps *Deps, o *rolloutOptions) error
 		return usageErr(err)
 	}
 	defer st.Close()
-	h := autosync.Holder{Argo: client, Store: st}
+	h := &autosync.Holder{Argo: client, Store: st}
+	if o.fleet != nil {
+		h = o.fleet.holder(st) // each app held on its own instance
+	}
 	res, err := h.Hold(ctx, autosync.Owner{Repo: req.Repo, PR: 0, Head: req.MergeSHA}, apps)
 	if err != nil {
 		return fmt.Errorf("rollout prepare: %w", err)
@@ -171,12 +174,26 @@ func runRolloutRelease(ctx context.Context, deps *Deps, o *rolloutOptions) error
 	if err := o.checkServer(); err != nil {
 		return usageErr(err)
 	}
-	client, err := o.client()
-	if err != nil {
-		return usageErr(err)
-	}
-	if _, err := client.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
-		return o.argoErr("checking the token", err)
+	var client *argocd.Client
+	var argo rollout.ArgoCD
+	holder := func(st autosync.Store) *autosync.Holder { return &autosync.Holder{Argo: client, Store: st} }
+	if o.instances != nil {
+		if err := o.connect(); err != nil {
+			return usageErr(err)
+		}
+		if err := o.probeFleet(ctx); err != nil {
+			return err
+		}
+		holder = o.fleet.holder
+	} else {
+		c, err := o.client()
+		if err != nil {
+			return usageErr(err)
+		}
+		if _, err := c.ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
+			return o.argoErr("checking the token", err)
+		}
+		client, argo = c, c
 	}
 	st, err := openRolloutStore(ctx, o.storeDSN)
 	if err != nil {
@@ -186,7 +203,7 @@ func runRolloutRelease(ctx context.Context, deps *Deps, o *rolloutOptions) error
 	var restored, kept []store.AppKey
 	var failed error
 	if o.id != 0 {
-		ex := o.executor(deps, st, client, terminalReporter{wake: make(chan struct{}, 1)})
+		ex := o.executor(deps, st, argo, terminalReporter{wake: make(chan struct{}, 1)})
 		restored, kept, err = ex.ReleaseAutomated(ctx, o.id)
 		if errors.Is(err, rollout.ErrRefused) || errors.Is(err, store.ErrNotFound) {
 			return &ExitError{Code: 1, Err: fmt.Errorf("rollout release: %w", err)}
@@ -200,7 +217,7 @@ func runRolloutRelease(ctx context.Context, deps *Deps, o *rolloutOptions) error
 		if err != nil {
 			return usageErr(err)
 		}
-		res, err := (&autosync.Holder{Argo: client, Store: st}).Release(ctx, name, 0, head)
+		res, err := holder(st).Release(ctx, name, 0, head)
 		if err != nil {
 			return fmt.Errorf("rollout release: %w", err)
 		}

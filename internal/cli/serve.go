@@ -19,6 +19,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
 	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/chartfetch"
@@ -138,7 +139,23 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneLoop(pruneCtx, st, log, pruneEvery)
-	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, DrainTimeout: f.drainTimeout, Metrics: mets})
+	var fleetSet *instances.Set
+	if file := cfg.ArgoCDInstancesFile; file != "" {
+		// Several Argo CD instances (docs/instances.md): the file's problems one line each, as config's.
+		set, err := instances.LoadWith(file, instances.Options{Getenv: deps.env})
+		if err != nil {
+			var ie *instances.Error
+			if errors.As(err, &ie) && len(ie.Problems) > 1 {
+				for _, p := range ie.Problems {
+					fmt.Fprintln(deps.Stderr, "fleetwave: config:", p.String())
+				}
+				return usageErr(fmt.Errorf("invalid instances file %s (%s): %d problems", file, config.EnvArgoCDInstances, len(ie.Problems)))
+			}
+			return usageErr(fmt.Errorf("%s: %w", config.EnvArgoCDInstances, err))
+		}
+		fleetSet = set
+	}
+	wiring, err := wireServe(ctx, serveDeps{Log: log, Config: cfg, GitHub: app, Store: st, DrainTimeout: f.drainTimeout, Metrics: mets, Instances: fleetSet})
 	if err != nil {
 		return err
 	}
@@ -258,6 +275,8 @@ type serveDeps struct {
 	DrainTimeout time.Duration
 	// Metrics receives the use cases' series (Argo CD requests, the chart cache); nil: none.
 	Metrics *metrics.Metrics
+	// Instances are the Argo CD instances of FLEETWAVE_ARGOCD_INSTANCES_FILE (nil: one Argo CD, or none).
+	Instances *instances.Set
 }
 
 // serveWiring is what the seam returns.
@@ -306,7 +325,19 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	var ex *rollout.Executor // with Argo CD
 
 	var settings render.Settings
-	if d.Config.ArgoCDURL != "" {
+	var fl *fleet
+	var fileSettings render.Settings
+	if d.Instances != nil {
+		var err error
+		if fl, ex, err = wireInstances(ctx, d); err != nil {
+			return serveWiring{}, err
+		}
+		adapter := executor.New(ex, d.Log)
+		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
+		if d.Store != nil {
+			opts = append(opts, app.WithAutomatedSyncHolds(fl.holder(d.Store)))
+		}
+	} else if d.Config.ArgoCDURL != "" {
 		argoOpts := argocd.Options{BaseURL: d.Config.ArgoCDURL, Token: d.Config.ArgoCDToken.Reveal(), Insecure: d.Config.ArgoCDInsecure}
 		if d.Metrics != nil {
 			argoOpts.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return d.Metrics.Transport("argocd", rt) }
@@ -356,8 +387,13 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			return serveWiring{}, usageErr(fmt.Errorf("%s: %w", config.EnvRenderSettings, err))
 		}
 		settings = overlaySettings(settings, s)
+		fileSettings = s
 	}
 	opts = append(opts, app.WithSettings(settings))
+	if fl != nil {
+		// Each instance renders with its own release and settings; FLEETWAVE_RENDER_SETTINGS wins over them.
+		opts = append(opts, app.WithInstances(fl.appInstances(fileSettings, d.Log)))
+	}
 
 	ghFactory := func(id int64) (app.GitHub, error) { return d.GitHub.Client(id) }
 	var charts *chartfetch.Fetcher
@@ -422,8 +458,11 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			<-ran
 		}
 	}
-	d.Log.Info("use cases wired", slog.String("cache", cache.Dir()), slog.Bool("argocd", d.Config.ArgoCDURL != ""),
-		slog.String("executor", execName), slog.String("render", renderMode))
+	wired := []any{slog.String("cache", cache.Dir()), slog.Bool("argocd", d.Config.ArgoCDURL != "" || fl != nil)}
+	if fl != nil {
+		wired = append(wired, slog.String("argocd_instances", strings.Join(fl.set.Names(), ",")))
+	}
+	d.Log.Info("use cases wired", append(wired, slog.String("executor", execName), slog.String("render", renderMode))...)
 	closeUseCases := closeFn
 	closeFn = func() {
 		closeUseCases()
@@ -500,4 +539,27 @@ func overlaySettings(base, over render.Settings) render.Settings {
 		base.ArgoCDVersion = over.ArgoCDVersion
 	}
 	return base
+}
+
+// wireInstances connects serve to every Argo CD instance of the instances file: a client each (its requests
+// counted in the metrics as service "argocd/<instance>", a set as bounded as the file), and the rollout executor
+// syncing each app through its own instance within its maxSyncs.
+func wireInstances(_ context.Context, d serveDeps) (*fleet, *rollout.Executor, error) {
+	var wrap func(string, http.RoundTripper) http.RoundTripper
+	if d.Metrics != nil {
+		wrap = func(name string, rt http.RoundTripper) http.RoundTripper {
+			return d.Metrics.Transport("argocd/"+name, rt)
+		}
+	}
+	fl, err := newFleet(d.Instances, wrap)
+	if err != nil {
+		return nil, nil, usageErr(fmt.Errorf("%s: %w", config.EnvArgoCDInstances, err))
+	}
+	reporter := executor.NewReporter(func(id int64) (executor.CheckRuns, error) { return d.GitHub.Client(id) },
+		d.GitHub.RepoInstallation)
+	exOpts := append([]rollout.Option{rollout.WithLogger(d.Log)}, fl.executorOptions(nil)...)
+	if name := d.Config.ReplicaName; name != "" {
+		exOpts = append(exOpts, rollout.WithOwner(name))
+	}
+	return fl, rollout.New(d.Store, nil, checkrun.NewPublisher(reporter), exOpts...), nil
 }

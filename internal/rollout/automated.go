@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -206,7 +208,7 @@ func (e *Executor) restoreAutomated(ctx context.Context, r store.Rollout, sp *st
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	res, err := autosync.RestoreUnheld(ctx, e.argo, e.st, keys, func(o store.Rollout) bool { return o.ID == r.ID },
+	res, err := e.restoreUnheld(ctx, keys, func(o store.Rollout) bool { return o.ID == r.ID },
 		func(k store.AppKey, orig string) {
 			e.event(ctx, r.ID, "", "automated-sync-restore", k.Name, "intent", orig)
 		})
@@ -250,6 +252,36 @@ func (e *Executor) stillOff(ctx context.Context, r store.Rollout, sp *storedPlan
 		}
 	}
 	return out, nil
+}
+
+// restoreUnheld is autosync.RestoreUnheld through each app's own instance (apps of an instance not configured
+// fail with instanceError).
+func (e *Executor) restoreUnheld(ctx context.Context, keys []store.AppKey, ignore func(store.Rollout) bool,
+	intent func(store.AppKey, string)) (autosync.Result, error) {
+	if !e.inst.multi {
+		return autosync.RestoreUnheld(ctx, e.argo, e.st, keys, ignore, intent)
+	}
+	var res autosync.Result
+	by := map[string][]store.AppKey{}
+	for _, k := range keys {
+		by[k.Instance] = append(by[k.Instance], k)
+	}
+	for _, inst := range slices.Sorted(maps.Keys(by)) {
+		argo, err := e.argoFor(inst)
+		if err != nil {
+			for _, k := range by[inst] {
+				res.Failed = append(res.Failed, autosync.AppError{App: k, Err: err})
+			}
+			continue
+		}
+		r, err := autosync.RestoreUnheld(ctx, argo, e.st, by[inst], ignore, intent)
+		res.Restored, res.Kept = append(res.Restored, r.Restored...), append(res.Kept, r.Kept...)
+		res.Failed = append(res.Failed, r.Failed...)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 func (e *Executor) keyOf(a *v1alpha1.Application) store.AppKey {

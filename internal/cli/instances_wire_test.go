@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
+	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
+)
+
+// twoInstances serves two simulated Argo CD instances on loopback: eu with the clusters test-eu and prd-eu and
+// an app on each, us with prd-us and its app. It returns the simulators, an instances file whose rules give
+// clusters/eu/** to eu and clusters/us/** to us, and the environment with their tokens.
+func twoInstances(t *testing.T) (eu, us *argocdsim.Server, file string, env map[string]string) {
+	t.Helper()
+	cfg := argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}
+	cluster := func(name, envName string) v1alpha1.Cluster {
+		return v1alpha1.Cluster{Name: name, Server: "https://" + name + ".example.com", Labels: map[string]string{"env": envName}}
+	}
+	eu, euURL := newRolloutSim(t, cfg, []v1alpha1.Cluster{cluster("test-eu", "test"), cluster("prd-eu", "prd")},
+		[]simApp{{name: "web-test-eu", cluster: "test-eu"}, {name: "web-prd-eu", cluster: "prd-eu"}})
+	us, usURL := newRolloutSim(t, cfg, []v1alpha1.Cluster{cluster("prd-us", "prd")}, []simApp{{name: "web-prd-us", cluster: "prd-us"}})
+	file = writeInstances(t, fmt.Sprintf(`instances:
+  - name: eu
+    url: %s
+    token: {env: ARGOCD_EU_TOKEN}
+    maxSyncs: 1
+    owns: [{paths: ["clusters/eu/**"]}]
+  - name: us
+    url: %s
+    token: {env: ARGOCD_US_TOKEN}
+    owns: [{paths: ["clusters/us/**"]}]
+`, euURL, usURL))
+	return eu, us, file, map[string]string{"ARGOCD_EU_TOKEN": "t0ken", "ARGOCD_US_TOKEN": "t0ken"}
+}
+
+// instancesRepo is a GitOps repository of the apps of twoInstances, each declared under its instance's
+// directory (and, with stray, one more under a directory no instance owns); the change edits every app.
+func instancesRepo(t *testing.T, stray bool) (dir, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	apps := map[string]string{"clusters/eu/web-test-eu.yaml": "test-eu", "clusters/eu/web-prd-eu.yaml": "prd-eu", "clusters/us/web-prd-us.yaml": "prd-us"}
+	if stray {
+		apps["other/web-stray.yaml"] = "prd-us"
+	}
+	files := map[string]string{".fleetwave.yaml": "apiVersion: fleetwave/v1\nwaves:\n  - name: canary\n    selector: {matchLabels: {env: test}}\n  - name: production\n    selector: {matchLabels: {env: prd}}\n"}
+	for path, cluster := range apps {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		files[path] = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\nspec:\n  project: default\n" +
+			"  source: {repoURL: https://git.example.com/gitops.git, path: manifests/" + name + "}\n  destination: {name: " + cluster + ", namespace: web}\n"
+		files["manifests/"+name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
+	}
+	for rel, c := range files {
+		filetest.Write(t, dir, rel, c)
+	}
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "change")
+	for path := range apps {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		filetest.Write(t, dir, "manifests/"+name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+	}
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "change")
+	return dir, gitOut(t, dir, "rev-parse", "change")
+}
+
+// planApps are the apps of a plan's JSON (plan --output json), as wave/app@instance.
+func planApps(t *testing.T, out string) (placed []string, unplaced []string) {
+	t.Helper()
+	var doc struct {
+		Waves []struct {
+			Name    string `json:"name"`
+			Batches []struct {
+				Apps []struct {
+					Name, Instance string
+				} `json:"apps"`
+			} `json:"batches"`
+		} `json:"waves"`
+		Unplaced []struct {
+			App, Instance, Reason string
+		} `json:"unplaced"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not the JSON of plan: %v\n%s", err, out)
+	}
+	for _, w := range doc.Waves {
+		for _, b := range w.Batches {
+			for _, a := range b.Apps {
+				placed = append(placed, w.Name+"/"+a.Name+"@"+a.Instance)
+			}
+		}
+	}
+	for _, u := range doc.Unplaced {
+		unplaced = append(unplaced, u.App+": "+u.Reason)
+	}
+	return placed, unplaced
+}
+
+// TestPlanAcrossInstances: plan --argocd-instances makes one plan over the apps of both instances, each app
+// with the instance whose rules own its file; an app no instance owns is a line naming it and the rules
+// looked at, and the plan is not complete.
+func TestPlanAcrossInstances(t *testing.T) {
+	_, _, file, env := twoInstances(t)
+	dir, _ := instancesRepo(t, false)
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", "https://git.example.com/gitops.git", "--argocd-instances", file, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
+	}
+	placed, unplaced := planApps(t, out.String())
+	want := "canary/web-test-eu@eu,production/web-prd-eu@eu,production/web-prd-us@us"
+	if got := strings.Join(placed, ","); got != want || len(unplaced) != 0 {
+		t.Errorf("plan: %s, unplaced %v\nwant %s", got, unplaced, want)
+	}
+	if strings.Contains(out.String()+stderr, "t0ken") {
+		t.Error("a token was printed")
+	}
+
+	dir, _ = instancesRepo(t, true)
+	out = outBuffer{}
+	code, stderr = runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", "https://git.example.com/gitops.git", "--argocd-instances", file)
+	// The app is not placed: its line names it and the rules looked at, and the plan is incomplete (exit 1).
+	wantLine := "fleetwave: plan: app argocd/web-stray: app \"web-stray\" (manifests/web-stray): no Argo CD instance: maps to no Argo CD instance (" +
+		file + ": no rule of any instance matches path other/web-stray.yaml, no labels, project default, destination prd-us)\n"
+	wantLast := "plan: the plan is incomplete: 1 app of the change held by no single Argo CD instance, so the plan does not place them"
+	if code != 1 || !strings.Contains(stderr, wantLine) || !strings.HasSuffix(stderr, wantLast) ||
+		!strings.Contains(out.String(), "incomplete: 1 app of the change could not be rendered") {
+		t.Errorf("an app of no instance: exit %d, stderr:\n%s\nstdout:\n%s\nwant exit 1, the plan incomplete, a line %q and last %q", code, stderr, out.String(), wantLine, wantLast)
+	}
+}
+
+// TestRolloutAcrossInstances: rollout --argocd-instances plans the change across both instances and syncs every
+// app through its own instance exactly once (counted by each simulator), in wave order.
+func TestRolloutAcrossInstances(t *testing.T) {
+	eu, us, file, env := twoInstances(t)
+	dir, head := instancesRepo(t, false)
+	eu.SetRef("HEAD", head)
+	us.SetRef("HEAD", head)
+	db := filepath.Join(t.TempDir(), "r.db")
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "--argocd-instances", file, "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", "https://git.example.com/gitops.git", "--store", db, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
+	}
+	evs := jsonEvents(t, out.String())
+	last := evs[len(evs)-1]
+	if last.Event != "summary" || last.Summary == nil || last.Summary.State != "succeeded" || len(last.Summary.Synced) != 3 {
+		t.Fatalf("summary %+v", last)
+	}
+	for sim, apps := range map[*argocdsim.Server][]string{eu: {"web-test-eu", "web-prd-eu"}, us: {"web-prd-us"}} {
+		for _, a := range apps {
+			if c := sim.Counts(a); c.SyncsAccepted != 1 {
+				t.Errorf("%s: %d syncs accepted by its instance, want 1", a, c.SyncsAccepted)
+			}
+		}
+	}
+	// The canary (eu) ended before production started on either instance.
+	canaryEnd := eu.Counts("web-test-eu").LastOpFinished
+	for sim, a := range map[*argocdsim.Server]string{eu: "web-prd-eu", us: "web-prd-us"} {
+		if acc := sim.Counts(a).LastSyncAccepted; acc.Before(canaryEnd) {
+			t.Errorf("%s synced at %s, before the canary ended at %s", a, acc, canaryEnd)
+		}
+	}
+	if strings.Contains(out.String()+stderr, "t0ken") {
+		t.Error("a token was printed")
+	}
+}
