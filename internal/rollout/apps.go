@@ -249,10 +249,8 @@ func (d *driver) readApp(ctx context.Context, k store.AppKey, deadline time.Time
 	return app
 }
 
-// keyOf names an app of instance "" as the store does (an app without a namespace lives in the control-plane
-// namespace); keyOn one of another instance.
-func (d *driver) keyOf(a *v1alpha1.Application) store.AppKey { return d.keyOn("", a) }
-
+// keyOn names an app of instance inst as the store does (an app without a namespace lives in the control-plane
+// namespace).
 func (d *driver) keyOn(inst string, a *v1alpha1.Application) store.AppKey {
 	ns := a.Namespace
 	if ns == "" {

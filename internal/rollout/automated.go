@@ -236,26 +236,28 @@ func (e *Executor) stillOff(ctx context.Context, r store.Rollout, sp *storedPlan
 	if err != nil || len(keys) == 0 {
 		return nil, err
 	}
-	switched, err := autosync.ListSwitched(ctx, e.argo)
-	if err != nil {
-		return nil, err
-	}
 	busy, err := autosync.Busy(ctx, e.st, keys, func(o store.Rollout) bool { return o.ID == r.ID })
 	if err != nil {
 		return nil, err
 	}
 	var out []store.AppKey
-	for _, a := range switched {
-		k := e.keyOf(&a)
-		if containsKey(keys, k) && !busy[k] {
-			out = append(out, k)
+	for _, inst := range e.inst.names() { // each instance's switched apps, on that instance
+		switched, err := autosync.ListSwitched(ctx, e.inst.argos[inst])
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range switched {
+			k := e.keyOn(inst, &a)
+			if containsKey(keys, k) && !busy[k] {
+				out = append(out, k)
+			}
 		}
 	}
 	return out, nil
 }
 
-// restoreUnheld is autosync.RestoreUnheld through each app's own instance (apps of an instance not configured
-// fail with instanceError).
+// restoreUnheld is autosync.RestoreUnheld through each app's own instance (the apps of an instance not configured
+// are left: their steps failed with instanceError, and nothing was switched off there).
 func (e *Executor) restoreUnheld(ctx context.Context, keys []store.AppKey, ignore func(store.Rollout) bool,
 	intent func(store.AppKey, string)) (autosync.Result, error) {
 	if !e.inst.multi {
@@ -269,10 +271,7 @@ func (e *Executor) restoreUnheld(ctx context.Context, keys []store.AppKey, ignor
 	for _, inst := range slices.Sorted(maps.Keys(by)) {
 		argo, err := e.argoFor(inst)
 		if err != nil {
-			for _, k := range by[inst] {
-				res.Failed = append(res.Failed, autosync.AppError{App: k, Err: err})
-			}
-			continue
+			continue // an instance the executor does not know: it switched nothing off there to restore
 		}
 		r, err := autosync.RestoreUnheld(ctx, argo, e.st, by[inst], ignore, intent)
 		res.Restored, res.Kept = append(res.Restored, r.Restored...), append(res.Kept, r.Kept...)
@@ -284,13 +283,18 @@ func (e *Executor) restoreUnheld(ctx context.Context, keys []store.AppKey, ignor
 	return res, nil
 }
 
-func (e *Executor) keyOf(a *v1alpha1.Application) store.AppKey {
+// keyOn names an app of instance inst as the store does (an app without a namespace lives in the control-plane
+// namespace).
+func (e *Executor) keyOn(inst string, a *v1alpha1.Application) store.AppKey {
 	ns := a.Namespace
 	if ns == "" {
 		ns = e.o.namespace
 	}
-	return store.AppKey{Namespace: ns, Name: a.Name}
+	return store.AppKey{Instance: inst, Namespace: ns, Name: a.Name}
 }
+
+// hasArgoCD reports whether the executor talks to any Argo CD (instance "" or named ones).
+func (e *Executor) hasArgoCD() bool { return len(e.inst.argos) > 0 }
 
 // endAutomated leaves automated sync as the way the rollout ended wants it, once it is finished:
 //   - succeeded: restored (stepForward did it before the rollout succeeded; again here, idempotent);
@@ -299,7 +303,7 @@ func (e *Executor) keyOf(a *v1alpha1.Application) store.AppKey {
 //     message says in one line which apps and the command that restores them (AutomatedSyncNote);
 //   - superseded: nothing; the newer rollout inherits the apps (rolloutApps).
 func (e *Executor) endAutomated(ctx context.Context, r store.Rollout, sp *storedPlan) error {
-	if e.argo == nil || sp.Execution.AutomatedSync != plan.AutomatedSyncDisableDuringRollout {
+	if !e.hasArgoCD() || sp.Execution.AutomatedSync != plan.AutomatedSyncDisableDuringRollout {
 		return nil
 	}
 	switch r.State {
@@ -363,7 +367,7 @@ func (e *Executor) ReleaseAutomated(ctx context.Context, id int64) (restored, ke
 	if !r.State.Terminal() {
 		return nil, nil, refusef("rollout #%d is %s: it restores automated sync itself when it ends", id, r.State)
 	}
-	if e.argo == nil {
+	if !e.hasArgoCD() {
 		return nil, nil, errors.New("restoring automated sync needs Argo CD")
 	}
 	sp, err := parseStoredPlan(r.Plan)
@@ -374,7 +378,7 @@ func (e *Executor) ReleaseAutomated(ctx context.Context, id int64) (restored, ke
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := autosync.RestoreUnheld(ctx, e.argo, e.st, keys, nil,
+	res, err := e.restoreUnheld(ctx, keys, nil,
 		func(k store.AppKey, orig string) {
 			e.event(ctx, r.ID, "", "automated-sync-restore", k.Name, "intent", orig)
 		})
@@ -396,7 +400,7 @@ func (e *Executor) ReleaseAutomated(ctx context.Context, id int64) (restored, ke
 // (docs/policy.md: ignoreDifferences on spec.syncPolicy.automated) — would let Argo CD sync the merge by itself.
 // Such apps are switched off again and the rollout is paused with one line naming them; /resume checks again.
 func (d *driver) checkStillOff(ctx context.Context, r store.Rollout, sp *storedPlan, wi int) (paused bool, err error) {
-	if d.e.argo == nil || sp.Execution.AutomatedSync != plan.AutomatedSyncDisableDuringRollout || wi >= len(sp.Waves) {
+	if !d.e.hasArgoCD() || sp.Execution.AutomatedSync != plan.AutomatedSyncDisableDuringRollout || wi >= len(sp.Waves) {
 		return false, nil
 	}
 	var on []string

@@ -144,7 +144,7 @@ func (e *Executor) AbortWith(ctx context.Context, id int64, actor string, o Abor
 	// The end of the rollout leaves automated sync as the abort wants it; done here too, so that an abort of a
 	// rollout nobody drives any more (its process was killed) does it. Idempotent with the driver's.
 	if sp, perr := parseStoredPlan(r.Plan); perr == nil && sp.Execution.AutomatedSync == plan.AutomatedSyncDisableDuringRollout {
-		if e.argo == nil {
+		if !e.hasArgoCD() {
 			if !o.KeepAutomatedOff {
 				msg += " Automated sync of its apps is restored by the process running it; if none does (it was killed), `" + ReleaseCommand(id) + "` restores it."
 			}

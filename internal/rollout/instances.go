@@ -85,7 +85,7 @@ func instanceError(inst string) error {
 	if inst == "" {
 		return fmt.Errorf("no Argo CD is configured for apps without an instance (the fleet names its instances)")
 	}
-	return fmt.Errorf("Argo CD instance %q is not configured", inst)
+	return fmt.Errorf("the Argo CD instance %q is not configured", inst)
 }
 
 // argoFor is the Argo CD of an instance.
