@@ -125,14 +125,40 @@ func (t trackingAPI) note(ctx context.Context, err error) {
 	}
 }
 
+// slowAnswer is how long a call that Argo CD answers at once (a sync request, a read without refresh) may go
+// unanswered before its instance counts as not answering. Without it, an instance that accepts connections and
+// never answers (a frozen argocd-server, a path that drops packets) would be noticed only when the client gives
+// up: its 60 s per attempt, retried four times.
+const slowAnswer = 20 * time.Second
+
+// errNotAnswering is what a call unanswered after slowAnswer says of its instance, until it answers.
+var errNotAnswering = fmt.Errorf("no answer to a request for %s", slowAnswer)
+
+// watchSlow marks the instance not answering when the call it guards is still unanswered after slowAnswer (the
+// call's own answer then settles it, through note); stop ends the watch.
+func (t trackingAPI) watchSlow(ctx context.Context) (stop func()) {
+	if !t.d.e.inst.multi {
+		return func() {}
+	}
+	timer := t.d.e.o.clock.AfterFunc(slowAnswer, func() { t.d.noteInstance(context.WithoutCancel(ctx), t.inst, errNotAnswering) })
+	return func() { timer.Stop() }
+}
+
 func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	stop := func() {}
+	if refresh == "" { // a refresh may wait for a reconcile, legitimately long
+		stop = t.watchSlow(ctx)
+	}
 	app, err := t.ArgoCD.GetApplication(ctx, name, refresh)
+	stop()
 	t.note(ctx, err)
 	return app, err
 }
 
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
+	stop := t.watchSlow(ctx)
 	app, err := t.ArgoCD.Sync(ctx, name, req)
+	stop()
 	t.note(ctx, err)
 	if err != nil {
 		if run := runOf(ctx); run != nil && argocd.IsSyncWindowRefusal(err) {

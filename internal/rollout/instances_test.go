@@ -397,6 +397,16 @@ func TestHangingInstanceDelaysOnlyItsApps(t *testing.T) {
 		if len(late) > 0 {
 			t.Errorf("2 minutes after the start, the default instance's apps are not synced while eu hangs: %v", late)
 		}
+		// It says so well before the client gives up on its calls (4 retries of 60 s): the bounded window check.
+		var said []string
+		for _, ev := range m.events(r.ID) {
+			if strings.HasPrefix(ev.Action, "instance-") {
+				said = append(said, ev.Action+" "+ev.Target+": "+ev.Message)
+			}
+		}
+		if len(said) == 0 || !strings.HasPrefix(said[0], "instance-unreachable eu: ") {
+			t.Errorf("2 minutes into eu's hang, its events are %v; want instance-unreachable eu first", said)
+		}
 		m.sims["eu"].SetOutage(argocdsim.Up)
 		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
 		if r.State != store.RolloutSucceeded {
@@ -404,5 +414,61 @@ func TestHangingInstanceDelaysOnlyItsApps(t *testing.T) {
 		}
 		m.expectOnce()
 		t.Logf("eu hung from the start for 2m; eu's apps then: %v; rollout took %s", eu, time.Since(t0).Round(time.Second))
+	})
+}
+
+// slowSync holds every sync request until release is closed, as an instance that accepts the request and does not
+// answer it; reads answer at once.
+type slowSync struct {
+	rollout.ArgoCD
+	release chan struct{}
+}
+
+func (x slowSync) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
+	select {
+	case <-x.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return x.ArgoCD.Sync(ctx, name, req)
+}
+
+// TestUnansweredSyncMarksTheInstance: a sync request an instance has not answered for 20 s marks the instance
+// not answering (an event, the wave's gate state) long before the client gives up on the call; its answer marks
+// it answering again, and each app is synced once.
+func TestUnansweredSyncMarksTheInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		wrap := func(inst string, a rollout.ArgoCD) rollout.ArgoCD {
+			if inst == "eu" {
+				return slowSync{ArgoCD: a, release: release}
+			}
+			return a
+		}
+		m := startMultiWrap(t, argocdsim.Config{SyncDuration: 10 * time.Second},
+			map[string][]fleetApp{"": instanceFleet("web", 2), "eu": instanceFleet("eu-web", 2)}, nil, wrap,
+			rollout.WithInstanceBudgets(map[string]int{"": 2, "eu": 2}))
+		r := m.submitAll(onePolicy)
+		time.Sleep(time.Minute)
+		said := func() (out []string) {
+			for _, ev := range m.events(r.ID) {
+				if strings.HasPrefix(ev.Action, "instance-") {
+					out = append(out, ev.Action+" "+ev.Target+": "+ev.Message)
+				}
+			}
+			return out
+		}
+		if got := said(); len(got) != 1 || got[0] != "instance-unreachable eu: no answer to a request for 20s" {
+			t.Errorf("a minute into eu's unanswered syncs, its events are %v", got)
+		}
+		close(release)
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+		if r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
+		if got := said(); len(got) != 2 || !strings.HasPrefix(got[1], "instance-reachable eu") {
+			t.Errorf("events after eu answered: %v", got)
+		}
 	})
 }
