@@ -131,7 +131,7 @@ func TestPlanAcrossInstances(t *testing.T) {
 	code, stderr = runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",
 		"--repo-url", "https://git.example.com/gitops.git", "--argocd-instances", file)
 	// The app is not placed: its line names it and the rules looked at, and the plan is incomplete (exit 1).
-	wantLine := "fleetwave: plan: app argocd/web-stray: app \"web-stray\" (manifests/web-stray): no Argo CD instance: maps to no Argo CD instance (" +
+	wantLine := "fleetwave: plan: app argocd/web-stray: app \"web-stray\" (manifests/web-stray): maps to no Argo CD instance (" +
 		file + ": no rule of any instance matches path other/web-stray.yaml, no labels, project default, destination prd-us)\n"
 	wantLast := "plan: the plan is incomplete: 1 app of the change held by no single Argo CD instance, so the plan does not place them"
 	if code != 1 || !strings.Contains(stderr, wantLine) || !strings.HasSuffix(stderr, wantLast) ||
