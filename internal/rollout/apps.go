@@ -131,24 +131,37 @@ func (t trackingAPI) note(ctx context.Context, err error) {
 // up: its 60 s per attempt, retried four times.
 const slowAnswer = 20 * time.Second
 
-// errNotAnswering is what a call unanswered after slowAnswer says of its instance, until it answers.
-var errNotAnswering = fmt.Errorf("no answer to a request for %s", slowAnswer)
+// slowRefresh is slowAnswer for a read with refresh, which waits for Argo CD to reconcile the app: seconds
+// usually, longer on a busy controller.
+const slowRefresh = 45 * time.Second
 
-// watchSlow marks the instance not answering when the call it guards is still unanswered after slowAnswer (the
-// call's own answer then settles it, through note); stop ends the watch.
-func (t trackingAPI) watchSlow(ctx context.Context) (stop func()) {
-	if !t.d.e.inst.multi {
+// watchSlow marks the instance not answering when the call it guards is still unanswered after d (the call's own
+// answer then settles it, through note); stop ends the watch.
+func (t trackingAPI) watchSlow(ctx context.Context, d time.Duration) (stop func()) {
+	return t.d.watchSlow(ctx, t.inst, d)
+}
+
+// watchSlow is trackingAPI.watchSlow for any call the driver makes to instance inst.
+func (d *driver) watchSlow(ctx context.Context, inst string, after time.Duration) (stop func()) {
+	if !d.e.inst.multi {
 		return func() {}
 	}
-	timer := t.d.e.o.clock.AfterFunc(slowAnswer, func() { t.d.noteInstance(context.WithoutCancel(ctx), t.inst, errNotAnswering) })
+	timer := d.e.o.clock.AfterFunc(after, func() {
+		d.noteInstance(context.WithoutCancel(ctx), inst, fmt.Errorf("no answer to a request for %s", after))
+	})
 	return func() { timer.Stop() }
 }
 
-func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
-	stop := func() {}
-	if refresh == "" { // a refresh may wait for a reconcile, legitimately long
-		stop = t.watchSlow(ctx)
+// slowAfter is how long a read of an app may go unanswered before its instance counts as not answering.
+func slowAfter(refresh v1alpha1.RefreshType) time.Duration {
+	if refresh != "" {
+		return slowRefresh
 	}
+	return slowAnswer
+}
+
+func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1alpha1.RefreshType) (*v1alpha1.Application, error) {
+	stop := t.watchSlow(ctx, slowAfter(refresh))
 	app, err := t.ArgoCD.GetApplication(ctx, name, refresh)
 	stop()
 	t.note(ctx, err)
@@ -156,7 +169,7 @@ func (t trackingAPI) GetApplication(ctx context.Context, name string, refresh v1
 }
 
 func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncRequest) (*v1alpha1.Application, error) {
-	stop := t.watchSlow(ctx)
+	stop := t.watchSlow(ctx, slowAnswer)
 	app, err := t.ArgoCD.Sync(ctx, name, req)
 	stop()
 	t.note(ctx, err)
@@ -654,7 +667,9 @@ func (d *driver) getAppUntil(ctx context.Context, k store.AppKey, refresh v1alph
 	patient := d.e.inst.multi && deadline.After(d.e.o.clock.Now())
 	wait := d.e.o.pollInterval
 	for {
+		stop := d.watchSlow(ctx, k.Instance, slowAfter(refresh))
 		app, err := argo.GetApplication(ctx, qualified(k), refresh)
+		stop()
 		if d.e.inst.multi {
 			d.noteInstance(ctx, k.Instance, err)
 		}
