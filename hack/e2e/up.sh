@@ -106,7 +106,10 @@ start redis redis-server --bind 127.0.0.1 --port 6379 --save "" --appendonly no 
 
 mkdir -p "$RUN/argocd"/{tls,ssh,gnupg,static,home,tmp}
 chmod 700 "$RUN/argocd/gnupg"
+# Each repo-server answers git's credential prompts on a socket of its own (util/askpass/common.go: /tmp/… by
+# default): with two instances on one machine, a shared path sends one's prompts to the other ("unknown nonce").
 ARGO_ENV=(KUBECONFIG="$RUN/argocd.kubeconfig" ARGOCD_FAKE_IN_CLUSTER=true ARGOCD_GPG_ENABLED=false
+	ARGOCD_ASK_PASS_SOCK="$RUN/argocd/askpass.sock"
 	ARGOCD_TLS_DATA_PATH="$RUN/argocd/tls" ARGOCD_SSH_DATA_PATH="$RUN/argocd/ssh" ARGOCD_GNUPGHOME="$RUN/argocd/gnupg"
 	HOME="$RUN/argocd/home" TMPDIR="$RUN/argocd/tmp" PATH="$TOOLPATH:$ABIN:$PATH")
 # $ABIN on PATH: git's credential prompt is answered by `argocd` itself (GIT_ASKPASS=argocd, util/git/creds.go), as in
@@ -287,6 +290,7 @@ kubeconfig "$RUN/argocd-b.kubeconfig" "$B_NS"
 mkdir -p "$RUN/argocd-b"/{tls,ssh,gnupg,static,home,tmp}
 chmod 700 "$RUN/argocd-b/gnupg"
 B_ENV=(KUBECONFIG="$RUN/argocd-b.kubeconfig" ARGOCD_FAKE_IN_CLUSTER=true ARGOCD_GPG_ENABLED=false
+	ARGOCD_ASK_PASS_SOCK="$RUN/argocd-b/askpass.sock"
 	ARGOCD_TLS_DATA_PATH="$RUN/argocd-b/tls" ARGOCD_SSH_DATA_PATH="$RUN/argocd-b/ssh" ARGOCD_GNUPGHOME="$RUN/argocd-b/gnupg"
 	HOME="$RUN/argocd-b/home" TMPDIR="$RUN/argocd-b/tmp" PATH="$TOOLPATH:$ABIN:$PATH")
 start redis-b redis-server --bind 127.0.0.1 --port 6380 --save "" --appendonly no --dir "$RUN/argocd-b"
