@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/app"
@@ -235,6 +236,9 @@ func TestNewerPushSupersedesOlder(t *testing.T) {
 }
 
 type renderFunc func(ctx context.Context, req render.Request) (*render.Result, error)
+
+// Fetches: it fetches nothing itself.
+func (f renderFunc) Fetches(*v1alpha1.ApplicationSource) bool { return false }
 
 func (f renderFunc) Render(ctx context.Context, req render.Request) (*render.Result, error) {
 	return f(ctx, req)

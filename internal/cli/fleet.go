@@ -152,11 +152,13 @@ func instanceSettings(ctx context.Context, c *argocd.Client, log *slog.Logger) r
 	return s
 }
 
-// executorOptions are the rollout executor's instances (each app synced through its own) and their budgets
-// (maxSyncs).
+// executorOptions are the rollout executor's instances (each app synced through its own), their budgets
+// (maxSyncs), and for an argocd-agent principal (agent: true) the re-request of a sync the principal accepted and
+// dropped before the agent started it (rollout.DefaultLostSyncRetries; docs/instances.md).
 func (f *fleet) executorOptions(wrap func(name string, c *argocd.Client) rollout.ArgoCD) []rollout.Option {
 	argos := make(map[string]rollout.ArgoCD, len(f.clients))
 	budgets := make(map[string]int, len(f.clients))
+	var agents []rollout.Option
 	for _, in := range f.set.Instances() {
 		var a rollout.ArgoCD = f.clients[in.Name]
 		if wrap != nil {
@@ -164,8 +166,11 @@ func (f *fleet) executorOptions(wrap func(name string, c *argocd.Client) rollout
 		}
 		argos[in.Name] = a
 		budgets[in.Name] = in.MaxSyncs
+		if in.Agent {
+			agents = append(agents, rollout.WithLostSyncRetries(in.Name, rollout.DefaultLostSyncRetries))
+		}
 	}
-	return []rollout.Option{rollout.WithInstances(argos), rollout.WithInstanceBudgets(budgets)}
+	return append([]rollout.Option{rollout.WithInstances(argos), rollout.WithInstanceBudgets(budgets)}, agents...)
 }
 
 // holder holds automated sync off on each app's own instance.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -175,5 +176,33 @@ func TestRolloutAcrossInstances(t *testing.T) {
 	}
 	if strings.Contains(out.String()+stderr, "t0ken") {
 		t.Error("a token was printed")
+	}
+}
+
+// TestAgentInstanceRequestsALostSyncAgain: an instance marked agent: true (an argocd-agent principal) that accepts a
+// sync and drops it before it starts (argocd-agent #841) gets it requested again; the app syncs exactly once. The
+// same drop on an instance not marked agent fails the app (no re-request: TestLostSyncRetriesAreOffByDefault).
+func TestAgentInstanceRequestsALostSyncAgain(t *testing.T) {
+	eu, us, file, env := twoInstances(t)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(data), "  - name: us\n", "  - name: us\n    agent: true\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, head := instancesRepo(t, false)
+	eu.SetRef("HEAD", head)
+	us.SetRef("HEAD", head)
+	us.DropSyncs("web-prd-us", 1)
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), env, &out, "rollout", "--argocd-instances", file, "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", "https://git.example.com/gitops.git", "--store", filepath.Join(t.TempDir(), "r.db"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out.String())
+	}
+	c := us.Counts("web-prd-us")
+	if c.SyncsDropped != 1 || c.SyncsAccepted != 1 {
+		t.Errorf("web-prd-us on the agent instance: %d syncs dropped, %d run; want 1 dropped, then 1 run", c.SyncsDropped, c.SyncsAccepted)
 	}
 }

@@ -6,11 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 
 // hangingRenderer renders nothing: each render waits for its context to end, as a render at its time cap does.
 type hangingRenderer struct{}
+
+// Fetches: it fetches nothing itself.
+func (hangingRenderer) Fetches(*v1alpha1.ApplicationSource) bool { return false }
 
 func (hangingRenderer) Render(ctx context.Context, req render.Request) (*render.Result, error) {
 	<-ctx.Done()

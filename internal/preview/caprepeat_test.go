@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
@@ -22,6 +24,9 @@ type cappedRenderer struct {
 	mu    sync.Mutex
 	bombs int
 }
+
+// Fetches is the wrapped renderer's.
+func (c *cappedRenderer) Fetches(src *v1alpha1.ApplicationSource) bool { return c.r.Fetches(src) }
 
 func (c *cappedRenderer) Render(ctx context.Context, req render.Request) (*render.Result, error) {
 	if req.App.Name != "bomb" {

@@ -34,11 +34,8 @@ func (p *pipeline) diff(ctx context.Context, in Input, rep *report.Report, pol h
 	p.dropRenders = !p.instances.live() || in.PlanOnly // the live comparison reads the renders after pair
 	rep.Apps = p.pair(ctx)
 	// A source in another git repository the renderer fetches (an allowed one) was rendered: not a foreign fleet.
-	fetcher, _ := p.r.(interface {
-		Fetches(*v1alpha1.ApplicationSource) bool
-	})
 	rendered := func(u string) bool {
-		return p.matcher.Match(u) || fetcher != nil && fetcher.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
+		return p.matcher.Match(u) || p.r.Fetches(&v1alpha1.ApplicationSource{RepoURL: u})
 	}
 	if foreign, named := discover.ForeignFleet(rendered, p.base.inv, p.head.inv); foreign {
 		rep.NoSourceInRepo, rep.AppRepoURLs = true, named
@@ -253,11 +250,8 @@ func reasons(v discover.Verdict) []string {
 // follows from the Application's repoURL, chart and targetRevision, not from this repository's files, so an app
 // the change does not reach is unchanged, not skipped.
 func (p *pipeline) externalSource(a *discover.App) string {
-	fetcher, _ := p.r.(interface {
-		Fetches(*v1alpha1.ApplicationSource) bool
-	})
 	for _, src := range a.App.Spec.GetSources() {
-		if fetcher != nil && fetcher.Fetches(&src) {
+		if p.r.Fetches(&src) {
 			continue // a chart from an allowed Helm repository: the change cannot alter it unless it alters the app
 		}
 		if !p.matcher.Match(src.RepoURL) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+
 	"github.com/fleetwave/fleetwave/internal/discover"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/render"
@@ -13,6 +15,9 @@ import (
 // Renderer renders one Application (internal/render.Renderer implements it).
 type Renderer interface {
 	Render(ctx context.Context, req render.Request) (*render.Result, error)
+	// Fetches reports whether the renderer fetches src itself (a chart from an allowed Helm repository, another
+	// allowed git repository): what it renders follows from the Application, not from this repository's files.
+	Fetches(src *v1alpha1.ApplicationSource) bool
 }
 
 // Input is one preview request.
