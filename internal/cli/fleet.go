@@ -182,17 +182,6 @@ func (f *fleet) holder(st autosync.Store) *autosync.Holder {
 	return &autosync.Holder{Store: st, Instances: m}
 }
 
-// probe checks every instance's token with the cheapest call there is, a list that matches nothing; the error
-// names the instance.
-func (f *fleet) probe(ctx context.Context) error {
-	for _, name := range f.set.Names() {
-		if _, err := f.clients[name].ListApplications(ctx, argocd.ListQuery{Selector: "fleetwave.io/probe=none"}); err != nil {
-			return fmt.Errorf("argo cd instance %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
 // appInstances are the instances as the App's previews use them: which instance holds each app, each one's
 // ports, settings and clusters (asked again for every preview, as the one Argo CD's clusters are) and its URL
 // for the comment's links.

@@ -170,7 +170,10 @@ var hostileCases = []hostileCase{
 	// itself is proven by internal/render/helm's TestOutputCapsSpareMemory.
 	{"object bomb: a million documents", "{repoURL: R, path: object-million}", "", []string{"document-count", "time-limit"}},
 	{"object bomb: 130,000 plain documents", "{repoURL: R, path: object-plain}", "", []string{"document-count"}},
-	{"object bomb: 20,000 Jsonnet objects", "{repoURL: R, path: object-jsonnet}", "", []string{"document-count"}},
+	// Counted as go-jsonnet hands its output back, unless evaluating 20,000 objects outlasts the 3 s cap first, as it
+	// did with make test and make e2e at once (load 20): either rule ends it. The count itself is proven per
+	// renderer (internal/render/directory TestOutputCaps, "jsonnet: 11 objects").
+	{"object bomb: 20,000 Jsonnet objects", "{repoURL: R, path: object-jsonnet}", "", []string{"document-count", "time-limit"}},
 	{"object bomb: 200k-item List", "{repoURL: R, path: object-list}", "", []string{"memory-limit", "document-count", "time-limit", "output-size"}},
 	{"jsonnet recursion", "{repoURL: R, path: jsonnet-recursion}", "", []string{"stack", "memory-limit", "time-limit"}},
 	{"jsonnet allocation bomb", "{repoURL: R, path: jsonnet-alloc}", "", []string{"memory-limit", "output-size", "time-limit"}},
