@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fleetwave/fleetwave/internal/yamlcodec"
 )
 
 // maxNodes bounds the YAML nodes ParsePolicy visits, aliases expanded (a guard against alias bombs).
@@ -56,16 +58,8 @@ func (ps *parser) warnAt(line int, hint, format string, args ...any) {
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: did not find expected key") into a diagnostic.
 func (ps *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.Index(rest, ":"); i > 0 {
-			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				line, msg = n, strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
-	ps.diags = append(ps.diags, Diagnostic{File: ps.file, Line: max(line, 1), Message: "invalid YAML: " + msg,
+	line, msg := yamlcodec.ErrorLine(err)
+	ps.diags = append(ps.diags, Diagnostic{File: ps.file, Line: line, Message: "invalid YAML: " + msg,
 		Hint: "check the indentation, and quote values that contain ': ' or start with special characters"})
 }
 

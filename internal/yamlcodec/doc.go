@@ -1,5 +1,5 @@
 // Package yamlcodec is the family of YAML codecs that stand in for the YAML libraries Argo CD runs, each to
-// the same value or bytes, each falling back to the library for what it does not cover. It holds no code; its
+// the same value or bytes, each falling back to the library for what it does not cover. Besides ErrorLine (the line and message of a yaml.v3 error), it holds no code; its
 // packages are:
 //
 //   - manifestyaml: Kubernetes manifests between YAML streams and unstructured objects, as gitops-engine's

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fleetwave/fleetwave/internal/yamlcodec"
 )
 
 // MaxFileBytes bounds an instances file.
@@ -410,16 +412,8 @@ func (p *parser) boolean(v *yaml.Node, what string) (bool, bool) {
 
 // syntaxError turns a yaml.v3 error ("yaml: line 3: did not find expected key") into a problem.
 func (p *parser) syntaxError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if i := strings.Index(rest, ":"); i > 0 {
-			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				line, msg = n, strings.TrimSpace(rest[i+1:])
-			}
-		}
-	}
-	p.problems = append(p.problems, Problem{File: p.file, Line: max(line, 1), Message: "invalid YAML: " + msg,
+	line, msg := yamlcodec.ErrorLine(err)
+	p.problems = append(p.problems, Problem{File: p.file, Line: line, Message: "invalid YAML: " + msg,
 		Hint: "check the indentation, and quote values that contain ': ' or start with special characters"})
 }
 
