@@ -1,5 +1,5 @@
 # fleetwave's image: a static Go binary on Debian slim with git (the previews and rollouts run the git CLI:
-# internal/gitcache, internal/source), as a non-root user, read-only root filesystem friendly (writes go to
+# internal/edge/gitcache, internal/edge/source), as a non-root user, read-only root filesystem friendly (writes go to
 # /tmp and the data volume). Build: docker build --build-arg VERSION=$(git describe --tags --always) -t fleetwave .
 # The Helm chart (deploy/helm/fleetwave) runs it as user 65532 with a read-only root filesystem.
 

@@ -49,11 +49,11 @@ fuzz: ## fuzz the renderers' inputs, FUZZTIME (30s) per target: Application spec
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplateValues$$' -fuzztime $(FUZZTIME) ./internal/render/helm
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZTIME) ./internal/render/kustomize
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./internal/render/directory
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlcodec/blockyaml
-	$(GO) test -run '^$$' -fuzz '^FuzzStrings$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlcodec/blockyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/kit/yamlcodec/blockyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzStrings$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/kit/yamlcodec/blockyaml
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/isolate
-	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlcodec/manifestyaml
-	$(GO) test -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlcodec/manifestyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/kit/yamlcodec/manifestyaml
+	$(GO) test -run '^$$' -fuzz '^FuzzSplit$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/kit/yamlcodec/manifestyaml
 	$(GO) test -run '^$$' -fuzz '^FuzzSplitManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/helm/helmtemplate
 	$(GO) test -run '^$$' -fuzz '^FuzzSortManifests$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render/helm
 

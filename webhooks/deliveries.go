@@ -10,7 +10,7 @@ import (
 // e.g. after a timeout or a manual "Redeliver") is acknowledged without being handled twice.
 //
 // Seen records id and reports whether it was already recorded, atomically: of two concurrent calls with the
-// same id exactly one returns dup == false. A persistent implementation (internal/store) keeps the answer
+// same id exactly one returns dup == false. A persistent implementation (internal/edge/store) keeps the answer
 // across restarts. The Server calls Seen only once it holds a queue slot for the delivery, so a delivery
 // refused with 503 is never recorded and its redelivery is handled.
 type DeliveryStore interface {

@@ -1,7 +1,7 @@
 // Command chartserve serves the example fleet's vendor charts for `make demo` (hack/demo.sh), with no network and
 // no real credentials: a Helm chart repository and an OCI registry (the CNCF distribution registry, in process) on
 // 127.0.0.1, reached as https://charts.fleet.example and registry.fleet.example through a CONNECT proxy
-// (internal/chartfetch/chartserver). It writes the repositories file that allows them, prints the proxy's URL
+// (internal/edge/chartfetch/chartserver). It writes the repositories file that allows them, prints the proxy's URL
 // (for HTTPS_PROXY) on its first line of output and serves until it is stopped.
 //
 //	chartserve --charts examples/vendor-charts --repositories <file>
@@ -17,7 +17,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/chartserver"
 )
 
 func main() {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/diff/risk"
-	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // A change carrying a risk class the release policy lists under acknowledge fails fleetwave/plan until a person

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // TestAcknowledgeGatesThePlanCheck (#34): a change carrying a class the policy lists under acknowledge fails

@@ -13,10 +13,10 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/fleetwave/fleetwave/internal/config"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/text"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -101,7 +101,7 @@ func WithSettings(s render.Settings) Option { return func(a *App) { a.settings =
 // cluster Secrets).
 func WithClusters(c ClusterSource) Option { return func(a *App) { a.clusters = c } }
 
-// WithArgoCD gives the previews Argo CD's ports (internal/argocd/livediff's Comparer.Ports): the affected apps of
+// WithArgoCD gives the previews Argo CD's ports (internal/edge/argocd/livediff's Comparer.Ports): the affected apps of
 // a pull request compared with their live state, the apps only Argo CD renders, live ApplicationSet generators,
 // sync windows. When Argo CD cannot be read the preview is made without it, with a note.
 func WithArgoCD(p preview.ArgoCD) Option { return func(a *App) { a.argocd = p } }

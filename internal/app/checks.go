@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/fleetwave/fleetwave/internal/checkrun"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
 )
 
 // headFiles reads files of the head commit from the local repository, once each, for annotations

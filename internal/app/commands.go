@@ -10,9 +10,9 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/fleetwave/fleetwave/internal/command"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // onCheckRunRerequested recomputes the preview when someone presses "Re-run" on fleetwave/diff or

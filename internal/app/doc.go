@@ -14,7 +14,7 @@
 //   - ClusterSource (optional): destination clusters and their labels (Argo CD, or a clusters file).
 //   - TenantRenderers (optional, WithTenantRenderers): each installation's share of a render pool
 //     (internal/render/isolate), each pull request's turn within it.
-//   - preview.ArgoCD (optional, WithArgoCD): internal/argocd/livediff over Argo CD — the affected apps of a pull
+//   - preview.ArgoCD (optional, WithArgoCD): internal/edge/argocd/livediff over Argo CD — the affected apps of a pull
 //     request compared with their live state (a merge compares none), plugin apps rendered, live generators, sync
 //     windows. When Argo CD cannot be read, the preview is made without it and says so.
 //   - Merges and Commands (optional): the rollout executor. Until it is wired, LoggingExecutor logs merges
@@ -91,7 +91,7 @@
 //
 // Besides doing the work once per head (8 calls for a preview with a one-part comment, 5 of them
 // content-creating), every content-creating request of an installation goes through its write budget
-// (internal/github/writebudget, wired in internal/github): a token bucket shared by every handler, which waits when
+// (internal/edge/github/writebudget, wired in internal/edge/github): a token bucket shared by every handler, which waits when
 // empty and is paused by a rate-limit answer for as long as GitHub asks.
 //
 // # Commands

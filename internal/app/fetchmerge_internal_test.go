@@ -9,7 +9,7 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
-	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/edge/gitcache"
 )
 
 // flakyClones answers Fetch with errs in turn, then success.

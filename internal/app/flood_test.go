@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
-	"github.com/fleetwave/fleetwave/internal/github/writebudget"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github/writebudget"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Bounds of one head's GitHub calls (token requests aside), a preview with a one-part comment: the pull

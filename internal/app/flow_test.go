@@ -21,13 +21,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
-	"github.com/fleetwave/fleetwave/internal/text"
 	"github.com/fleetwave/fleetwave/webhooks/webhooktest"
 )
 

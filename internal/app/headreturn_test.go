@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // TestHeadBackToAnEarlierCommitShowsItsComment (#34): head A is previewed, then head B, then the pull request

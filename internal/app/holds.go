@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/autosync"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // AutomatedSyncHolds switches Argo CD automated sync off before a merge can land and back on when the change

@@ -10,7 +10,7 @@ import (
 )
 
 // InstanceSource lists the Argo CD instances of a fleet run by several, as the previews use them: each one's
-// ports (internal/argocd/livediff's Comparer.Ports of its client), its render settings (its /api/version's
+// ports (internal/edge/argocd/livediff's Comparer.Ports of its client), its render settings (its /api/version's
 // release, its argocd-cm facts) and its clusters (its cluster list). It is asked once per preview, as a
 // ClusterSource is, so that a cluster list can follow the instance; an error fails the preview with it.
 type InstanceSource func(ctx context.Context) (map[string]preview.Instance, error)

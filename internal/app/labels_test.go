@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
 )
 
 // TestLabelsFollowTheClasses (#34): the policy's labels of the classes a head's preview finds go on the pull

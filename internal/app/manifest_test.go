@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
 )
 
 // clientCalls are the GitHub calls fleetwave makes, by method of internal/github's Client, with the permission

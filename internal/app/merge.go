@@ -10,11 +10,11 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
-	"github.com/fleetwave/fleetwave/internal/gitcache"
+	"github.com/fleetwave/fleetwave/internal/edge/gitcache"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 const zeroSHA = "0000000000000000000000000000000000000000"

@@ -12,9 +12,9 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 
-	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // MergeGroup is a group of GitHub's merge queue whose required checks are requested: the head of the queue's

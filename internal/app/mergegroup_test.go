@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/app"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // queueGroup builds the merge queue's temporary branch of a group on the fixture, as GitHub's queue does: the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/command"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 )
@@ -56,7 +56,7 @@ type GitHub interface {
 	Labels
 }
 
-// GitHubFactory returns the GitHub client of an installation (internal/github App.Client).
+// GitHubFactory returns the GitHub client of an installation (internal/edge/github App.Client).
 type GitHubFactory func(installationID int64) (GitHub, error)
 
 // Clones keeps local copies of the repositories. *gitcache.Cache satisfies it.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/app"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 

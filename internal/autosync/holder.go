@@ -8,7 +8,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // Store is what the Holder records holds in and asks about rollouts: *store.Store.

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/fleetwave/fleetwave/internal/autosync"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // TestHoldAcrossInstances: in a fleet of several Argo CD instances each app's automated sync is switched off and

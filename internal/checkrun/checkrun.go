@@ -9,12 +9,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/fleetwave/fleetwave/internal/command"
-	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/github/limits"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github/limits"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Check-run names.

@@ -12,5 +12,5 @@
 // click finds its rollout and wave. Publisher is the executor's rollout.Reporter port; it holds no state of its
 // own (the executor keeps what was last sent per driver, rollout.Sent).
 //
-// GitHub's size limits are internal/github/limits'; the adapter (internal/github) truncates what exceeds them.
+// GitHub's size limits are internal/edge/github/limits'; the adapter (internal/edge/github) truncates what exceeds them.
 package checkrun

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 

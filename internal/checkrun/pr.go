@@ -5,10 +5,10 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/config"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Files reads the files of the head commit that annotations point into: nil when a file cannot be read ("" is

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
 	"github.com/fleetwave/fleetwave/internal/rollout"
 )
 

@@ -10,18 +10,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
-	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/livediff"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // previewFlags are the flags `diff` and `plan` share.
@@ -35,7 +35,7 @@ type previewFlags struct {
 	exitCode                   bool
 	worktree                   bool
 	concurrency                int
-	// Live-state comparison (internal/argocd/livediff); off without --argocd.
+	// Live-state comparison (internal/edge/argocd/livediff); off without --argocd.
 	argocdURL, argocdToken string
 	argocdInsecure         bool
 	argocdCM               string

@@ -13,7 +13,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )

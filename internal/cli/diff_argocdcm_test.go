@@ -10,7 +10,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
 )
 
 // diff --argocd-cm: argocd-cm's resource.customizations.ignoreDifferences apply to the live comparison, so a

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch/gitfetchtest"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 

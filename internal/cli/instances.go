@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
 )
 
 // argocdInstancesFlag is the flag naming an instances file (docs/instances.md), beside --argocd.

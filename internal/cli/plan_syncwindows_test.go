@@ -11,7 +11,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
 )
 
 // plan --argocd says which waves Argo CD's sync windows hold now and until when; the plan digest ignores it.

@@ -24,19 +24,19 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/target"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // Exit codes of `fleetwave rollout` besides 0 (succeeded), 1 (failed, aborted, rolled back, superseded, or a

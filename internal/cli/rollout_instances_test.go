@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // TestStatusAcrossInstances: `rollout status` names each app with its Argo CD instance in a fleet of several and

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
 )
 
 // rollout --ui serves the fleet view of the running rollout: the address and a fresh token are printed once, the

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/checkrun"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // The terminal reporter of `fleetwave rollout`. The executor reports through check-runs in the App; here the

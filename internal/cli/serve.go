@@ -18,25 +18,25 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
-	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/autosync"
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/livediff"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitcache"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github/writebudget"
+	"github.com/fleetwave/fleetwave/internal/edge/metrics"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
-	"github.com/fleetwave/fleetwave/internal/gitcache"
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
-	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/github/writebudget"
-	"github.com/fleetwave/fleetwave/internal/metrics"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
 	"github.com/fleetwave/fleetwave/webhooks"
 )
 
@@ -113,7 +113,7 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	log := slog.New(handler)
 	log.Info("starting", slog.Any("config", cfg))
 
-	// One registry for the process, served on /metrics (internal/metrics: bounded labels, no global state).
+	// One registry for the process, served on /metrics (internal/edge/metrics: bounded labels, no global state).
 	mets := metrics.New()
 	// Every content-creating request of an installation, from every handler and the rollout executor, takes a
 	// token of its budget, so that a flood slows down before GitHub's secondary limits refuse the installation.
@@ -295,12 +295,12 @@ type serveWiring struct {
 //     shared fairly among installations; FLEETWAVE_RENDER_BUDGET bounds the time of one change's renders
 //     (preview.Input.RenderBudget, default 10m), with the settings of
 //     FLEETWAVE_RENDER_SETTINGS (a render-env.yaml file) over those Argo CD reports when it is configured;
-//     charts of the Helm repositories FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/chartfetch, by
+//     charts of the Helm repositories FLEETWAVE_REPOSITORIES_FILE allows are fetched (internal/edge/chartfetch, by
 //     this process for its workers) and cached under the cache directory's charts/; sources in the other git
-//     repositories it allows are fetched at their targetRevision (internal/gitfetch, mirrors under git/);
+//     repositories it allows are fetched at their targetRevision (internal/edge/gitfetch, mirrors under git/);
 //   - clusters: Argo CD's cluster list when FLEETWAVE_ARGOCD_URL is set, else FLEETWAVE_CLUSTERS_FILE, else each
 //     repository's own cluster Secrets;
-//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/argocd/livediff);
+//   - live state: with Argo CD, the affected apps are also compared with their live state (internal/edge/argocd/livediff);
 //   - rollouts: with Argo CD, merges and rollout commands go to the rollout executor (internal/rollout, over the
 //     store and Argo CD) through internal/app/executor; internal/checkrun publishes its check-runs, written with
 //     the token of the installation stored with each rollout (the one its merge came through). It runs from

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 	"github.com/fleetwave/fleetwave/internal/testkit/logtest"

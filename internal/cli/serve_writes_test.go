@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/github/writebudget"
+	"github.com/fleetwave/fleetwave/internal/edge/github/writebudget"
 )
 
 // TestWriteLimits: FLEETWAVE_GITHUB_WRITES_PER_MINUTE (read and checked by internal/config) as the budget's limits.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/instances"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/plan"
 )
 

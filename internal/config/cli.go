@@ -14,7 +14,7 @@ type CLI struct {
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
 	// ArgoCDInstancesFile is the default of --argocd-instances: the instances file of several Argo CD instances
-	// (never with ArgoCDURL). The command that takes it reads it (internal/argocd/instances).
+	// (never with ArgoCDURL). The command that takes it reads it (internal/edge/argocd/instances).
 	ArgoCDInstancesFile string
 	// CacheDir holds the chart and git caches ("": the user cache directory).
 	CacheDir string

@@ -18,7 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fleetwave/fleetwave/internal/repocreds"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 )
 
 // Defaults.
@@ -81,8 +81,8 @@ type Serve struct {
 	ArgoCDToken    Secret
 	ArgoCDInsecure bool
 	// ArgoCDInstancesFile is the instances file of several Argo CD instances ("": none; never with ArgoCDURL).
-	// It is checked readable here; its content is read by internal/argocd/instances (LoadWith), which this package
-	// may not import: internal/argocd sits above it (its livediff adapter reaches internal/config through
+	// It is checked readable here; its content is read by internal/edge/argocd/instances (LoadWith), which this package
+	// may not import: internal/edge/argocd sits above it (its livediff adapter reaches internal/config through
 	// preview), and docs/architecture_test.go keeps the folders a layering.
 	ArgoCDInstancesFile string
 	// Store is the state store DSN: sqlite://… or postgres://….

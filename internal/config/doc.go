@@ -14,8 +14,8 @@
 // it. LoadServe validates everything at once and returns an *Error listing one problem per line, each named
 // by its variable (or file:line and key): the App ID, a readable PEM RSA private key, a webhook secret, URLs,
 // booleans, the store scheme, the clusters file, the repositories file (Argo CD repository Secrets, read by
-// internal/repocreds; its credentials are never printed), the instances file of several Argo CD instances
-// (readable, never with FLEETWAVE_ARGOCD_URL; its content is internal/argocd/instances' to read).
+// internal/edge/repocreds; its credentials are never printed), the instances file of several Argo CD instances
+// (readable, never with FLEETWAVE_ARGOCD_URL; its content is internal/edge/argocd/instances' to read).
 //
 // Secrets (private key, webhook secret, Argo CD token, fleet view token, store DSN) are held in Secret, which prints as
 // "[redacted]" through fmt, slog and JSON; Serve.String shows the whole configuration with them redacted.

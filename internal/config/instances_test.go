@@ -19,7 +19,7 @@ const instancesYAML = `instances:
 `
 
 // TestServeInstancesFile: FLEETWAVE_ARGOCD_INSTANCES_FILE is checked readable with the other settings; its content
-// is internal/argocd/instances' to read. String names the file.
+// is internal/edge/argocd/instances' to read. String names the file.
 func TestServeInstancesFile(t *testing.T) {
 	fsys := files{"/keys/app.pem": rsaPEM, "/etc/instances.yaml": instancesYAML}
 	c, err := LoadServe(env(with(EnvArgoCDInstances, "/etc/instances.yaml")...), "", fsys.read)

@@ -36,7 +36,7 @@ const (
 	EnvFleetViewInsecure     = "FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE"
 	EnvArgoCDRenderHeadRepos = "FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS"
 
-	// EnvArgoCDInstances names the instances file: several Argo CD instances (internal/argocd/instances).
+	// EnvArgoCDInstances names the instances file: several Argo CD instances (internal/edge/argocd/instances).
 	EnvArgoCDInstances = "FLEETWAVE_ARGOCD_INSTANCES_FILE"
 )
 

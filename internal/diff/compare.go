@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetwave/fleetwave/internal/diff/risk"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
 )
 
 // Change classifies a resource between base and head.

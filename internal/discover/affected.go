@@ -9,7 +9,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	apppath "github.com/argoproj/argo-cd/v3/util/app/path"
 
-	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
 )
 
 // The rules that make an app affected by a change. Each Reason names one.

@@ -6,7 +6,7 @@ import (
 
 // InstanceFunc says which Argo CD instance holds an app of a fleet run by several (Options.Instance): its name,
 // or an error of one line when the app maps to no instance or to several, saying so ("maps to no Argo CD
-// instance (…)": internal/argocd/instances Set.Resolve's words).
+// instance (…)": internal/edge/argocd/instances Set.Resolve's words).
 type InstanceFunc func(App) (string, error)
 
 // placement is an app's or an ApplicationSet's instance, or why it has none.

@@ -9,7 +9,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // GenerateFunc evaluates an ApplicationSet through Argo CD (POST /api/v1/applicationsets/generate): the

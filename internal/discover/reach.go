@@ -13,7 +13,7 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/blockyaml"
 )
 
 // Reach is a superset of the repository files an app's render can read, computed from its definition and the

@@ -19,11 +19,11 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/kit/text"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/plainyaml"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
-	"github.com/fleetwave/fleetwave/internal/text"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/plainyaml"
 )
 
 // maxManifestBytes caps a YAML file discovery parses.
@@ -394,7 +394,7 @@ func patchFiles(tree *dirTree, kustomizations map[string]string) map[string]bool
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
 
-// Reader reads a revision's files by slash path (internal/source.Checkout implements it).
+// Reader reads a revision's files by slash path (internal/edge/source.Checkout implements it).
 type Reader interface {
 	// Entry reports whether rel is a regular file (not a symbolic link) and its size; ok is false when the
 	// revision has no file rel.

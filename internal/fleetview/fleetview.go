@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // Store is what the view reads: internal/store's Store.

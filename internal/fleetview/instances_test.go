@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // TestRolloutPageAcrossInstances: in a rollout across Argo CD instances each app shows its instance (linked to

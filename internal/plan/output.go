@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fleetwave/fleetwave/internal/markdown"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // Caps for the markdown form, which goes into PR comments and check-runs: the JSON form has everything.

@@ -8,8 +8,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fleetwave/fleetwave/internal/diff/risk"
-	"github.com/fleetwave/fleetwave/internal/markdown"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // Track is a way through the fleet chosen by what a change is (its risk classes, internal/diff/risk): the

@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/fleetwave/fleetwave/internal/yamlcodec"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec"
 )
 
 // maxNodes bounds the YAML nodes ParsePolicy visits, aliases expanded (a guard against alias bombs).

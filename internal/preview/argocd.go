@@ -11,7 +11,7 @@ import (
 )
 
 // ArgoCD is what the preview asks of Argo CD, one port per role; a nil port is a role Argo CD does not serve
-// here. internal/argocd/livediff's Comparer serves all four (Comparer.Ports).
+// here. internal/edge/argocd/livediff's Comparer serves all four (Comparer.Ports).
 type ArgoCD struct {
 	// Live compares the affected apps' renders with their live state; each compared app gets report.App.Live.
 	// Not asked with Input.PlanOnly.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // change is what Run previews, as git resolves it (stage 1).

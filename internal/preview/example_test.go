@@ -11,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch/chartserver"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/chartserver"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/source"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )

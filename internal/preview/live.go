@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // live compares the affected apps with their live state, each app in its own instance: one CompareLive per

@@ -11,9 +11,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // diff pairs the apps of both sides and diffs them (stage 6), with the diff settings of the head's release policy,

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/fleetwave/fleetwave/internal/discover"
-	"github.com/fleetwave/fleetwave/internal/source"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
 )
 
 // Apps pinned to another revision of the repository (issue #33, item 1). Argo CD renders an app's source from

@@ -10,10 +10,10 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/report"
-	"github.com/fleetwave/fleetwave/internal/source"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // headPolicy is the release policy at head, read once: for the diff settings, the plan and the Result.

@@ -57,7 +57,7 @@ type Input struct {
 	// Discovered, when set, keeps the files discovery parsed for the next previews of the repository (serve
 	// keeps one per process): a preview parses only what changed since the revisions already seen.
 	Discovered *discover.ScanCache
-	// ArgoCD is what the preview asks of Argo CD, one port per role (internal/argocd/livediff's Comparer serves
+	// ArgoCD is what the preview asks of Argo CD, one port per role (internal/edge/argocd/livediff's Comparer serves
 	// them all: Comparer.Ports); its zero value asks nothing, and the report is what it is without Argo CD.
 	ArgoCD ArgoCD
 	// NoRemoteHead keeps the head side from being rendered through Argo CD (ArgoCD.Remote): Argo CD would

@@ -11,10 +11,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/source"
 )
 
 // pipeline is one Run's state from the checkouts on: both sides, their renders, what the renders may use.

@@ -19,7 +19,7 @@ type SyncWindowReader interface {
 }
 
 // ProjectWindows are one AppProject's sync windows, evaluated for one of its apps at a time as Argo CD does
-// (internal/argocd/livediff: argocd.EvaluateWindows over v1alpha1.SyncWindows.Matches of the app).
+// (internal/edge/argocd/livediff: argocd.EvaluateWindows over v1alpha1.SyncWindows.Matches of the app).
 type ProjectWindows interface {
 	HoldAt(app *v1alpha1.Application, now time.Time) WindowHold
 }

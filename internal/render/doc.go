@@ -16,7 +16,7 @@
 //     label key, installation ID, Kustomize build options — what the user's Argo CD and the app's destination
 //     cluster pass to repo-server;
 //   - remote inputs (remote.go): charts from Helm repositories and OCI registries and other git repositories,
-//     fetched only from what the operator allows (ChartFetcher, GitFetcher; internal/chartfetch, internal/gitfetch).
+//     fetched only from what the operator allows (ChartFetcher, GitFetcher; internal/edge/chartfetch, internal/edge/gitfetch).
 //
 // PR content is hostile: repofs confines every read to the checkout (no symlink out, no absolute path),
 // outputcap bounds what a render may produce, and the isolate subpackage runs renders in worker processes with

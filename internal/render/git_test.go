@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )

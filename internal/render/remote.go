@@ -8,12 +8,12 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // openSource returns the files a source renders from and its app path in them: the checkout holding a git

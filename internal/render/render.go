@@ -19,14 +19,14 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/directory"
 	helmengine "github.com/fleetwave/fleetwave/internal/render/helm"
 	kustengine "github.com/fleetwave/fleetwave/internal/render/kustomize"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // Limits cap what one application's render may consume. PR content is hostile: a chart can loop, an overlay can
@@ -71,11 +71,11 @@ type Options struct {
 	// AllowRemote lets an operator allow remote Kustomize bases. Fetching them is not implemented: with or without
 	// it, a remote base is refused, with a message that says which.
 	AllowRemote bool
-	// Charts fetches charts from the Helm chart repositories the operator allows (internal/chartfetch): chart
+	// Charts fetches charts from the Helm chart repositories the operator allows (internal/edge/chartfetch): chart
 	// sources (repoURL + chart) and chart dependencies that are not vendored. nil leaves chart sources external
 	// (ErrExternalSource) and unvendored dependencies failing, as before.
 	Charts ChartFetcher
-	// Git fetches revisions of the git repositories the operator allows (internal/gitfetch): a source or a ref
+	// Git fetches revisions of the git repositories the operator allows (internal/edge/gitfetch): a source or a ref
 	// source in another repository than the checkout's is rendered at the targetRevision its Application names.
 	// nil leaves them external (ErrExternalSource).
 	Git GitFetcher

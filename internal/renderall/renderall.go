@@ -2,7 +2,7 @@
 // mode of repo-server based tools — and hands each app's manifests to the caller as soon as they are made, so
 // that memory holds the renders in flight, not the fleet's.
 //
-// The revision is written out once (internal/source), its Applications and ApplicationSets found by
+// The revision is written out once (internal/edge/source), its Applications and ApplicationSets found by
 // internal/discover, and the apps rendered at most Concurrency at a time. App-of-apps is followed as Argo CD
 // does (discover.Inventory.Expand): the Applications a parent renders are rendered in turn. Of each render only
 // the argoproj.io objects are kept, until Expand has read the children from them.
@@ -20,10 +20,10 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/source"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/source"
 )
 
 // Renderer renders one Application (internal/render.Renderer and internal/render/isolate's pool implement it).

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
-	"github.com/fleetwave/fleetwave/internal/markdown"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // maxAttentionItems bounds each headline's list; the rest is counted.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/diff/risk"
-	"github.com/fleetwave/fleetwave/internal/markdown"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // Finding is one class of an app's change and the resource that carries it (Resource is empty for the app's

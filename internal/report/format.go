@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
-	"github.com/fleetwave/fleetwave/internal/github/limits"
-	"github.com/fleetwave/fleetwave/internal/markdown"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/edge/github/limits"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // SummaryLine is the one-line summary: apps changed / unchanged / failed, resources +added ~changed -removed,
@@ -341,7 +341,7 @@ const Marker = "<!-- fleetwave:preview -->"
 // partMarker identifies part n of a split comment.
 func partMarker(n int) string { return fmt.Sprintf("<!-- fleetwave:preview part=%d -->", n) }
 
-// MaxCommentChars is GitHub's limit on an issue comment body (internal/github/limits).
+// MaxCommentChars is GitHub's limit on an issue comment body (internal/edge/github/limits).
 const MaxCommentChars = limits.CommentBody
 
 // Markdown is the whole PR comment as one document (the check-run output takes it unsplit).

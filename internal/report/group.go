@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/fleetwave/fleetwave/internal/diff"
-	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
 )
 
 // Group is a set of apps whose change is the same, byte for byte once the app's own identity is left out:

@@ -182,7 +182,7 @@ type CommandHelp struct {
 	Command, Who string
 }
 
-// Live compares one affected app with its live state in Argo CD (internal/argocd/livediff).
+// Live compares one affected app with its live state in Argo CD (internal/edge/argocd/livediff).
 type Live struct {
 	// Missing: the app does not exist in Argo CD (nothing compared; a note, not an error).
 	Missing bool `json:"missing,omitempty"`

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/diff"
 	"github.com/fleetwave/fleetwave/internal/diff/risk"
-	"github.com/fleetwave/fleetwave/internal/markdown"
+	"github.com/fleetwave/fleetwave/internal/kit/markdown"
 	"github.com/fleetwave/fleetwave/internal/testkit/golden"
 )
 

@@ -12,13 +12,13 @@ import (
 	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
-// This file is the per-app part of a step: the intent/outcome protocol of internal/store around argosync's
+// This file is the per-app part of a step: the intent/outcome protocol of internal/edge/store around argosync's
 // SyncApp (Fastly's algorithm, with race-proof evidence of "done"), and the reconciliation of what a killed
 // process left in flight.
 

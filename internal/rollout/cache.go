@@ -8,8 +8,8 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // appCache keeps the newest state of a rollout's apps seen on the application stream its argosync sessions

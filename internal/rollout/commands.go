@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ErrRefused marks a command the rollout's state does not allow; the error's text is the reply to post.

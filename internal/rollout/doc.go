@@ -1,6 +1,6 @@
 // Package rollout carries a merge across the fleet: it executes a wave plan (internal/plan) against Argo CD,
 // wave by wave and batch by batch, with gates between waves, and can be paused, resumed, aborted and rolled
-// back as one unit. Its state lives in the store (internal/store) and nowhere else: kill the process at any
+// back as one unit. Its state lives in the store (internal/edge/store) and nowhere else: kill the process at any
 // moment and the next start resumes with no app synced twice and none skipped.
 //
 // # Using it (what the app layer calls)

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/rollout/argosync"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // driver runs one rollout while this replica holds its lease. Its only memory between steps is caches (the

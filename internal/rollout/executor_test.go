@@ -9,9 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 func TestWaveOrder(t *testing.T) {

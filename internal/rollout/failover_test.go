@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/checkrun/checkruntest"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // TestTwoReplicaFailoverPostgres runs two replicas on one PostgreSQL database, in real time: only the lease
 // holder drives the rollout; when it is killed mid-wave (its context cancelled, its lease left to expire) the
 // other takes over and finishes, with every app synced exactly once. It needs FLEETWAVE_TEST_POSTGRES_DSN
-// (internal/store/testdata/start-postgres.sh starts a server and prints one).
+// (internal/edge/store/testdata/start-postgres.sh starts a server and prints one).
 func TestTwoReplicaFailoverPostgres(t *testing.T) {
 	dsn := os.Getenv("FLEETWAVE_TEST_POSTGRES_DSN")
 	if dsn == "" {

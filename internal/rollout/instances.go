@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // This file is the executor's side of a fleet of several Argo CD instances (#36): each app is synced, watched

@@ -9,9 +9,9 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // This file finds the apps of a rollout that someone else synced to the merge outside the plan — Argo CD's

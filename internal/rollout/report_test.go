@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/checkrun"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // A rollout that finished while GitHub refused its check-runs keeps its lease and is claimed again until the

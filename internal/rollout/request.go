@@ -8,8 +8,8 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // Change is a change planned for a rollout, as the App (a merge, through internal/app/executor) and the terminal

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // Rollback goes back wave by wave, last first: every app the rollout touched in the chosen waves is synced to

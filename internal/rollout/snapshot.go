@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // Reporter shows a rollout where people look: internal/checkrun turns each snapshot into GitHub check-runs on

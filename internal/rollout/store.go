@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/fleetwave/fleetwave/internal/store"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
 // The store's roles, named for what the executor's parts do with them; *store.Store plays them all.

@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
-	"github.com/fleetwave/fleetwave/internal/store"
-	"github.com/fleetwave/fleetwave/internal/text"
 )
 
 // ConflictPolicy says what a new rollout does about an unfinished older one touching some of the same apps.

@@ -13,12 +13,12 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/ocitest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
 
@@ -79,7 +79,7 @@ func stackChart(repoURL string) helmrepotest.Chart {
 // with $values from the GitOps repository, a chart whose dependency on the same repository is not vendored, a
 // GitOps-repository chart depending on the Helm repository, a Helm chart in the registry (scheme-less repoURL, exact
 // and constraint), and Argo CD's native OCI source (oci:// with a path, type oci) — are rendered by Argo CD's
-// repo-server, which fetches them itself, and by fleetwave through internal/chartfetch with the same repository
+// repo-server, which fetches them itself, and by fleetwave through internal/edge/chartfetch with the same repository
 // Secrets: identical, object for object, in order.
 func TestFidelityAgainstRealArgoCDCharts(t *testing.T) {
 	e := loadEnv(t)

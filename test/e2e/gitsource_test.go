@@ -10,11 +10,11 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // TestFidelityAgainstRealArgoCDSecondGitRepository serves a second git repository over HTTPS with basic auth from
@@ -22,7 +22,7 @@ import (
 // (insecure: its certificate is the test's). Apps whose sources live only there — at a tag, at a semver
 // constraint, at the default branch, multi-source with $values from another revision, and a Kustomize overlay on a
 // remote base of the same repository — are rendered by Argo CD's repo-server, which fetches them itself, and by
-// fleetwave through internal/gitfetch: identical, object for object, in order.
+// fleetwave through internal/edge/gitfetch: identical, object for object, in order.
 func TestFidelityAgainstRealArgoCDSecondGitRepository(t *testing.T) {
 	e := loadEnv(t)
 	ctx := context.Background()

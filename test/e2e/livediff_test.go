@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/argocd/livediff"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/livediff"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/testkit/gittest"
 )
@@ -107,7 +107,7 @@ type ldCase struct {
 }
 
 // TestLiveDiffAgainstRealArgoCD syncs an app at base, changes its live objects in several ways, and requires
-// fleetwave's live comparison (internal/argocd/livediff, reading the same Argo CD's API) to agree with Argo CD's own
+// fleetwave's live comparison (internal/edge/argocd/livediff, reading the same Argo CD's API) to agree with Argo CD's own
 // status.resources, resource by resource: OutOfSync is fleetwave's drift (or an extraneous resource Argo CD
 // ignores), requiresPruning its extraneous ones.
 func TestLiveDiffAgainstRealArgoCD(t *testing.T) {

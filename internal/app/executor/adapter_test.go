@@ -9,9 +9,9 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/command"
+	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/rollout"
-	"github.com/fleetwave/fleetwave/internal/store"
 )
 
 // fakeRollouts is a Rollouts made of function fields; it records the calls it gets, as "method(args)".

@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/fleetwave/fleetwave/internal/checkrun"
-	"github.com/fleetwave/fleetwave/internal/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
 )
 
 // CheckRuns is what the Reporter does on GitHub for one installation; *github.Client satisfies it.

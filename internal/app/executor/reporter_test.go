@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/fleetwave/fleetwave/internal/checkrun"
-	"github.com/fleetwave/fleetwave/internal/github"
-	"github.com/fleetwave/fleetwave/internal/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/github"
+	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
 )
 
 const appID = 4242

@@ -9,10 +9,10 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render/repofs/repofstest"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 

@@ -23,7 +23,7 @@
 //     loader.LoadFiles (vendored subcharts as directories or archives).
 //   - deps.go is the `helm dependency build` Argo CD runs when Chart.yaml names a dependency missing from charts/,
 //     file:// dependencies are packaged from the checkout, vendored archives stand in for downloads, and
-//     dependencies from chart repositories are downloaded through Input.Charts (internal/chartfetch: the
+//     dependencies from chart repositories are downloaded through Input.Charts (internal/edge/chartfetch: the
 //     operator's allowed repositories only); anything else fails with ErrMissingDependency.
 //
 // Differences from Argo CD, all deliberate: parameters are applied in sorted key order (Argo CD ranges over a

@@ -17,10 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sversion "k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
 	_ "github.com/fleetwave/fleetwave/internal/render/helm/helm3" // DefaultCapabilities' API versions: helm v3.19.4's
 	"github.com/fleetwave/fleetwave/internal/render/helm/helmtemplate"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // What the released helm v3.19.4 binary (the one Argo CD 3.2-3.4's image ships) has baked in by its Makefile's ldflags,

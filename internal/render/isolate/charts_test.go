@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // TestPoolFetchesChartsThroughTheParent: a chart from a Helm repository renders in a worker as in-process, the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 

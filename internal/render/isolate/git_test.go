@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch/gitfetchtest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // TestPoolFetchesGitThroughTheParent: a source in another allowed git repository renders in a worker as

@@ -8,8 +8,8 @@ import (
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/testkit/sharedtest"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // BenchmarkDecodeObjects decodes kube-prometheus-stack's manifests (the fidelity corpus's, 5 MB of JSON) as

@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/helmrepotest"
-	"github.com/fleetwave/fleetwave/internal/chartfetch/ocitest"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/helmrepotest"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch/ocitest"
+	"github.com/fleetwave/fleetwave/internal/edge/repocreds"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
-	"github.com/fleetwave/fleetwave/internal/repocreds"
 )
 
 // TestPoolFetchesOCIThroughTheParent: a Helm chart from an OCI registry and a native OCI source render in a

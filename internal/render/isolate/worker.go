@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fleetwave/fleetwave/internal/chartfetch"
-	"github.com/fleetwave/fleetwave/internal/gitfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/chartfetch"
+	"github.com/fleetwave/fleetwave/internal/edge/gitfetch"
 	"github.com/fleetwave/fleetwave/internal/render"
 )
 

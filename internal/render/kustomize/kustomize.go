@@ -22,12 +22,12 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/fleetwave/fleetwave/internal/kit/text"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/manifestyaml"
 	"github.com/fleetwave/fleetwave/internal/render/helm/helm4"
 	"github.com/fleetwave/fleetwave/internal/render/outputcap"
 	"github.com/fleetwave/fleetwave/internal/render/repofs"
 	"github.com/fleetwave/fleetwave/internal/render/target"
-	"github.com/fleetwave/fleetwave/internal/text"
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/manifestyaml"
 )
 
 // Input is one Kustomize application source to build.

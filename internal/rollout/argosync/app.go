@@ -11,8 +11,8 @@ import (
 	synccommon "github.com/argoproj/argo-cd/gitops-engine/v3/pkg/sync/common"
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
-	"github.com/fleetwave/fleetwave/internal/text"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
+	"github.com/fleetwave/fleetwave/internal/kit/text"
 )
 
 // maxStall caps the interval between reads of an app the stream is silent about.

@@ -10,7 +10,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
 )
 
 // API is the part of Argo CD's API the orchestrator uses. *argocd.Client implements it.

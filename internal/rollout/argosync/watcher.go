@@ -6,7 +6,7 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/fleetwave/fleetwave/internal/argocd"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd"
 )
 
 // watcher fans one application stream out to the apps being waited on. It keeps, per subscribed app, the newest

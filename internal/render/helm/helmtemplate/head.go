@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/fleetwave/fleetwave/internal/yamlcodec/blockyaml"
+	"github.com/fleetwave/fleetwave/internal/kit/yamlcodec/blockyaml"
 )
 
 // SimpleHead is both SDKs' SimpleHead (helm.sh/helm/v3@v3.19.4 pkg/releaseutil/manifest.go, helm.sh/helm/v4@v4.3.1
