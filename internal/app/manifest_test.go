@@ -14,7 +14,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/edge/github"
 )
 
-// clientCalls are the GitHub calls fleetwave makes, by method of internal/github's Client, with the permission
+// clientCalls are the GitHub calls fleetwave makes, by method of internal/edge/github's Client, with the permission
 // each needs (GitHub's REST reference, "Fine-grained permissions" of each endpoint). A new method of the Client
 // fails TestManifestMatchesTheCode until it is listed here, so app.yml follows the code.
 var clientCalls = map[string]string{

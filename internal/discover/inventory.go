@@ -67,7 +67,7 @@ type Options struct {
 	// Files, when set, lists every file of the checkout (slash paths, sorted), sparing a walk of Root.
 	Files []string
 	// Reader, when set with Files, reads the revision's files instead of Root (which may hold none of them):
-	// internal/source's lazy checkout reads them from git's objects.
+	// internal/edge/source's lazy checkout reads them from git's objects.
 	Reader Reader
 	// Cache, when set with Reader, keeps parsed files across inventories (see ScanCache).
 	Cache *ScanCache

@@ -18,7 +18,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/edge/store"
 )
 
-// Store is what the view reads: internal/store's Store.
+// Store is what the view reads: internal/edge/store's Store.
 type Store interface {
 	ListRollouts(ctx context.Context, f store.RolloutFilter) ([]store.Rollout, error)
 	GetRollout(ctx context.Context, id int64) (store.Rollout, error)

@@ -26,7 +26,7 @@ func TestLimitsStatedOnce(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == filepath.Join(root, "internal", "github", "limits") {
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == filepath.Join(root, "internal", "edge", "github", "limits") {
 			return nil
 		}
 		data, err := os.ReadFile(path)

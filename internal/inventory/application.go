@@ -1,0 +1,74 @@
+package inventory
+
+import (
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+)
+
+// FromApplication is what the inventory keeps of an Application read from instance's API (a list or a stream
+// event). Cluster labels and the rollout mark are not in the Application: the caller adds them.
+func FromApplication(instance string, a *v1alpha1.Application) App {
+	out := App{
+		Key:     Key{Instance: instance, Namespace: a.Namespace, Name: a.Name},
+		Project: a.Spec.Project,
+		Labels:  a.Labels,
+		Sync:    string(a.Status.Sync.Status),
+		Health:  string(a.Status.Health.Status),
+	}
+	if d := a.Spec.Destination; d.Server != "" {
+		out.Cluster = d.Server
+		out.ClusterName = d.Name
+	} else {
+		out.Cluster = d.Name
+		out.ClusterName = d.Name
+	}
+	if src := firstSource(&a.Spec); src != nil {
+		out.Source = src.RepoURL
+		switch {
+		case src.Chart != "":
+			out.Source += " " + src.Chart
+		case src.Path != "":
+			out.Source += " " + src.Path
+		}
+	}
+	out.Revision = a.Status.Sync.Revision
+	if out.Revision == "" && len(a.Status.Sync.Revisions) > 0 {
+		out.Revision = a.Status.Sync.Revisions[0]
+	}
+	if t := a.Status.Health.LastTransitionTime; t != nil {
+		out.HealthSince = t.Time
+	}
+	if op := a.Status.OperationState; op != nil {
+		o := &Operation{Phase: string(op.Phase), Message: op.Message, StartedAt: op.StartedAt.Time}
+		if op.FinishedAt != nil {
+			o.FinishedAt = op.FinishedAt.Time
+		}
+		switch by := op.Operation.InitiatedBy; {
+		case by.Automated:
+			o.By = "automated"
+		default:
+			o.By = by.Username
+		}
+		if op.SyncResult != nil {
+			o.Revision = op.SyncResult.Revision
+			if o.Revision == "" && len(op.SyncResult.Revisions) > 0 {
+				o.Revision = op.SyncResult.Revisions[0]
+			}
+		} else if s := op.Operation.Sync; s != nil {
+			o.Revision = s.Revision
+		}
+		out.Operation = o
+	}
+	return out
+}
+
+// firstSource is the Application's source, or the first of its sources (Spec.GetSource does the same, but
+// also reads spec.sourceHydrator).
+func firstSource(s *v1alpha1.ApplicationSpec) *v1alpha1.ApplicationSource {
+	if s.Source != nil {
+		return s.Source
+	}
+	if len(s.Sources) > 0 {
+		return &s.Sources[0]
+	}
+	return nil
+}
