@@ -512,7 +512,7 @@ func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (s
 		shown = token
 	}
 	// Served over plain HTTP (the address printed below is http://), so its cookie cannot be Secure.
-	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server, InsecureCookie: true})
+	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server, InstanceURLs: o.instances.URLs(), InsecureCookie: true})
 	if err != nil {
 		return nil, fmt.Errorf("--ui: %w", err)
 	}

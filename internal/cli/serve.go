@@ -175,7 +175,7 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	// The fleet view, only when a token for it is configured (internal/fleetview).
 	if cfg.FleetViewToken.IsSet() {
 		view, err := fleetview.New(st, fleetview.Options{Token: cfg.FleetViewToken.Reveal(), ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
-			InsecureCookie: cfg.FleetViewInsecureCookie})
+			InstanceURLs: fleetSet.URLs(), InsecureCookie: cfg.FleetViewInsecureCookie})
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", config.EnvFleetViewToken, err))
 		}
@@ -542,13 +542,13 @@ func overlaySettings(base, over render.Settings) render.Settings {
 }
 
 // wireInstances connects serve to every Argo CD instance of the instances file: a client each (its requests
-// counted in the metrics as service "argocd/<instance>", a set as bounded as the file), and the rollout executor
+// counted in the metrics as service "argocd" with the instance as a label, a set as bounded as the file), and the rollout executor
 // syncing each app through its own instance within its maxSyncs.
 func wireInstances(_ context.Context, d serveDeps) (*fleet, *rollout.Executor, error) {
 	var wrap func(string, http.RoundTripper) http.RoundTripper
 	if d.Metrics != nil {
 		wrap = func(name string, rt http.RoundTripper) http.RoundTripper {
-			return d.Metrics.Transport("argocd/"+name, rt)
+			return d.Metrics.ArgoCDTransport(name, rt)
 		}
 	}
 	fl, err := newFleet(d.Instances, wrap)

@@ -169,9 +169,9 @@ func TestServeWiresInstances(t *testing.T) {
 	for _, f := range gathered {
 		fams[f.GetName()] = f
 	}
-	for _, svc := range []string{"argocd/eu", "argocd/us"} {
-		if n := value(fams, "fleetwave_upstream_requests_total", map[string]string{"service": svc}); n < 1 {
-			t.Errorf("no request of %s counted (%v)", svc, n)
+	for _, inst := range []string{"eu", "us"} {
+		if n := value(fams, "fleetwave_upstream_requests_total", map[string]string{"service": "argocd", "instance": inst}); n < 1 {
+			t.Errorf("no request of instance %s counted (%v)", inst, n)
 		}
 	}
 	if strings.Contains(logs.String(), "t0ken") {

@@ -14,7 +14,8 @@
 //
 // # Cardinality
 //
-// Every label has a bounded set of values, fixed here: service (github, argocd, charts), method (the HTTP verbs,
+// Every label has a bounded set of values, fixed here: service (github, argocd, charts), instance (the Argo CD
+// instances of the instances file, "" otherwise), method (the HTTP verbs,
 // else "other"), code (1xx…5xx, or "error" when no response came), event (the events the App handles, else
 // "other"), outcome/result/state (the enums of the webhook server and the store). No label carries a repository,
 // PR number, app, cluster, URL or installation: those grow with the fleet and belong in logs and the fleet view.
@@ -59,13 +60,13 @@ func New() *Metrics {
 		reg: reg,
 		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "upstream_requests_total",
-			Help: "Requests to GitHub, Argo CD and chart repositories, by service, method and status class (error: no response).",
-		}, []string{"service", "method", "code"}),
+			Help: "Requests to GitHub, Argo CD and chart repositories, by service, Argo CD instance (\"\" for the one Argo CD of a fleet configured with its URL, and for the other services), method and status class (error: no response).",
+		}, []string{"service", "instance", "method", "code"}),
 		upstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "upstream_request_duration_seconds",
-			Help:    "Latency of requests to GitHub, Argo CD and chart repositories, until the response headers.",
+			Help:    "Latency of requests to GitHub, Argo CD and chart repositories, until the response headers, by service, Argo CD instance and method.",
 			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"service", "method"}),
+		}, []string{"service", "instance", "method"}),
 		rateLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "github_rate_limit_remaining",
 			Help: "GitHub's X-RateLimit-Remaining on the latest response, by resource (core, graphql, …).",
@@ -226,6 +227,16 @@ func (t *timedHandler) Handle(ctx context.Context, ev webhooks.Event) error {
 // Transport counts and times the requests base carries for service ("github", "argocd", "charts"), and reads
 // GitHub's rate-limit headers.
 func (m *Metrics) Transport(service string, base http.RoundTripper) http.RoundTripper {
+	return m.transport(service, "", base)
+}
+
+// ArgoCDTransport is Transport for the requests to the Argo CD instance named in an instances file: service
+// "argocd", and the instance as its own label, a set as bounded as the file.
+func (m *Metrics) ArgoCDTransport(instance string, base http.RoundTripper) http.RoundTripper {
+	return m.transport("argocd", instance, base)
+}
+
+func (m *Metrics) transport(service, instance string, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
@@ -238,7 +249,7 @@ func (m *Metrics) Transport(service string, base http.RoundTripper) http.RoundTr
 		}
 		start := time.Now()
 		resp, err := base.RoundTrip(req)
-		m.upstreamTime.WithLabelValues(service, method).Observe(time.Since(start).Seconds())
+		m.upstreamTime.WithLabelValues(service, instance, method).Observe(time.Since(start).Seconds())
 		code := "error"
 		if err == nil {
 			code = strconv.Itoa(resp.StatusCode/100) + "xx"
@@ -246,7 +257,7 @@ func (m *Metrics) Transport(service string, base http.RoundTripper) http.RoundTr
 				m.readRateLimit(resp.Header)
 			}
 		}
-		m.upstream.WithLabelValues(service, method, code).Inc()
+		m.upstream.WithLabelValues(service, instance, method, code).Inc()
 		return resp, err
 	})
 }

@@ -90,11 +90,16 @@ func TestTransportCountsAndReadsRateLimits(t *testing.T) {
 	if _, err := bad.Get("http://127.0.0.1:1/"); err == nil {
 		t.Fatal("a closed port answered")
 	}
+	eu := &http.Client{Transport: m.ArgoCDTransport("eu", nil)}
+	if _, err := eu.Get("http://127.0.0.1:1/"); err == nil {
+		t.Fatal("a closed port answered")
+	}
 	for _, c := range []struct {
 		labels []string
 		want   float64
 	}{
-		{[]string{"github", "GET", "2xx"}, 3}, {[]string{"github", "POST", "4xx"}, 1}, {[]string{"argocd", "GET", "error"}, 1},
+		{[]string{"github", "", "GET", "2xx"}, 3}, {[]string{"github", "", "POST", "4xx"}, 1}, {[]string{"argocd", "", "GET", "error"}, 1},
+		{[]string{"argocd", "eu", "GET", "error"}, 1},
 	} {
 		if got := testutil.ToFloat64(m.upstream.WithLabelValues(c.labels...)); got != c.want {
 			t.Errorf("upstream_requests_total%v = %v, want %v", c.labels, got, c.want)

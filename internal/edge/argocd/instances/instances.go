@@ -138,6 +138,19 @@ func (s *Set) Len() int {
 	return len(s.instances)
 }
 
+// URLs are the named instances' URLs by name, for links to their UI (Argo CD serves its UI and API at one
+// address); nil for Single or a nil set, whose one URL the caller has.
+func (s *Set) URLs() map[string]string {
+	if s == nil || s.IsSingle() {
+		return nil
+	}
+	out := make(map[string]string, len(s.instances))
+	for _, in := range s.instances {
+		out[in.Name] = in.URL
+	}
+	return out
+}
+
 // Instances are the instances in file order.
 func (s *Set) Instances() []*Instance { return append([]*Instance(nil), s.instances...) }
 

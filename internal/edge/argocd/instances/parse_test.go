@@ -75,6 +75,9 @@ func TestParseValid(t *testing.T) {
 	if _, ok := s.Get("ap"); ok {
 		t.Error("Get(ap) found an instance")
 	}
+	if got, want := s.URLs(), map[string]string{"eu": "https://argocd-eu.example.com", "us": "http://127.0.0.1:8080/argo-cd"}; !cmp.Equal(got, want) {
+		t.Errorf("URLs = %v, want %v", got, want)
+	}
 	for _, in := range s.Instances() {
 		if strings.Contains(in.String(), "token-") && !strings.Contains(in.String(), "file ") || strings.Contains(in.String(), secretToken) {
 			t.Errorf("String %q shows a token", in.String())
@@ -224,6 +227,9 @@ func TestSingle(t *testing.T) {
 		t.Errorf("token %q", tok)
 	}
 	var none *Set
+	if s.URLs() != nil || none.URLs() != nil {
+		t.Error("URLs of a fleet of one (or none) name an instance")
+	}
 	if none.Len() != 0 || none.Names() != nil || none.IsSingle() {
 		t.Error("a nil Set has instances")
 	}
