@@ -115,6 +115,9 @@ func (f *fleet) previewInstances(ctx context.Context, o previewOptions) (map[str
 			log = log.With(slog.String("instance", in.Name))
 		}
 		s := instanceSettings(ctx, c, log)
+		if in.Agent { // what the agents' Argo CD computes tracking ids from: the file's, not the principal's settings
+			s.AgentNamespace, s.AgentDestinationMapping = in.AgentNamespace, in.AgentDestinationMapping
+		}
 		s = overlaySettings(s, o.over)
 		pi := preview.Instance{ArgoCD: livediff.New(c, livediff.Options{Server: in.URL}).Ports(), Settings: &s}
 		if o.listClusters {

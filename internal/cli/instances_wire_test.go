@@ -206,3 +206,47 @@ func TestAgentInstanceRequestsALostSyncAgain(t *testing.T) {
 		t.Errorf("web-prd-us on the agent instance: %d syncs dropped, %d run; want 1 dropped, then 1 run", c.SyncsDropped, c.SyncsAccepted)
 	}
 }
+
+// TestAgentInstanceRendersAsItsAgents: an argocd-agent principal's apps render with the agents' namespace and
+// mapping from the instances file (the tracking id the agents' Argo CD computes), the other instance's without.
+func TestAgentInstanceRendersAsItsAgents(t *testing.T) {
+	cfg := argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}
+	_, euURL := newRolloutSim(t, cfg, nil, nil)
+	_, edgeURL := newRolloutSim(t, cfg, nil, nil)
+	file := writeInstances(t, fmt.Sprintf(`instances:
+  - name: eu
+    url: %s
+    token: {env: ARGOCD_TOKEN}
+    owns: [{paths: ["clusters/eu/**"]}]
+  - name: edge
+    url: %s
+    token: {env: ARGOCD_TOKEN}
+    agent: true
+    agentNamespace: agents
+    agentDestinationMapping: true
+    owns: [{paths: ["edge/**"]}]
+`, euURL, edgeURL))
+	set, err := loadInstances(&Deps{Getenv: func(k string) string { return map[string]string{"ARGOCD_TOKEN": "t0ken"}[k] }}, file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := newFleet(set, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := fl.previewInstances(context.Background(), previewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := insts["edge"].Settings; s == nil || s.AgentNamespace != "agents" || !s.AgentDestinationMapping {
+		t.Errorf("edge renders with %+v, want the agents' namespace and mapping", s)
+	}
+	if s := insts["eu"].Settings; s == nil || s.AgentNamespace != "" || s.AgentDestinationMapping {
+		t.Errorf("eu renders with %+v, want no agent settings", s)
+	}
+	app := &v1alpha1.Application{}
+	app.Name, app.Namespace = "web", "edge-eu-1"
+	if got := insts["edge"].Settings.InstanceName(app); got != "edge-eu-1_web" {
+		t.Errorf("tracking name under destination-based mapping %q, want edge-eu-1_web", got)
+	}
+}

@@ -13,6 +13,9 @@ import (
 // cmd/argocd-application-controller/commands/argocd_application_controller.go), so more requests only queue.
 const DefaultMaxSyncs = 10
 
+// DefaultAgentNamespace is where argocd-agent's install manifests run an agent and its Argo CD ("argocd").
+const DefaultAgentNamespace = "argocd"
+
 // Instance is one Argo CD. Its String never shows the token.
 type Instance struct {
 	// Name identifies the instance everywhere (plan, store, comment, metrics): lowercase letters, digits and
@@ -26,8 +29,13 @@ type Instance struct {
 	// MaxSyncs is how many sync operations fleetwave keeps in flight on this instance (0: no limit of its
 	// own, the configuration of old: Single).
 	MaxSyncs int
-	// Agent marks an argocd-agent principal.
-	Agent bool
+	// Agent marks an argocd-agent principal. AgentNamespace is the namespace its agents keep their Applications
+	// in on the workload clusters, where the agents' Argo CD computes the tracking id (argocd-agent's
+	// agent.namespace; DefaultAgentNamespace when the file says none); AgentDestinationMapping says the principal
+	// and agents run with --destination-based-mapping (render.Settings says what both change).
+	Agent                   bool
+	AgentNamespace          string
+	AgentDestinationMapping bool
 	// Owns are the rules of the apps the instance holds (nil in Single: every app).
 	Owns []Rule
 	// Line is where the instance starts in the file (0 in Single).

@@ -131,6 +131,9 @@ func (p *parser) errAt(n *yaml.Node, hint, format string, args ...any) {
 // digit (a Kubernetes label value and a Prometheus label value as is).
 var namePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
+// namespacePattern is a Kubernetes namespace name (RFC 1123 label; at most 63, checked apart).
+var namespacePattern = namePattern
+
 // maxNameLen bounds an instance name (it shows in comments, check-runs and metrics).
 const maxNameLen = 40
 
@@ -187,7 +190,7 @@ func (p *parser) instance(n *yaml.Node) *Instance {
 	n = resolve(n)
 	in := &Instance{Line: n.Line, MaxSyncs: DefaultMaxSyncs}
 	seen := map[string]bool{}
-	ok := p.fields(n, "an instance", []string{"name", "url", "token", "tls", "maxSyncs", "agent", "owns"}, func(k, v *yaml.Node) {
+	ok := p.fields(n, "an instance", []string{"name", "url", "token", "tls", "maxSyncs", "agent", "agentNamespace", "agentDestinationMapping", "owns"}, func(k, v *yaml.Node) {
 		seen[k.Value] = true
 		switch k.Value {
 		case "name":
@@ -234,12 +237,30 @@ func (p *parser) instance(n *yaml.Node) *Instance {
 			}
 		case "agent":
 			in.Agent, _ = p.boolean(v, "agent")
+		case "agentNamespace":
+			if s, ok := p.str(v, "agentNamespace"); ok {
+				if !namespacePattern.MatchString(s) || len(s) > 63 {
+					p.errAt(v, "the namespace the agents' Argo CD runs in (argocd-agent's agent.namespace)", "agentNamespace %q is not a namespace name", s)
+				} else {
+					in.AgentNamespace = s
+				}
+			}
+		case "agentDestinationMapping":
+			in.AgentDestinationMapping, _ = p.boolean(v, "agentDestinationMapping")
 		case "owns":
 			in.Owns = p.rules(v)
 		}
 	})
 	if !ok {
 		return nil
+	}
+	for _, key := range []string{"agentNamespace", "agentDestinationMapping"} {
+		if seen[key] && !in.Agent {
+			p.errAt(n, "", "instance %s: %s is for an argocd-agent principal: add agent: true, or remove it", in.Name, key)
+		}
+	}
+	if in.Agent && in.AgentNamespace == "" {
+		in.AgentNamespace = DefaultAgentNamespace
 	}
 	for _, req := range []struct{ key, what string }{
 		{"name", "the instance's name, such as eu"},

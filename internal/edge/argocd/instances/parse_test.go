@@ -65,6 +65,9 @@ func TestParseValid(t *testing.T) {
 		t.Errorf("eu token %q, %v", tok, err)
 	}
 	us, _ := s.Get("us")
+	if eu.AgentNamespace != "" || us.AgentNamespace != DefaultAgentNamespace || us.AgentDestinationMapping {
+		t.Errorf("agent namespaces: eu %q, us %q (mapping %v), want none and the default", eu.AgentNamespace, us.AgentNamespace, us.AgentDestinationMapping)
+	}
 	if us.URL != "http://127.0.0.1:8080/argo-cd" || us.MaxSyncs != DefaultMaxSyncs || !us.Agent || !us.Insecure ||
 		!cmp.Equal(us.Owns[0].Projects, []string{"us-*"}) || !cmp.Equal(us.Owns[0].Destinations, []string{"prd-us-*"}) {
 		t.Errorf("us = %+v", us)
@@ -151,7 +154,14 @@ func TestParseProblems(t *testing.T) {
 			`f.yaml:19:19: token.file: token file ` + empty + ` is empty`,
 			`f.yaml:21:5: instance "us" is named twice (hint: first at line 14)`,
 			`f.yaml:23:19: token.file: token file ` + missing + `: no such file or directory`,
-			`f.yaml:24:5: unknown field "extra" in an instance (hint: known: name, url, token, tls, maxSyncs, agent, owns)`,
+			`f.yaml:24:5: unknown field "extra" in an instance (hint: known: name, url, token, tls, maxSyncs, agent, agentNamespace, agentDestinationMapping, owns)`,
+		}},
+		{"agent fields without agent", "instances:\n  - name: eu\n    url: https://a\n    token: {env: T}\n    agentNamespace: argocd\n    owns: [{paths: ['**']}]\n", []string{
+			"f.yaml:2:5: instance eu: agentNamespace is for an argocd-agent principal: add agent: true, or remove it",
+		}},
+		{"bad agent namespace", "instances:\n  - name: eu\n    url: https://a\n    token: {env: T}\n    agent: true\n    agentNamespace: Argo_CD\n    agentDestinationMapping: sometimes\n    owns: [{paths: ['**']}]\n", []string{
+			`f.yaml:6:21: agentNamespace "Argo_CD" is not a namespace name (hint: the namespace the agents' Argo CD runs in (argocd-agent's agent.namespace))`,
+			`f.yaml:7:30: agentDestinationMapping must be true or false, not "sometimes"`,
 		}},
 		{"missing fields", "instances:\n  - name: eu\n", []string{
 			"f.yaml:2:5: instance: url is required: its API URL, such as https://argocd-eu.example.com",
