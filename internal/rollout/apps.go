@@ -41,6 +41,8 @@ type stepRun struct {
 	// unreachable: a call for this step found its instance not answering (unreachable.go).
 	unreachable bool
 	repoURL     string // the rollout's repository (multi-source apps)
+	// operationDone frees the app's place in its instance's budget (once; nil: none held).
+	operationDone func()
 }
 
 func (r *stepRun) get() store.AppStep {
@@ -54,6 +56,15 @@ type runKey struct{}
 func runOf(ctx context.Context) *stepRun {
 	r, _ := ctx.Value(runKey{}).(*stepRun)
 	return r
+}
+
+// onOperationDone is argosync's Options.OnOperationDone: the app's operation is over, so its place in the
+// instance's budget (maxSyncs, the controller's operation processors) goes to the next app while this one
+// becomes Healthy.
+func (d *driver) onOperationDone(ctx context.Context, _ string) {
+	if run := runOf(ctx); run != nil && run.operationDone != nil {
+		run.operationDone()
+	}
 }
 
 // onTrigger is argosync's Options.OnTrigger: called just before the sync request, it records the intent. The
@@ -209,6 +220,7 @@ func (d *driver) newSession(ctx context.Context, sp *storedPlan, rollback bool, 
 	opts := argosync.Options{
 		Prune: sp.Execution.Prune, RepoURL: sp.Execution.RepoURL, Timeout: o.syncTimeout,
 		StallTimeout: o.stallTimeout, ClockSkew: o.clockSkew, LostAnswerGrace: o.intentGrace, Clock: o.clock, OnTrigger: d.onTrigger,
+		OnOperationDone: d.onOperationDone,
 		// The session talks to one instance's Argo CD: that instance's retries of a sync lost unstarted.
 		LostSyncRetries: o.lostSyncRetries[inst], OnLostSync: d.onLostSync,
 	}
@@ -316,7 +328,7 @@ func appOrStub(app *v1alpha1.Application, k store.AppKey) v1alpha1.Application {
 
 // syncApp brings one app to the step's target revision and records the outcome. It returns the step's state
 // afterwards.
-func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep) store.StepState {
+func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *storedPlan, s store.AppStep, operationDone func()) store.StepState {
 	if sess == nil {
 		return d.recordEarly(ctx, &stepRun{step: s, op: store.OpSync}, "not synced: "+instanceError(s.App.Instance).Error(), store.StepFailed)
 	}
@@ -337,7 +349,7 @@ func (d *driver) syncApp(ctx context.Context, sess *argosync.Session, sp *stored
 	}
 	// argosync bounds its own work on the app by the same timeout (argosync.Options.Timeout).
 	run := &stepRun{step: s, op: store.OpSync, prev: liveRevision(app, sp.Execution.RepoURL), want: store.RolloutRunning,
-		deadline: d.e.o.clock.Now().Add(d.e.o.syncTimeout), repoURL: sp.Execution.RepoURL}
+		deadline: d.e.o.clock.Now().Add(d.e.o.syncTimeout), repoURL: sp.Execution.RepoURL, operationDone: operationDone}
 	res := sess.SyncApp(context.WithValue(ctx, runKey{}, run), appOrStub(app, s.App), s.TargetRevision)
 	return d.record(ctx, run, res)
 }

@@ -214,6 +214,29 @@ func TestRolloutAcrossInstances(t *testing.T) {
 	})
 }
 
+// TestBudgetFreedWhenTheOperationEnds: an app's place in its instance's budget is freed when its sync operation
+// ends, not when it becomes Healthy: Argo CD's operation processor is free then, and the next app's sync starts
+// while the first is still Progressing. 6 apps on a budget of 2, syncs of 30 s, Progressing 5 min after each:
+// about 3 × 30 s + 5 min; holding the place until Healthy took 3 × 5.5 min.
+func TestBudgetFreedWhenTheOperationEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := startMulti(t, argocdsim.Config{SyncDuration: 30 * time.Second, ProgressingFor: 5 * time.Minute},
+			map[string][]fleetApp{"eu": instanceFleet("eu-web", 6)}, nil, rollout.WithInstanceBudgets(map[string]int{"eu": 2}))
+		start := time.Now()
+		r := m.submitAll(onePolicy)
+		if r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused); r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
+		if took := time.Since(start); took > 9*time.Minute {
+			t.Errorf("the rollout took %v: the budget waited for health (want about 6.5 min, at most 9)", took)
+		}
+		if got := m.gauges["eu"].maxInFlight(); got != 2 {
+			t.Errorf("at most %d sync operations in flight; want the budget, 2", got)
+		}
+	})
+}
+
 // TestDefaultInstanceBudget: an instance without a budget of its own gets Argo CD's operation processors, 10.
 func TestDefaultInstanceBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -449,11 +449,14 @@ func (d *driver) runBatch(ctx context.Context, sp *storedPlan, todo []store.AppS
 					return
 				}
 				apps.Add(1)
+				// The instance's place is freed when the app's operation is over (before its health wait), or
+				// when the app is done, whichever comes first.
+				releaseInstance := sync.OnceFunc(func() { d.e.releaseInstance(inst) })
 				go func() {
 					defer apps.Done()
-					defer d.e.releaseInstance(inst)
+					defer releaseInstance()
 					defer d.e.release()
-					if d.syncApp(ctx, sess, sp, s) == store.StepFailed {
+					if d.syncApp(ctx, sess, sp, s, releaseInstance) == store.StepFailed {
 						failures.Add(1)
 					}
 				}()

@@ -301,6 +301,9 @@ func (r *appRun) run(ctx context.Context, revision string) {
 // awaitHealthy completes an app whose operation applied the revision: it waits for a reconcile after the
 // operation finished, then for health Healthy (Degraded fails).
 func (r *appRun) awaitHealthy(ctx context.Context, cur *v1alpha1.Application, outcome Outcome, pinned bool) {
+	if f := r.s.opts.OnOperationDone; f != nil {
+		f(ctx, r.name)
+	}
 	op := cur
 	cur, err := r.reconciled(ctx, cur)
 	if err != nil {

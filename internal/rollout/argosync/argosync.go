@@ -114,6 +114,10 @@ type Options struct {
 	// OnTrigger runs just before the sync request of an app. The rollout executor persists its intent there;
 	// an error cancels the sync and fails the app.
 	OnTrigger func(ctx context.Context, app, revision string) error
+	// OnOperationDone runs once an app's operation finished and applied the revision, before the wait for its
+	// health: Argo CD's controller no longer works on the app's sync (an operation processor is free), though the
+	// app is not done yet. The rollout executor frees the app's place in its instance's budget there.
+	OnOperationDone func(ctx context.Context, app string)
 	// OnResult is called as each app finishes (from the app's goroutine).
 	OnResult func(Result)
 }
