@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
+	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/checkrun/checkruntest"
 	"github.com/fleetwave/fleetwave/internal/edge/argocd"
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
@@ -146,7 +148,7 @@ func (m *multiEnv) submitAll(policyYAML string) store.Rollout {
 	for _, inst := range insts {
 		for _, fa := range m.fleets[inst] {
 			in = append(in, plan.App{Name: fa.name, Namespace: "argocd", Project: "default", Cluster: fa.cluster, Instance: inst,
-				ClusterLabels: map[string]string{"env": fa.env, "region": fa.region}, Labels: map[string]string{}})
+				ClusterLabels: map[string]string{"env": fa.env, "region": fa.region}, Labels: map[string]string{}, AutomatedSync: fa.automated})
 		}
 	}
 	pl := plan.Build(p, in)
@@ -154,7 +156,7 @@ func (m *multiEnv) submitAll(policyYAML string) store.Rollout {
 		m.t.Fatalf("plan violations: %+v", pl.Violations)
 	}
 	r, err := m.ex.Submit(context.Background(), rollout.Request{Repo: repo, PRNumber: 7, MergeSHA: newRev, BaseSHA: oldRev,
-		Plan: pl, RepoURL: repoURL})
+		Plan: pl, RepoURL: repoURL, AutomatedSync: p.AutomatedSync, OutOfPlanSync: p.OutOfPlanSync})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -492,6 +494,56 @@ func TestUnansweredSyncMarksTheInstance(t *testing.T) {
 		m.expectOnce()
 		if got := said(); len(got) != 2 || !strings.HasPrefix(got[1], "instance-reachable eu") {
 			t.Errorf("events after eu answered: %v", got)
+		}
+	})
+}
+
+// TestAbortRestoresAutomatedSyncOnEveryInstance: a rollout across two instances switches automated sync off on
+// each app's own instance; aborted while production awaits approval, it switches it back on for every app of
+// both instances, each on its own instance (the apps it synced and the ones it had not started).
+func TestAbortRestoresAutomatedSyncOnEveryInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fleets := map[string][]fleetApp{
+			"":   {{name: "web-test-1", cluster: "test-1", env: "test", region: "eu", automated: true}, {name: "web-prd-1", cluster: "prd-1", env: "prd", region: "eu", automated: true}},
+			"us": {{name: "us-test-1", cluster: "us-test-1", env: "test", region: "us"}, {name: "us-prd-1", cluster: "us-prd-1", env: "prd", region: "us", automated: true}},
+		}
+		m := startMulti(t, argocdsim.Config{SyncDuration: 10 * time.Second}, fleets, nil)
+		on := func() []string {
+			var out []string
+			for inst, sim := range m.sims {
+				for _, fa := range fleets[inst] {
+					if a, _ := sim.App(fa.name); autosync.On(&a) {
+						out = append(out, inst+"/"+fa.name)
+					}
+				}
+			}
+			slices.Sort(out)
+			return out
+		}
+		want := []string{"/web-prd-1", "/web-test-1", "us/us-prd-1"}
+		if got := on(); !slices.Equal(got, want) {
+			t.Fatalf("before the rollout, automated sync on for %v; want %v", got, want)
+		}
+		r := m.submitAll(approvalPolicy + `apiVersion: fleetwave/v1
+waves:
+  - name: canary
+    selector: {matchLabels: {env: test}}
+  - name: production
+    selector: {matchLabels: {env: prd}}
+    approval: {teams: [org/sre]}
+`)
+		if r = m.wait(r.ID, store.RolloutAwaitingApproval, store.RolloutFailed, store.RolloutPaused); r.State != store.RolloutAwaitingApproval {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		if got := on(); len(got) != 0 {
+			t.Fatalf("automated sync on during the rollout for %v", got)
+		}
+		if _, err := m.ex.Abort(context.Background(), r.ID, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		m.wait(r.ID, store.RolloutAborted)
+		if got := on(); !slices.Equal(got, want) {
+			t.Errorf("after the abort, automated sync on for %v; want %v", got, want)
 		}
 	})
 }
