@@ -13,6 +13,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/drift"
 	"github.com/fleetwave/fleetwave/internal/edge/github"
 	"github.com/fleetwave/fleetwave/internal/edge/github/fakegithub"
+	"github.com/fleetwave/fleetwave/internal/edge/metrics"
 	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/inventory"
 )
@@ -39,6 +40,8 @@ type world struct {
 	w     *drift.Watcher
 	// maxOpen is the reporter's MaxOpen (0: its default).
 	maxOpen int
+	// mets is the /metrics registry the gauge of the current process is on.
+	mets *metrics.Metrics
 }
 
 func newWorld(t *testing.T) *world {
@@ -78,6 +81,32 @@ func (w *world) start() {
 		Redact:    func(s string) string { return config.Redact(s, secretTok) }})
 	w.st = st
 	w.w = drift.NewWatcher(w.inv, st, drift.Options{After: 30 * time.Minute, Clock: w.clock, Sinks: []drift.Sink{rep}})
+	w.mets = metrics.New()
+	w.mets.Drift(w.w.Alerts, []string{""})
+}
+
+// gauge is fleetwave_drift_apps{instance="",project="payments",state} on /metrics.
+func (w *world) gauge(state string) float64 {
+	w.t.Helper()
+	mfs, err := w.mets.Registry().Gather()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "fleetwave_drift_apps" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["project"] == "payments" && labels["state"] == state {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func (w *world) evaluate() drift.Decision {
@@ -150,8 +179,8 @@ func TestLastingDriftIsReportedOnce(t *testing.T) {
 	w.clock.Advance(30 * time.Minute)
 	d := w.evaluate()
 	open := w.wantIssues("past the threshold", 1, 0)
-	if w.alerts() != 1 || d.Alerts[0].App.Name != "web-eu" {
-		t.Fatalf("alerts: %+v", d.Alerts)
+	if w.alerts() != 1 || d.Alerts[0].App.Name != "web-eu" || w.gauge(drift.OutOfSync) != 1 {
+		t.Fatalf("alerts: %+v; gauge %v", d.Alerts, w.gauge(drift.OutOfSync))
 	}
 	is := open[0]
 	for _, s := range []string{"Drift: argocd/web-eu is OutOfSync", "has been **OutOfSync** since 2026-11-29 08:01 UTC", "(30m0s)",
@@ -179,6 +208,9 @@ func TestLastingDriftIsReportedOnce(t *testing.T) {
 	o := w.wantIssues("changed", 1, 0)
 	if o[0].Number != is.Number || o[0].Edits != 1 || !strings.Contains(o[0].Title, "OutOfSync and Degraded") {
 		t.Fatalf("after a change: %+v", o[0])
+	}
+	if w.gauge(drift.OutOfSync) != 1 || w.gauge(drift.Degraded) != 1 {
+		t.Errorf("gauge OutOfSync %v, Degraded %v; want 1 and 1", w.gauge(drift.OutOfSync), w.gauge(drift.Degraded))
 	}
 	w.apply("web-eu", "OutOfSync", "Progressing")
 	w.evaluate()
@@ -220,8 +252,8 @@ func TestLastingDriftIsReportedOnce(t *testing.T) {
 	}
 	w.evaluate()
 	w.wantIssues("rollout aborted", 3, 1)
-	if w.alerts() != 2 {
-		t.Errorf("%d alerts; want web-eu and api-eu", w.alerts())
+	if w.alerts() != 2 || w.gauge(drift.OutOfSync) != 2 {
+		t.Errorf("%d alerts, gauge %v; want web-eu and api-eu", w.alerts(), w.gauge(drift.OutOfSync))
 	}
 
 	// Converges: the issues are closed with a comment, the alerts are gone.
@@ -229,8 +261,8 @@ func TestLastingDriftIsReportedOnce(t *testing.T) {
 	w.apply("api-eu", "Synced", "Healthy")
 	w.evaluate()
 	w.wantIssues("converged", 1, 3) // mallory's stays open
-	if w.alerts() != 0 {
-		t.Errorf("alerts after converging: %+v", w.w.Alerts())
+	if w.alerts() != 0 || w.gauge(drift.OutOfSync) != 0 {
+		t.Errorf("alerts after converging: %+v; gauge %v", w.w.Alerts(), w.gauge(drift.OutOfSync))
 	}
 	cms := w.gh.Comments(opsRepo, is.Number)
 	if len(cms) != 1 || !strings.Contains(cms[0].Body, "Converged (") || !strings.Contains(cms[0].Body, "is Synced and Healthy") {
