@@ -63,7 +63,13 @@ type Reporter struct {
 	reconciled bool
 	open       map[inventory.Key]store.DriftReport
 	capped     bool // the last decision had apps past MaxOpen (logged once until it has none)
+	// quietUntil: after a failure, decisions before this time write nothing, so that GitHub or the store
+	// failing costs a request a minute, not one per app and decision.
+	quietUntil time.Time
 }
+
+// retryAfter is how long the reporter stays quiet after a failure.
+const retryAfter = time.Minute
 
 // NewReporter returns a reporter writing issues through issues and recording them in records.
 func NewReporter(issues Issues, records Records, o ReporterOptions) *Reporter {
@@ -99,8 +105,13 @@ func invKey(k store.AppKey) inventory.Key {
 // Decided brings the reports in line with a decision (Sink). Problems are logged; what failed is tried
 // again at the next decision.
 func (r *Reporter) Decided(ctx context.Context, d Decision) {
+	now := r.o.Clock.Now()
+	if now.Before(r.quietUntil) {
+		return
+	}
 	if err := r.report(ctx, d); err != nil {
-		r.o.Log.Warn("drift reports", slog.Any("error", err))
+		r.quietUntil = now.Add(retryAfter)
+		r.o.Log.Warn("drift reports", slog.Any("error", err), slog.Duration("retry_in", retryAfter))
 	}
 }
 

@@ -2,6 +2,7 @@ package drift_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -321,5 +322,39 @@ func TestReportsAreBoundedAndNameTheInstance(t *testing.T) {
 	w.wantIssues("deleted, instance synced", 2, 1)
 	if cms := w.gh.Comments(opsRepo, open[0].Number); len(cms) != 1 || !strings.Contains(cms[0].Body, "is no longer in Argo CD") {
 		t.Errorf("closing comment of a deleted app: %+v", cms)
+	}
+}
+
+type failingIssues struct {
+	drift.Issues
+	calls int
+}
+
+func (f *failingIssues) OpenIssues(context.Context, string, string) ([]github.Issue, error) {
+	f.calls++
+	return nil, errors.New("GitHub is down")
+}
+
+// TestReporterQuietAfterAFailure: GitHub failing costs one attempt a minute, not one per decision.
+func TestReporterQuietAfterAFailure(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(t0)
+	st, err := store.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "fw.db"), store.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gh := &failingIssues{}
+	rep := drift.NewReporter(gh, st, drift.ReporterOptions{Repo: opsRepo, Clock: clock})
+	for i := 0; i < 10; i++ {
+		rep.Decided(context.Background(), drift.Decision{At: clock.Now()})
+		clock.Advance(time.Second)
+	}
+	if gh.calls != 1 {
+		t.Errorf("%d attempts in 10 s; want 1", gh.calls)
+	}
+	clock.Advance(time.Minute)
+	rep.Decided(context.Background(), drift.Decision{At: clock.Now()})
+	if gh.calls != 2 {
+		t.Errorf("%d attempts after a minute; want 2", gh.calls)
 	}
 }
