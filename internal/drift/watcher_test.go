@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,11 +18,27 @@ type sinkFunc func(Decision)
 func (f sinkFunc) Decided(_ context.Context, d Decision) { f(d) }
 
 type rollouts struct {
-	keys []store.AppKey
-	err  error
+	mu    sync.Mutex
+	keys  []store.AppKey
+	err   error
+	asked chan struct{} // told of a question, when not nil and not full
 }
 
-func (r *rollouts) AppsAboutToSync(context.Context) ([]store.AppKey, error) { return r.keys, r.err }
+func (r *rollouts) AppsAboutToSync(context.Context) ([]store.AppKey, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case r.asked <- struct{}{}: // nil: never
+	default:
+	}
+	return r.keys, r.err
+}
+
+func (r *rollouts) set(keys []store.AppKey, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys, r.err = keys, err
+}
 
 // TestWatcherRuns: Run evaluates at once, on a change of the inventory, when a threshold is crossed with no
 // event, and every Recheck (a rollout finishing changes the store only); a store that cannot answer decides
@@ -73,21 +90,25 @@ func TestWatcherRuns(t *testing.T) {
 	}
 
 	// A rollout is about to sync it now: only the store says so, found at the next Recheck.
-	ro.keys = []store.AppKey{{Namespace: "argocd", Name: "web"}}
+	ro.set([]store.AppKey{{Namespace: "argocd", Name: "web"}}, nil)
 	waiting()
 	clock.Advance(time.Hour)
 	next("recheck", 0)
 
 	// The store fails: no decision, and Alerts keeps the last one.
-	ro.err = errors.New("database is locked")
+	ro.set(nil, errors.New("database is locked"))
 	waiting()
+	ro.mu.Lock()
+	ro.asked = make(chan struct{}, 1)
+	ro.mu.Unlock()
 	clock.Advance(time.Hour)
+	<-ro.asked // the store was asked, and failed
 	select {
 	case d := <-decisions:
 		t.Fatalf("a decision without the store: %+v", d)
 	default:
 	}
-	ro.err, ro.keys = nil, nil
+	ro.set(nil, nil)
 	waiting()
 	clock.Advance(time.Hour)
 	next("the store answers again", 1)
