@@ -29,6 +29,10 @@ var clientCalls = map[string]string{
 	"AddLabels":        "issues:write",       // POST /repos/{o}/{r}/issues/{n}/labels (issues:write or pull_requests:write; the App has the first)
 	"RemoveLabel":      "issues:write",       // DELETE /repos/{o}/{r}/issues/{n}/labels/{name} (likewise)
 	"PullRequest":      "pull_requests:read", // GET /repos/{o}/{r}/pulls/{n}
+	"CreateIssue":      "issues:write",       // POST /repos/{o}/{r}/issues (drift reports)
+	"EditIssue":        "issues:write",       // PATCH /repos/{o}/{r}/issues/{n}
+	"CloseIssue":       "issues:write",       // PATCH /repos/{o}/{r}/issues/{n}, after a comment
+	"OpenIssues":       "issues:read",        // GET /repos/{o}/{r}/issues
 	"PullRequestFiles": "pull_requests:read", // GET /repos/{o}/{r}/pulls/{n}/files
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
 	"github.com/fleetwave/fleetwave/internal/discover"
+	"github.com/fleetwave/fleetwave/internal/drift"
 	"github.com/fleetwave/fleetwave/internal/edge/argocd"
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/livediff"
@@ -160,6 +161,11 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 		return err
 	}
 	defer wiring.close()
+	// Lasting drift (internal/drift; startDrift, drift.go) is decided on the fleet inventory: driftInventory
+	// stays nil, and the alerts off, until serve keeps an inventory (#37's follower sets it here).
+	var driftInventory drift.Inventory
+	_, stopDrift := startDrift(ctx, driftDeps{Log: log, Config: cfg, Inventory: driftInventory, Store: st, GitHub: app, Metrics: mets, Instances: fleetSet})
+	defer stopDrift()
 
 	hooks, err := webhooks.New([]byte(cfg.WebhookSecret.Reveal()), mets.TimeHandler(wiring.handler), serveDeliveries{st},
 		webhooks.WithLogger(log), webhooks.WithWorkers(f.workers), webhooks.WithQueueSize(f.queueSize))

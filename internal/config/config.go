@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -112,6 +113,10 @@ type Serve struct {
 	// session cookie without Secure (plain-HTTP development).
 	FleetViewToken          Secret
 	FleetViewInsecureCookie bool
+	// DriftAfter is how long an app stays OutOfSync or Degraded before it is in lasting drift (0: drift alerts
+	// off); DriftReportRepo ("owner/name", "": none) is where each such app gets a GitHub issue.
+	DriftAfter      time.Duration
+	DriftReportRepo string
 	// File is the config file read, if any.
 	File string
 }
@@ -147,6 +152,12 @@ func (c *Serve) String() string {
 		c.Addr, c.AppID, c.PrivateKeySource, c.GitHubAPIURL, argo, RedactDSN(c.Store.Reveal()), clusters, repos, owners)
 	if c.FleetViewToken.IsSet() {
 		s += " fleet-view=on (token [redacted])"
+	}
+	if c.DriftAfter > 0 {
+		s += " drift-after=" + c.DriftAfter.String()
+		if c.DriftReportRepo != "" {
+			s += " drift-reports=" + c.DriftReportRepo
+		}
 	}
 	return s
 }
@@ -475,8 +486,38 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 		}
 		c.FleetViewInsecureCookie = b
 	}
+	readDrift(c, get, bad)
 	return c, problems
 }
+
+// readDrift reads the drift alerts' settings (internal/drift).
+func readDrift(c *Serve, get func(k, def string) setting, bad func(s setting, format string, args ...any)) {
+	if s := get(EnvDriftAfter, ""); s.value != "" && s.value != "0" {
+		d, err := time.ParseDuration(s.value)
+		switch {
+		case err != nil:
+			bad(s, "%q is not a duration such as 30m or 2h", s.value)
+		case d < time.Minute:
+			bad(s, "%s is shorter than a minute: drift that short is a sync in progress, not an alert (0 turns the alerts off)", d)
+		default:
+			c.DriftAfter = d
+		}
+	}
+	if s := get(EnvDriftReportRepo, ""); s.value != "" {
+		owner, name, ok := strings.Cut(s.value, "/")
+		switch {
+		case !ok || !ownerName.MatchString(owner) || !repoName.MatchString(name):
+			bad(s, "%q is not a repository owner/name", s.value)
+		case c.DriftAfter == 0:
+			bad(s, "set, but %s is not: no app is ever in lasting drift", EnvDriftAfter)
+		default:
+			c.DriftReportRepo = s.value
+		}
+	}
+}
+
+// repoName is a GitHub repository name: letters, digits, '.', '-' and '_', at most 100, not "." or "..".
+var repoName = regexp.MustCompile(`^(?:[A-Za-z0-9_.-]{3,100}|[A-Za-z0-9_-][A-Za-z0-9_.-]?)$`)
 
 // ownerName is a GitHub account name: letters, digits and single hyphens, not at either end, at most 39.
 var ownerName = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9]|-[A-Za-z0-9]){0,38}$`)

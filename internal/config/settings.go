@@ -36,6 +36,11 @@ const (
 	EnvFleetViewInsecure     = "FLEETWAVE_FLEET_VIEW_INSECURE_COOKIE"
 	EnvArgoCDRenderHeadRepos = "FLEETWAVE_ARGOCD_RENDER_HEAD_REPOS"
 
+	// EnvDriftAfter is how long an app stays OutOfSync or Degraded before it is in lasting drift (internal/drift);
+	// EnvDriftReportRepo the repository (owner/name) where each such app gets a GitHub issue.
+	EnvDriftAfter      = "FLEETWAVE_DRIFT_AFTER"
+	EnvDriftReportRepo = "FLEETWAVE_DRIFT_REPORT_REPO"
+
 	// EnvArgoCDInstances names the instances file: several Argo CD instances (internal/edge/argocd/instances).
 	EnvArgoCDInstances = "FLEETWAVE_ARGOCD_INSTANCES_FILE"
 )
@@ -85,6 +90,8 @@ var Settings = []Setting{
 	{Name: EnvGitHubWrites, For: ForServe, Default: "60", Doc: "content-creating GitHub requests per installation and minute, in bursts of a third, and 8 times as many an hour: under GitHub's secondary limits of 80 and 500"},
 	{Name: EnvFleetViewToken, For: ForServe | ForCLI, Secret: true, Doc: "turns on serve's fleet view at `/fleet/` and is the token people sign in with (16 characters or more); `rollout --ui` prints a random one without it"},
 	{Name: EnvFleetViewInsecure, For: ForServe, Default: "false", Doc: "`true` leaves the fleet view's session cookie without Secure: plain-HTTP development only"},
+	{Name: EnvDriftAfter, For: ForServe, Doc: "how long an app may stay OutOfSync or Degraded, outside a rollout about to sync it, before it is in lasting drift: counted on `/metrics` and reported ([drift.md](drift.md)); a duration such as `30m`; unset or `0`: off"},
+	{Name: EnvDriftReportRepo, For: ForServe, Doc: "a repository (`owner/name`) the App is installed on where each app in lasting drift gets one GitHub issue, edited as it changes and closed when it converges ([drift.md](drift.md)); needs `FLEETWAVE_DRIFT_AFTER`"},
 }
 
 // fileKeys are the settings a config file may set: serve's, but for the file's own name.

@@ -59,13 +59,15 @@ type Services struct {
 	Teams     TeamsAPI
 	Reactions ReactionsAPI
 	Labels    LabelsAPI // nil: the client does not label (AddLabels and RemoveLabel fail)
+	// IssueTracker files issues (the drift reports); nil: CreateIssue, EditIssue, CloseIssue and OpenIssues fail.
+	IssueTracker IssueTrackerAPI
 }
 
 // ServicesOf returns the services of a go-github client.
 func ServicesOf(c *gh.Client) Services {
 	return Services{
 		Issues: c.Issues, Checks: c.Checks, Pulls: c.PullRequests, Repos: c.Repositories, Teams: c.Teams,
-		Reactions: c.Reactions, Labels: issueLabels{c},
+		Reactions: c.Reactions, Labels: issueLabels{c}, IssueTracker: c.Issues,
 	}
 }
 

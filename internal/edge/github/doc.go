@@ -22,6 +22,8 @@
 //     GitHub's label sizes, annotations with a path and line), cap summary and text at MaxCheckRunText, and
 //     send annotations MaxAnnotationsPerRequest at a time in successive updates (GitHub appends them).
 //     ListCheckRuns lists the runs on a ref.
+//   - CreateIssue, EditIssue, CloseIssue (after a comment) and OpenIssues (the App's open issues that carry a
+//     marker, every page): the drift reports (internal/drift), through Services.IssueTracker.
 //   - PullRequest, PullRequestFiles (all pages), Permission (admin/write/read/none), IsTeamMember
 //     ("org/team-slug", active members only), React (👀 on a command), Reply.
 //

@@ -10,6 +10,8 @@
 //   - GitHub write budget: content-creating requests that waited for their installation's budget, and for how
 //     long, by reason (budget, rate_limited), and how many wait now (Waiting and Waited, a writebudget.Observer);
 //   - rollouts: rollouts, waves and app steps by state, counted in the store at scrape time (Store);
+//   - drift: apps in lasting drift by Argo CD instance, project and state, from the drift watcher's last
+//     decision (Drift, drift.go; projects past MaxDriftProjects are "other", instances not configured "other");
 //   - charts: chart-cache hits and downloads (Charts).
 //
 // # Cardinality

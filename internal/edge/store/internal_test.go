@@ -107,6 +107,8 @@ func TestLogicalSchemaSameOnBothBackends(t *testing.T) {
 		"preview_comments": {"repo", "pr_number", "head_sha", "base_sha", "parts", "shown", "updated_at"},
 		"automated_sync_holds": {"repo", "pr_number", "head_sha", "app_namespace", "app_name", "merge_group", "held_at",
 			"app_instance"},
+		"drift_reports": {"app_instance", "app_namespace", "app_name", "repo", "issue_number", "digest", "opened_at",
+			"reported_at"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("sqlite schema (-want +got):\n%s", d)

@@ -108,6 +108,12 @@ func TestAnswersHaveGitHubsShape(t *testing.T) {
 		fileJSON(repo, open, File{Filename: "apps/b.yaml", PreviousFilename: "apps/a.yaml", Status: "renamed"}),
 		fileJSON(repo, open, File{Filename: "apps/old.yaml", Status: "removed", Deletions: 4}),
 	}
+	openIssue := &Issue{Repo: repo, Number: 11, Title: "Drift: argocd/web-eu", Body: "<!-- fleetwave:drift -->\nOutOfSync", State: "open",
+		User: "fleetwave[bot]", UserType: "Bot", CreatedAt: now, UpdatedAt: now}
+	closedIssue := &Issue{Repo: repo, Number: 12, Title: "Drift: argocd/web-us", State: "closed", StateReason: "completed",
+		User: "fleetwave[bot]", UserType: "Bot", CreatedAt: now, UpdatedAt: now.Add(time.Hour), ClosedAt: now.Add(time.Hour)}
+	personsIssue := &Issue{Repo: repo, Number: 13, Title: "Question", Body: "", State: "open", User: "alice", UserType: "User",
+		CreatedAt: now, UpdatedAt: now}
 	notFound := map[string]any{"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
 	refused := validationFailed(call{op: operationByID("issues/create-comment")}, "IssueComment", "body", "body cannot be blank")
 	var refusedBody any
@@ -125,6 +131,13 @@ func TestAnswersHaveGitHubsShape(t *testing.T) {
 		{"installation", "apps/get-repo-installation", 200, s.installationJSON(5, "acme")},
 		{"installation of an App without id", "apps/get-repo-installation", 200, other.installationJSON(5, "acme")},
 		{"no installation", "apps/get-repo-installation", 404, notFound},
+		{"created issue", "issues/create", 201, s.issueJSON(openIssue)},
+		{"refused issue", "issues/create", 422, refusedBody},
+		{"edited issue", "issues/update", 200, s.issueJSON(openIssue)},
+		{"closed issue", "issues/update", 200, s.issueJSON(closedIssue)},
+		{"no issue", "issues/update", 404, notFound},
+		{"issues and pull requests", "issues/list-for-repo", 200, []any{s.issueJSON(openIssue), s.issueJSON(personsIssue), s.pullIssueJSON(repo, open), s.pullIssueJSON(repo, merged)}},
+		{"no issues", "issues/list-for-repo", 200, []any{}},
 		{"comments", "issues/list-comments", 200, []any{s.commentJSON(bot), s.commentJSON(person)}},
 		{"no comments", "issues/list-comments", 200, []any{}},
 		{"created comment", "issues/create-comment", 201, s.commentJSON(bot)},

@@ -32,7 +32,8 @@
 //   - lists paginate with per_page (≤ 100) and Link headers; pull request files stop at 3,000;
 //   - InjectSecondaryRateLimit answers 403 with Retry-After, InjectServerErrors 502, SetLatency delays.
 //
-// State is a small state machine: pull requests (AddPullRequest), comments with ids and updated_at (created
+// State is a small state machine: pull requests (AddPullRequest), issues that share their numbers (opened by the
+// App, or seeded with AddIssue; listed with the pull requests, as GitHub does; closed with a state reason), comments with ids and updated_at (created
 // by the App's bot "<slug>[bot]" or seeded with AddComment), check runs with their status history, reactions,
 // collaborators' roles (SetPermission), team memberships (SetTeamMembership). Requests records every request
 // as sent, body included, so tests can check that no Secret value ever left the bot.

@@ -60,7 +60,8 @@ func (s *Server) actor(c call) (string, string) {
 
 func (s *Server) issueExists(repo string, number int) bool {
 	_, ok := s.pulls[fmt.Sprintf("%s#%d", repo, number)]
-	return ok
+	_, isIssue := s.issues[issueKey(repo, number)]
+	return ok || isIssue
 }
 
 // checkCommentBody applies GitHub's rules the description does not state.

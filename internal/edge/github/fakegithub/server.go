@@ -65,6 +65,7 @@ type Server struct {
 	nextID      int64
 	tokens      map[string]token
 	pulls       map[string]*PullRequest // "owner/repo#n"
+	issues      map[string]*Issue       // "owner/repo#n": issues that are not pull requests
 	comments    map[int64]*Comment
 	checkRuns   map[int64]*CheckRun
 	reactions   map[int64][]Reaction // by comment id
@@ -157,7 +158,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		t: t, desc: desc, o: options{appSlug: "fleetwave", tokenTTL: time.Hour, now: time.Now},
 		nextID: 1000, tokens: map[string]token{}, pulls: map[string]*PullRequest{}, comments: map[int64]*Comment{},
 		checkRuns: map[int64]*CheckRun{}, reactions: map[int64][]Reaction{}, permissions: map[string]string{},
-		teams: map[string]map[string]string{},
+		teams: map[string]map[string]string{}, issues: map[string]*Issue{},
 	}
 	for _, opt := range opts {
 		opt(&s.o)
