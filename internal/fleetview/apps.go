@@ -25,7 +25,7 @@ type Inventory interface {
 	Changed(version uint64) <-chan struct{}
 }
 
-const defaultAppsPageSize = 500
+const defaultAppsPageSize = 200
 
 // appsQuery is a page's query: the filter, "drift" (only apps in lasting drift) and the page number.
 type appsQuery struct {

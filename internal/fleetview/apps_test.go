@@ -221,10 +221,10 @@ func manyApps(n int) *inventory.Inventory {
 			Project: fmt.Sprintf("team-%02d", svc%40), Cluster: "https://" + cl + ".example.com", ClusterName: cl,
 			ClusterLabels: map[string]string{"env": cl[:strings.Index(cl, "-")], "region": cl[strings.Index(cl, "-")+1:]},
 			Labels:        map[string]string{"team": fmt.Sprintf("team-%02d", svc%40)},
-			Source:        fmt.Sprintf("https://git.example.com/gitops.git apps/svc-%04d", svc), Revision: fmt.Sprintf("%040x", svc*7919+i%3),
+			Source:        fmt.Sprintf("https://git.example.com/gitops.git apps/svc-%04d", svc), Revision: fmt.Sprintf("%08x%032x", svc*7919+i%3, i),
 			Sync: "Synced", SyncSince: appsNow.Add(-time.Hour), Health: "Healthy", HealthSince: appsNow.Add(-time.Hour),
 			Operation: &inventory.Operation{By: "admin", Phase: "Succeeded", StartedAt: appsNow.Add(-2 * time.Hour), FinishedAt: appsNow.Add(-2*time.Hour + 30*time.Second)},
-			Rollout:   &inventory.Rollout{ID: "41", Revision: fmt.Sprintf("%040x", svc*7919), Reached: i%3 == 0}}
+			Rollout:   &inventory.Rollout{ID: "41", Revision: fmt.Sprintf("%08x%032x", svc*7919, 0), Reached: i%3 == 0}}
 		if i%7 == 0 {
 			a.Sync, a.SyncSince = "OutOfSync", appsNow.Add(-time.Duration(i%120)*time.Minute)
 		}

@@ -51,7 +51,7 @@ type Options struct {
 	MaxSessions int
 	// Inventory is what runs where, shown at /fleet/apps (apps.go); nil: the page says the inventory is not
 	// configured. DriftAfter marks and counts there the apps OutOfSync or Degraded for that long or longer
-	// (0: no mark); AppsPageSize is how many apps a page of it lists (default 500).
+	// (0: no mark); AppsPageSize is how many apps a page of it lists (default 200).
 	Inventory    Inventory
 	DriftAfter   time.Duration
 	AppsPageSize int
