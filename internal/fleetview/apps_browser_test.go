@@ -89,7 +89,7 @@ func TestAppsPageInBrowser(t *testing.T) {
 		t.Logf("10,000 apps: content ready in %.0f ms, loaded in %.0f ms, %.0f KB transferred (first byte %.0f ms, last %.0f ms, parsed %.0f ms)",
 			ms[0], ms[1], ms[2]/1024, ms[3], ms[4], ms[5])
 	}
-	if best > time.Second {
+	if best > time.Second && !raceEnabled {
 		t.Errorf("the page of 10,000 apps took %s to its content, want under a second", best)
 	}
 	t.Logf("best: content ready in %s, loaded in %s", best.Round(time.Millisecond), load.Round(time.Millisecond))

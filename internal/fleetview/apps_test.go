@@ -257,7 +257,7 @@ func TestAppsPageAt10000Apps(t *testing.T) {
 		if !strings.Contains(body, "of 10000 apps") {
 			t.Fatalf("%s: not the page of 10,000 apps", q)
 		}
-		if best > 400*time.Millisecond || len(body) > 600<<10 {
+		if len(body) > 600<<10 || (best > 400*time.Millisecond && !raceEnabled) {
 			t.Errorf("/fleet/apps%s: %s and %d KB, want under 400ms and 600 KB", q, best, len(body)/1024)
 		}
 	}
