@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -41,6 +42,8 @@ type Deps struct {
 	// SetGCPercent, when set, is the collector's GOGC (runtime/debug.SetGCPercent): `render --app` raises it
 	// (memlimit.go). Nil in tests.
 	SetGCPercent func(int) int
+	// Now, when set, is the clock of the commands that print durations (status); nil: time.Now. Tests fix it.
+	Now func() time.Time
 }
 
 // env is the environment variable key through d.Getenv, "" when there is no Getenv.
@@ -75,6 +78,7 @@ var commands = []func(*Deps) *cobra.Command{
 	newValidateCmd,
 	newServeCmd,
 	newRolloutCmd,
+	newStatusCmd,
 	newArgocdSimCmd,
 	newVersionCmd,
 }

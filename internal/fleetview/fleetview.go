@@ -49,6 +49,12 @@ type Options struct {
 	// (default 1000; the oldest goes first).
 	SessionTTL  time.Duration
 	MaxSessions int
+	// Inventory is what runs where, shown at /fleet/apps (apps.go); nil: the page says the inventory is not
+	// configured. DriftAfter marks and counts there the apps OutOfSync or Degraded for that long or longer
+	// (0: no mark); AppsPageSize is how many apps a page of it lists (default 200).
+	Inventory    Inventory
+	DriftAfter   time.Duration
+	AppsPageSize int
 }
 
 // Prefix is where the view is mounted.
@@ -80,6 +86,9 @@ func New(st Store, opts Options) (http.Handler, error) {
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 1000
 	}
+	if opts.AppsPageSize <= 0 {
+		opts.AppsPageSize = defaultAppsPageSize
+	}
 	v := &view{st: st, opts: opts, sessions: newSessions(opts.SessionTTL, opts.MaxSessions), throttle: newThrottle()}
 	sub, _ := fs.Sub(static, "static")
 	mux := http.NewServeMux()
@@ -89,6 +98,8 @@ func New(st Store, opts Options) (http.Handler, error) {
 	mux.Handle("GET "+Prefix+"{$}", v.auth(v.index))
 	mux.Handle("GET "+Prefix+"rollouts/{id}", v.auth(v.rollout))
 	mux.Handle("GET "+Prefix+"rollouts/{id}/live", v.auth(v.live))
+	mux.Handle("GET "+Prefix+"apps", v.auth(v.apps))
+	mux.Handle("GET "+Prefix+"apps/live", v.auth(v.appsLive))
 	return headers(mux), nil
 }
 
@@ -438,14 +449,9 @@ func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
 		p.Waves = append(p.Waves, wp)
 	}
 	for _, s := range steps {
-		row := stepRow{AppStep: s}
-		base := v.opts.ArgoCDURL
+		row := stepRow{AppStep: s, ArgoLink: v.argoLink(s.App.Instance, s.App.Namespace, s.App.Name)}
 		if s.App.Instance != "" {
-			base = v.opts.InstanceURLs[s.App.Instance]
 			p.Instances = true
-		}
-		if base != "" {
-			row.ArgoLink = strings.TrimRight(base, "/") + "/applications/" + url.PathEscape(s.App.Namespace) + "/" + url.PathEscape(s.App.Name)
 		}
 		if !s.OpFinishedAt.IsZero() && !s.IntentAt.IsZero() {
 			row.Duration = s.OpFinishedAt.Sub(s.IntentAt).Round(time.Second).String()
@@ -482,6 +488,18 @@ func (v *view) page(ctx context.Context, id int64) (*rolloutPage, error) {
 		}
 	}
 	return p, nil
+}
+
+// argoLink is the address of an app in its Argo CD instance's UI ("" when the instance's URL is not known).
+func (v *view) argoLink(instance, namespace, name string) string {
+	base := v.opts.ArgoCDURL
+	if instance != "" {
+		base = v.opts.InstanceURLs[instance]
+	}
+	if base == "" {
+		return ""
+	}
+	return strings.TrimRight(base, "/") + "/applications/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
 }
 
 func render(w http.ResponseWriter, t *template.Template, data any) {

@@ -49,7 +49,7 @@ const layout = `{{define "head"}}<!doctype html>
 {{else}}<tr><td colspan="6" class="muted">none</td></tr>{{end}}</tbody></table>{{end}}`
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(layout + `{{template "head" "Rollouts"}}
-<main id="main"><h2>In progress</h2>{{template "rollouts" (dict "Caption" "Rollouts in progress" "Rows" .Active)}}
+<main id="main"><p class="muted"><a href="/fleet/apps">What runs where</a>: every app of every Argo CD instance</p><h2>In progress</h2>{{template "rollouts" (dict "Caption" "Rollouts in progress" "Rows" .Active)}}
 <h2>Recent</h2>{{template "rollouts" (dict "Caption" "Recent rollouts" "Rows" .Recent)}}</main>
 {{template "foot"}}`))
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package fleetview
+
+const raceEnabled = false
