@@ -107,6 +107,7 @@ func TestLogicalSchemaSameOnBothBackends(t *testing.T) {
 		"preview_comments": {"repo", "pr_number", "head_sha", "base_sha", "parts", "shown", "updated_at"},
 		"automated_sync_holds": {"repo", "pr_number", "head_sha", "app_namespace", "app_name", "merge_group", "held_at",
 			"app_instance"},
+		"app_since": {"app_instance", "app_namespace", "app_name", "sync", "sync_since", "health", "health_since"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("sqlite schema (-want +got):\n%s", d)

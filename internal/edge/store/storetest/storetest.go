@@ -120,6 +120,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"counts", countTests},
 		{"previews", previewTests},
 		{"holds", holdTests},
+		{"app since", appSinceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
