@@ -135,6 +135,15 @@ func since(had bool, oldState string, oldSince time.Time, state string, given, n
 	return now
 }
 
+// Get returns the app held under k (a copy; its maps are shared), and whether one is: a reader of one app (the
+// follower persisting since times) need not copy the whole inventory.
+func (inv *Inventory) Get(k Key) (App, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	a, ok := inv.apps[k]
+	return a, ok
+}
+
 // Remove forgets an app (deleted in Argo CD). It reports whether the app was held.
 func (inv *Inventory) Remove(k Key) bool {
 	inv.mu.Lock()
@@ -158,10 +167,15 @@ func (inv *Inventory) Replace(instance string, apps []App) {
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
+	removed := false
 	for k := range inv.apps {
 		if k.Instance == instance && !keep[k] {
 			delete(inv.apps, k)
+			removed = true
 		}
+	}
+	if removed {
+		inv.bump()
 	}
 	inv.setInstance(Instance{Name: instance, Synced: true, Since: inv.now()})
 }

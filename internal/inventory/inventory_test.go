@@ -123,3 +123,23 @@ func TestFromApplication(t *testing.T) {
 		t.Fatalf("got %+v %+v\nwant %+v %+v", got, got.Operation, want, want.Operation)
 	}
 }
+
+func TestReplaceThatOnlyRemovesIsAChange(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)}
+	inv := New(c.now)
+	inv.Replace("a", []App{{Key: Key{Name: "x"}, Sync: "Synced"}, {Key: Key{Name: "gone"}, Sync: "Synced"}})
+	v := inv.Snapshot().Version
+	inv.SetInstance(Instance{Name: "a", Synced: true, Since: c.t}) // as Replace left it
+	inv.Replace("a", []App{{Key: Key{Name: "x"}, Sync: "Synced"}})
+	select {
+	case <-inv.Changed(v):
+	default:
+		t.Fatal("a Replace that removed an app did not move the version")
+	}
+	if a, ok := inv.Get(Key{Instance: "a", Name: "x"}); !ok || a.Sync != "Synced" {
+		t.Fatalf("Get(a/x) = %+v, %v", a, ok)
+	}
+	if _, ok := inv.Get(Key{Instance: "a", Name: "gone"}); ok {
+		t.Fatal("Get(a/gone) found a removed app")
+	}
+}
