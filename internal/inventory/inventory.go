@@ -217,6 +217,18 @@ func (inv *Inventory) Snapshot() Snapshot {
 	return s
 }
 
+// Instances is the state of every instance's stream, by name: Snapshot's Instances without copying the apps.
+func (inv *Inventory) Instances() []Instance {
+	inv.mu.Lock()
+	out := make([]Instance, 0, len(inv.instances))
+	for _, i := range inv.instances {
+		out = append(out, i)
+	}
+	inv.mu.Unlock()
+	slices.SortFunc(out, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
 // Changed returns a channel closed once the inventory's version is past version: a reader waits on it for
 // the next change after the snapshot it holds.
 func (inv *Inventory) Changed(version uint64) <-chan struct{} {

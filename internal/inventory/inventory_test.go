@@ -143,3 +143,13 @@ func TestReplaceThatOnlyRemovesIsAChange(t *testing.T) {
 		t.Fatal("Get(a/gone) found a removed app")
 	}
 }
+
+func TestInstancesWithoutTheApps(t *testing.T) {
+	inv := New(time.Now)
+	inv.SetInstance(Instance{Name: "us", Error: "connection refused"})
+	inv.Replace("eu", []App{{Key: Key{Name: "web"}, Sync: "Synced"}})
+	is := inv.Instances()
+	if len(is) != 2 || is[0].Name != "eu" || !is[0].Synced || is[1].Name != "us" || is[1].Error != "connection refused" {
+		t.Fatalf("Instances() = %+v; want eu synced, then us with its error", is)
+	}
+}
