@@ -18,11 +18,18 @@ import (
 // follower per Argo CD instance, counted on /metrics. serve hands it to the pages and alerts that read it through
 // serveWiring.inv; `rollout --ui` builds its own.
 
+// inventoryStore is what the followers keep in the store and read from it (*store.Store): since times, and
+// which rollout last planned each app.
+type inventoryStore interface {
+	follow.SinceStore
+	follow.MarkStore
+}
+
 // startInventory builds the inventory of the instances in clients ("" for a fleet configured with
-// FLEETWAVE_ARGOCD_URL) and follows each until ctx ends. st keeps since times across restarts (nil: memory
-// only); mets, when set, counts the inventory. wait returns once every follower stopped, its last since times
+// FLEETWAVE_ARGOCD_URL) and follows each until ctx ends. st keeps since times across restarts and gives the
+// rollout marks (nil: since times in memory only, no marks); mets, when set, counts the inventory. wait returns once every follower stopped, its last since times
 // written.
-func startInventory(ctx context.Context, clients map[string]*argocd.Client, st follow.SinceStore, mets *metrics.Metrics,
+func startInventory(ctx context.Context, clients map[string]*argocd.Client, st inventoryStore, mets *metrics.Metrics,
 	log *slog.Logger) (inv *inventory.Inventory, wait func()) {
 	inv = inventory.New(time.Now)
 	names := make([]string, 0, len(clients))
@@ -37,7 +44,11 @@ func startInventory(ctx context.Context, clients map[string]*argocd.Client, st f
 	}
 	var wg sync.WaitGroup
 	for _, name := range names {
-		f := follow.New(follow.Config{Instance: name, Source: clients[name], Inventory: inv, Store: st, Log: log})
+		cfg := follow.Config{Instance: name, Source: clients[name], Inventory: inv, Log: log}
+		if st != nil {
+			cfg.Store, cfg.Marks = st, st
+		}
+		f := follow.New(cfg)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -34,7 +34,6 @@ import (
 	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
 	"github.com/fleetwave/fleetwave/internal/inventory"
-	"github.com/fleetwave/fleetwave/internal/inventory/follow"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
@@ -480,7 +479,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	var inv *inventory.Inventory
 	if argoClients != nil {
 		// The followers stop with ctx (SIGTERM), or at close; close waits for their last since times to be written.
-		var since follow.SinceStore
+		var since inventoryStore
 		if d.Store != nil {
 			since = d.Store
 		}

@@ -100,3 +100,39 @@ FROM app_since WHERE app_instance = ? ORDER BY app_namespace, app_name`), instan
 	}
 	return out, nil
 }
+
+// RolloutMark is fleetwave's last rollout that planned an app (#37): the rollout, the revision it syncs the app
+// to, and the app step's state (synced or skipped: the app reached it).
+type RolloutMark struct {
+	App      AppKey
+	Rollout  int64
+	Revision string
+	State    StepState
+}
+
+// LastRolloutMarks lists, for each app of instance that a rollout planned, the step of the newest such rollout
+// (steps out of the plan left out), ordered by namespace and name.
+func (s *Store) LastRolloutMarks(ctx context.Context, instance string) ([]RolloutMark, error) {
+	rows, err := s.r.QueryContext(ctx, s.d.q(`SELECT s.app_instance, s.app_namespace, s.app_name, s.rollout_id, s.target_revision, s.state
+FROM app_steps s JOIN (
+    SELECT app_instance, app_namespace, app_name, MAX(rollout_id) AS rid FROM app_steps
+    WHERE app_instance = ? AND state <> ? GROUP BY app_instance, app_namespace, app_name
+) l ON s.app_instance = l.app_instance AND s.app_namespace = l.app_namespace AND s.app_name = l.app_name AND s.rollout_id = l.rid
+ORDER BY s.app_namespace, s.app_name`), instance, string(StepOutOfPlan))
+	if err != nil {
+		return nil, fmt.Errorf("listing the last rollout of each app: %w", err)
+	}
+	defer rows.Close()
+	var out []RolloutMark
+	for rows.Next() {
+		var m RolloutMark
+		if err := rows.Scan(&m.App.Instance, &m.App.Namespace, &m.App.Name, &m.Rollout, &m.Revision, &m.State); err != nil {
+			return nil, fmt.Errorf("listing the last rollout of each app: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the last rollout of each app: %w", err)
+	}
+	return out, nil
+}

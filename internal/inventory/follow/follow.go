@@ -52,6 +52,10 @@ type Config struct {
 	Inventory *inventory.Inventory
 	// Store keeps since times; nil keeps them in memory only.
 	Store SinceStore
+	// Marks says which rollout last planned each app (App.Rollout), read every MarkRefresh (default 30s) and
+	// on RefreshMarks; nil: no marks.
+	Marks       MarkStore
+	MarkRefresh time.Duration
 	// Clock runs the follower's timers (default the real clock); the inventory has its own.
 	Clock clockwork.Clock
 	// ClusterRefresh is how often the instance's clusters (names, labels) are read again (default 5m); an app
@@ -81,6 +85,10 @@ type Follower struct {
 	restored map[inventory.Key]store.AppSince // read at start, consumed by the first list
 	written  map[inventory.Key]store.AppSince
 	dirty    map[inventory.Key]struct{}
+
+	marksMu    sync.Mutex
+	marks      map[inventory.Key]inventory.Rollout
+	marksAsked chan struct{}
 }
 
 // New returns a follower of cfg.Instance.
@@ -94,6 +102,9 @@ func New(cfg Config) *Follower {
 	if cfg.ClusterRetry <= 0 {
 		cfg.ClusterRetry = 30 * time.Second
 	}
+	if cfg.MarkRefresh <= 0 {
+		cfg.MarkRefresh = 30 * time.Second
+	}
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = 2 * time.Second
 	}
@@ -106,7 +117,7 @@ func New(cfg Config) *Follower {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Follower{cfg: cfg, clustersAsked: make(chan struct{}, 1), written: map[inventory.Key]store.AppSince{},
+	return &Follower{cfg: cfg, clustersAsked: make(chan struct{}, 1), marksAsked: make(chan struct{}, 1), written: map[inventory.Key]store.AppSince{},
 		dirty: map[inventory.Key]struct{}{}}
 }
 
@@ -117,9 +128,10 @@ func (f *Follower) Run(ctx context.Context) error {
 	f.restore(ctx)
 	var wg sync.WaitGroup
 	bg, stop := context.WithCancel(ctx)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); f.flushLoop(bg) }()
 	go func() { defer wg.Done(); f.clusterLoop(bg) }()
+	go func() { defer wg.Done(); f.markLoop(bg) }()
 	defer func() {
 		stop()
 		wg.Wait()
@@ -290,6 +302,7 @@ func (s *stream) applyLocked(ev *argocd.Event) {
 // app is what the inventory keeps of a, with its cluster's name and labels.
 func (f *Follower) app(a *v1alpha1.Application) inventory.App {
 	out := inventory.FromApplication(f.cfg.Instance, a)
+	out.Rollout = f.mark(out.Key)
 	f.clustersMu.Lock()
 	defer f.clustersMu.Unlock()
 	c, ok := f.byServer[a.Spec.Destination.Server]

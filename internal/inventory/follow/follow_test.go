@@ -320,3 +320,73 @@ func TestFollowStopsWhenTheStreamIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// marks is a MarkStore whose rows the test sets, counting the queries.
+type marks struct {
+	mu      sync.Mutex
+	rows    []store.RolloutMark
+	queries int
+}
+
+func (m *marks) LastRolloutMarks(_ context.Context, instance string) ([]store.RolloutMark, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.queries++
+	return append([]store.RolloutMark(nil), m.rows...), nil
+}
+
+func (m *marks) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.queries
+}
+
+func (m *marks) set(rows ...store.RolloutMark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rows = rows
+}
+
+func TestFollowMarksTheLastRolloutCheaply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, c := newSim(t, "web-eu", "api-eu")
+		ms := &marks{}
+		step := func(state store.StepState) store.RolloutMark {
+			return store.RolloutMark{App: store.AppKey{Instance: "eu", Namespace: "argocd", Name: "web-eu"}, Rollout: 7, Revision: revB, State: state}
+		}
+		ms.set(step(store.StepTriggered))
+		inv := inventory.New(time.Now)
+		f := follow.New(follow.Config{Instance: "eu", Source: c, Inventory: inv, Marks: ms})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- f.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		settle(time.Second)
+		rollout := func(name string) string {
+			a, _ := inv.Get(inventory.Key{Instance: "eu", Namespace: "argocd", Name: name})
+			if a.Rollout == nil {
+				return "none"
+			}
+			return fmt.Sprintf("%s@%.1s reached=%v", a.Rollout.ID, a.Rollout.Revision, a.Rollout.Reached)
+		}
+		if got := rollout("web-eu") + ", " + rollout("api-eu"); got != "7@b reached=false, none" {
+			t.Fatalf("marks %s; want web-eu's rollout 7 not reached yet, none for api-eu", got)
+		}
+
+		// Stream events cost no query of the marks.
+		queries := ms.count()
+		sim.SetRef("HEAD", revB)
+		sim.RefreshAll()
+		settle(time.Second)
+		if n := ms.count() - queries; n != 0 {
+			t.Errorf("%d queries of the marks for stream events; want none", n)
+		}
+		// The step ends: asked to, the follower reads the marks again.
+		ms.set(step(store.StepSynced))
+		f.RefreshMarks()
+		settle(time.Second)
+		if got := rollout("web-eu"); got != "7@b reached=true" {
+			t.Fatalf("web-eu's mark %s; want rollout 7 reached", got)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,6 +48,38 @@ var appSinceTests = []test{
 		}
 		if err := e.s.PutAppSince(e.ctx, []store.AppSince{{Sync: "Synced"}}); err == nil {
 			t.Error("PutAppSince of an app without a name: no error")
+		}
+	}},
+}
+
+var rolloutMarkTests = []test{
+	{"rollout marks: the newest rollout that planned each app, per instance", func(t *testing.T, e *env) {
+		mustCreate(t, e, sample("octo/fleet", "sha-1"))
+		second := sample("octo/fleet", "sha-2")
+		second.Waves = second.Waves[1:] // production only: web-test's last rollout stays the first
+		second.Waves[0].Steps = append(second.Waves[0].Steps, store.NewStep{Batch: 1,
+			App: store.AppKey{Instance: "eu", Namespace: "argocd", Name: "web-eu"}, Cluster: "prd-eu-2"})
+		r2, steps2 := mustCreate(t, e, second)
+		marks, err := e.s.LastRolloutMarks(e.ctx, "")
+		if err != nil {
+			t.Fatalf("LastRolloutMarks: %v", err)
+		}
+		var got []string
+		for _, m := range marks {
+			got = append(got, fmt.Sprintf("%s r%d %s %s", m.App, m.Rollout-r2.ID, m.Revision, m.State))
+		}
+		want := []string{
+			fmt.Sprintf("argocd/web-ap r0 %s pending", steps2["web-ap"].TargetRevision),
+			fmt.Sprintf("argocd/web-eu r0 %s pending", steps2["web-eu"].TargetRevision),
+			"argocd/web-test r-1 sha-1 pending",
+			fmt.Sprintf("argocd/web-us r0 %s pending", steps2["web-us"].TargetRevision),
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("LastRolloutMarks(\"\") (-want +got):\n%s", d)
+		}
+		eu, err := e.s.LastRolloutMarks(e.ctx, "eu")
+		if err != nil || len(eu) != 1 || eu[0].App.Name != "web-eu" || eu[0].Rollout != r2.ID {
+			t.Errorf("LastRolloutMarks(eu) = %+v, %v; want web-eu of rollout %d", eu, err, r2.ID)
 		}
 	}},
 }

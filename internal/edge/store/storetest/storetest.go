@@ -121,6 +121,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"previews", previewTests},
 		{"holds", holdTests},
 		{"app since", appSinceTests},
+		{"rollout marks", rolloutMarkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
