@@ -78,6 +78,10 @@ var boundedLabels = map[string]*regexp.Regexp{
 	"trigger":  regexp.MustCompile(`^(pull_request|merge_group|other)$`),
 	"status":   regexp.MustCompile(`^(changed|unchanged|added|removed|error|skipped|other)$`),
 	"le":       regexp.MustCompile(`.`),
+	// The inventory's (#37): the configured instances ("" the one of FLEETWAVE_ARGOCD_URL), Argo CD's codes.
+	"instance": regexp.MustCompile(`^([a-z0-9]([a-z0-9-]*[a-z0-9])?)?$`),
+	"sync":     regexp.MustCompile(`^(Synced|OutOfSync|Unknown)$`),
+	"health":   regexp.MustCompile(`^(Healthy|Progressing|Degraded|Suspended|Missing|Unknown)$`),
 }
 
 // checkBounded fails on a fleetwave_ series with a label outside boundedLabels, or a value naming a thing of

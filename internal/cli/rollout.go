@@ -31,6 +31,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/edge/source"
 	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
+	"github.com/fleetwave/fleetwave/internal/inventory"
 	"github.com/fleetwave/fleetwave/internal/kit/text"
 	"github.com/fleetwave/fleetwave/internal/plan"
 	"github.com/fleetwave/fleetwave/internal/preview"
@@ -387,7 +388,16 @@ func runRollout(ctx context.Context, deps *Deps, o *rolloutOptions) error {
 		return fmt.Errorf("rollout: %w", err)
 	}
 	if o.ui != "" {
-		stop, err := serveRolloutUI(deps, o, st, r.ID)
+		// What runs where beside the rollout (#37): the rollout's instances followed while the command runs.
+		clients := map[string]*argocd.Client{"": client}
+		if o.fleet != nil {
+			clients = o.fleet.clients
+		}
+		invCtx, stopInventory := context.WithCancel(bg)
+		inv, waitInventory := startInventory(invCtx, clients, st, nil,
+			slog.New(slog.NewTextHandler(deps.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		defer func() { stopInventory(); waitInventory() }()
+		stop, err := serveRolloutUI(deps, o, st, r.ID, inv)
 		if err != nil {
 			return usageErr(err)
 		}
@@ -495,8 +505,9 @@ func (o *rolloutOptions) reachability(client *argocd.Client) *reachability {
 }
 
 // serveRolloutUI serves the fleet view (internal/fleetview) of the store on o.ui while the rollout runs, and
-// prints where. The token is $FLEETWAVE_FLEET_VIEW_TOKEN, else a random one printed once on standard error.
-func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64) (stop func(), err error) {
+// prints where. The token is $FLEETWAVE_FLEET_VIEW_TOKEN, else a random one printed once on standard error. inv is
+// the inventory of the rollout's instances (what runs where), kept live while the rollout runs, for the page.
+func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64, inv *inventory.Inventory) (stop func(), err error) {
 	env, err := config.LoadCLI(deps.Getenv)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetwave/fleetwave/internal/edge/metrics"
 	"github.com/fleetwave/fleetwave/internal/edge/store"
 	"github.com/fleetwave/fleetwave/internal/fleetview"
+	"github.com/fleetwave/fleetwave/internal/inventory"
 	"github.com/fleetwave/fleetwave/internal/preview"
 	"github.com/fleetwave/fleetwave/internal/render"
 	"github.com/fleetwave/fleetwave/internal/render/isolate"
@@ -290,6 +291,9 @@ type serveWiring struct {
 	handler webhooks.Handler                // receives every verified, first-time delivery it Handles
 	ready   func(ctx context.Context) error // extra readiness checks for /readyz (nil error: ready)
 	close   func()                          // releases what the use cases hold, after the queue drained
+	// inv is what runs where (#37, docs/inventory.md): every app of every configured Argo CD instance, kept
+	// live until serve's context ends; nil without Argo CD. The fleet page and the drift alerts read it.
+	inv *inventory.Inventory
 }
 
 // wireServe builds the webhook handler from the use cases of internal/app:
@@ -330,6 +334,8 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 	}
 	var ex *rollout.Executor // with Argo CD
 
+	// The inventory's instances ("" for FLEETWAVE_ARGOCD_URL's), followed when Argo CD is configured.
+	var argoClients map[string]*argocd.Client
 	var settings render.Settings
 	var fl *fleet
 	var fileSettings render.Settings
@@ -338,6 +344,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		if fl, ex, err = wireInstances(ctx, d); err != nil {
 			return serveWiring{}, err
 		}
+		argoClients = fl.clients
 		adapter := executor.New(ex, d.Log)
 		opts = append(opts, app.WithMerges(adapter), app.WithCommands(adapter))
 		if d.Store != nil {
@@ -352,6 +359,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		if err != nil {
 			return serveWiring{}, usageErr(fmt.Errorf("argo cd %s: %w", d.Config.ArgoCDURL, err))
 		}
+		argoClients = map[string]*argocd.Client{"": argo}
 		// Render as the Argo CD release the server runs (FLEETWAVE_RENDER_SETTINGS' argocdVersion wins).
 		settings.ArgoCDVersion = detectArgoCDVersion(ctx, argo, d.Log)
 		opts = append(opts, app.WithClusters(argoClusters(argo)),
@@ -474,6 +482,23 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 		closeUseCases()
 		closeRenderer()
 	}
+	var inv *inventory.Inventory
+	if argoClients != nil {
+		// The followers stop with ctx (SIGTERM), or at close; close waits for their last since times to be written.
+		var since inventoryStore
+		if d.Store != nil {
+			since = d.Store
+		}
+		invCtx, stopInventory := context.WithCancel(ctx)
+		var waitInventory func()
+		inv, waitInventory = startInventory(invCtx, argoClients, since, d.Metrics, d.Log)
+		closeBefore := closeFn
+		closeFn = func() {
+			closeBefore()
+			stopInventory()
+			waitInventory()
+		}
+	}
 	return serveWiring{
 		handler: a,
 		ready: func(context.Context) error {
@@ -483,6 +508,7 @@ func wireServe(ctx context.Context, d serveDeps) (serveWiring, error) {
 			return nil
 		},
 		close: closeFn,
+		inv:   inv,
 	}, nil
 }
 

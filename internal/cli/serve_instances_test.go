@@ -174,6 +174,40 @@ func TestServeWiresInstances(t *testing.T) {
 			t.Errorf("no request of instance %s counted (%v)", inst, n)
 		}
 	}
+	// What runs where (#37): serve follows both instances; w.inv holds their apps, Synced once the rollout's
+	// post-sync reconciles are streamed, and /metrics counts them per instance.
+	if w.inv == nil {
+		t.Fatal("serve with Argo CD instances has no inventory")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		snap := w.inv.Snapshot()
+		var apps []string
+		for _, a := range snap.Apps {
+			apps = append(apps, a.Instance+"/"+a.Name+" "+a.Sync)
+		}
+		synced := len(snap.Instances) == 2 && snap.Instances[0].Synced && snap.Instances[1].Synced
+		want := "eu/web-prd-eu Synced,eu/web-test-eu Synced,us/web-prd-us Synced"
+		if synced && strings.Join(apps, ",") == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inventory %v, instances %+v; want %s, both instances synced", apps, snap.Instances, want)
+		}
+	}
+	gathered, err = mets.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams = map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		fams[f.GetName()] = f
+	}
+	if n := value(fams, "fleetwave_inventory_apps", map[string]string{"instance": "eu", "sync": "Synced"}); n != 2 {
+		t.Errorf("fleetwave_inventory_apps{instance=eu,sync=Synced} = %v, want 2", n)
+	}
+	if n := value(fams, "fleetwave_inventory_stream_synced", map[string]string{"instance": "us"}); n != 1 {
+		t.Errorf("fleetwave_inventory_stream_synced{instance=us} = %v, want 1", n)
+	}
 	if strings.Contains(logs.String(), "t0ken") {
 		t.Error("a token was logged")
 	}

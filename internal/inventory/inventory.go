@@ -135,6 +135,15 @@ func since(had bool, oldState string, oldSince time.Time, state string, given, n
 	return now
 }
 
+// Get returns the app held under k (a copy; its maps are shared), and whether one is: a reader of one app (the
+// follower persisting since times) need not copy the whole inventory.
+func (inv *Inventory) Get(k Key) (App, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	a, ok := inv.apps[k]
+	return a, ok
+}
+
 // Remove forgets an app (deleted in Argo CD). It reports whether the app was held.
 func (inv *Inventory) Remove(k Key) bool {
 	inv.mu.Lock()
@@ -158,10 +167,15 @@ func (inv *Inventory) Replace(instance string, apps []App) {
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
+	removed := false
 	for k := range inv.apps {
 		if k.Instance == instance && !keep[k] {
 			delete(inv.apps, k)
+			removed = true
 		}
+	}
+	if removed {
+		inv.bump()
 	}
 	inv.setInstance(Instance{Name: instance, Synced: true, Since: inv.now()})
 }
@@ -201,6 +215,18 @@ func (inv *Inventory) Snapshot() Snapshot {
 	slices.SortFunc(s.Apps, func(a, b App) int { return a.compare(b.Key) })
 	slices.SortFunc(s.Instances, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })
 	return s
+}
+
+// Instances is the state of every instance's stream, by name: Snapshot's Instances without copying the apps.
+func (inv *Inventory) Instances() []Instance {
+	inv.mu.Lock()
+	out := make([]Instance, 0, len(inv.instances))
+	for _, i := range inv.instances {
+		out = append(out, i)
+	}
+	inv.mu.Unlock()
+	slices.SortFunc(out, func(a, b Instance) int { return cmp.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Changed returns a channel closed once the inventory's version is past version: a reader waits on it for

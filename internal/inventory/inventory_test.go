@@ -123,3 +123,33 @@ func TestFromApplication(t *testing.T) {
 		t.Fatalf("got %+v %+v\nwant %+v %+v", got, got.Operation, want, want.Operation)
 	}
 }
+
+func TestReplaceThatOnlyRemovesIsAChange(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)}
+	inv := New(c.now)
+	inv.Replace("a", []App{{Key: Key{Name: "x"}, Sync: "Synced"}, {Key: Key{Name: "gone"}, Sync: "Synced"}})
+	v := inv.Snapshot().Version
+	inv.SetInstance(Instance{Name: "a", Synced: true, Since: c.t}) // as Replace left it
+	inv.Replace("a", []App{{Key: Key{Name: "x"}, Sync: "Synced"}})
+	select {
+	case <-inv.Changed(v):
+	default:
+		t.Fatal("a Replace that removed an app did not move the version")
+	}
+	if a, ok := inv.Get(Key{Instance: "a", Name: "x"}); !ok || a.Sync != "Synced" {
+		t.Fatalf("Get(a/x) = %+v, %v", a, ok)
+	}
+	if _, ok := inv.Get(Key{Instance: "a", Name: "gone"}); ok {
+		t.Fatal("Get(a/gone) found a removed app")
+	}
+}
+
+func TestInstancesWithoutTheApps(t *testing.T) {
+	inv := New(time.Now)
+	inv.SetInstance(Instance{Name: "us", Error: "connection refused"})
+	inv.Replace("eu", []App{{Key: Key{Name: "web"}, Sync: "Synced"}})
+	is := inv.Instances()
+	if len(is) != 2 || is[0].Name != "eu" || !is[0].Synced || is[1].Name != "us" || is[1].Error != "connection refused" {
+		t.Fatalf("Instances() = %+v; want eu synced, then us with its error", is)
+	}
+}

@@ -49,6 +49,11 @@ type WatchHandler struct {
 	// are waiting for. Argo CD sends the headers with its first message, so after a resumed reconnect (no
 	// snapshot) this comes with the first event, or the first keepalive (15s) of an SSE stream.
 	OnConnect func(reconnect bool)
+	// OnDisconnect is called when a connection attempt fails or an open connection ends (not when ctx ends),
+	// with why, before the backoff: a consumer that must re-read everything after a gap (a resumed stream does
+	// not replay what happened meanwhile, deletions included) learns of the gap here, without waiting for the
+	// next connection's first message.
+	OnDisconnect func(err error)
 }
 
 // Watch streams application events until ctx is done (it then returns ctx.Err()) or the server refuses the
@@ -66,6 +71,12 @@ func (c *Client) Watch(ctx context.Context, q WatchQuery, h WatchHandler) error 
 	for {
 		delivered, opened, err := c.watchOnce(ctx, q, &rv, h, connected)
 		connected = connected || opened
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if h.OnDisconnect != nil {
+			h.OnDisconnect(err)
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

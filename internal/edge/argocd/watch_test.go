@@ -111,9 +111,15 @@ func TestWatchReconnectsAndResumes(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	var connects []bool
+	var disconnects []string
 	errc := make(chan error, 1)
 	go func() {
 		errc <- c.Watch(ctx, WatchQuery{Selector: "env=prd"}, WatchHandler{
+			OnDisconnect: func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				disconnects = append(disconnects, err.Error())
+			},
 			OnEvent: func(ev v1alpha1.ApplicationWatchEvent) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -144,6 +150,10 @@ func TestWatchReconnectsAndResumes(t *testing.T) {
 	}
 	if fmt.Sprint(connects) != "[false true true]" {
 		t.Errorf("connects %v", connects)
+	}
+	if len(disconnects) != 3 || !strings.Contains(disconnects[0], "closed by the server") || !strings.Contains(disconnects[1], "502") ||
+		!strings.Contains(disconnects[2], "transport closing") {
+		t.Errorf("disconnects %q; want the closed stream, the 502 and the stream's error, not the end of ctx", disconnects)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

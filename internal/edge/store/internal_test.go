@@ -109,6 +109,7 @@ func TestLogicalSchemaSameOnBothBackends(t *testing.T) {
 			"app_instance"},
 		"drift_reports": {"app_instance", "app_namespace", "app_name", "repo", "issue_number", "digest", "opened_at",
 			"reported_at"},
+		"app_since": {"app_instance", "app_namespace", "app_name", "sync", "sync_since", "health", "health_since"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("sqlite schema (-want +got):\n%s", d)

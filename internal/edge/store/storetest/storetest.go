@@ -121,6 +121,8 @@ func Run(t *testing.T, newDB Factory) {
 		{"previews", previewTests},
 		{"holds", holdTests},
 		{"drift", driftTests},
+		{"app since", appSinceTests},
+		{"rollout marks", rolloutMarkTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
