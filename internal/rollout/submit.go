@@ -55,6 +55,9 @@ type Request struct {
 	// tracks another branch, a tag or a fixed commit is skipped, "not rolled out: tracks <rev>, not <Branch>"
 	// (argosync.Options.Branch). "" (the terminal's rollouts) checks nothing.
 	Branch string
+	// MergedBy is who merged or pushed (the GitHub login; "" when not known): recorded as the actor of the
+	// rollout's first audit event, "merged", when the rollout is created.
+	MergedBy string
 }
 
 // execution is what the executor needs besides the plan to resume a rollout; it is stored with the plan.
@@ -161,6 +164,13 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		}
 	}
 	if created {
+		if req.MergedBy != "" {
+			merged := "pushed to the default branch"
+			if req.PRNumber > 0 {
+				merged = fmt.Sprintf("pull request #%d", req.PRNumber)
+			}
+			e.event(ctx, r.ID, req.MergedBy, "merged", text.ShortRev(req.MergeSHA), "ok", merged)
+		}
 		msg := fmt.Sprintf("%d apps in %d waves", req.Plan.AppCount(), len(req.Plan.Waves))
 		if ex.PRPlanDigest != "" && ex.PRPlanDigest != ex.PlanDigest {
 			msg += "; the plan differs from the one shown on the PR"
