@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -112,6 +113,8 @@ type Serve struct {
 	// session cookie without Secure (plain-HTTP development).
 	FleetViewToken          Secret
 	FleetViewInsecureCookie bool
+	// HistoryRetention is how long a finished rollout's record is kept (0: forever).
+	HistoryRetention time.Duration
 	// File is the config file read, if any.
 	File string
 }
@@ -474,6 +477,13 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 			bad(s, "%q is not true or false", s.value)
 		}
 		c.FleetViewInsecureCookie = b
+	}
+	if s := get(EnvHistoryRetention, ""); s.value != "" {
+		d, err := ParseAge(s.value)
+		if err != nil || d < 0 {
+			bad(s, "%q: want a duration such as 90d or 2160h (0: keep forever)", s.value)
+		}
+		c.HistoryRetention = d
 	}
 	return c, problems
 }
