@@ -239,7 +239,7 @@ and records the approval as stated, not checked ("alice (stated member of org/sr
 		}
 		cmd.AddCommand(c)
 	}
-	cmd.AddCommand(newRolloutPrepareCmd(deps, o), newRolloutReleaseCmd(deps, o))
+	cmd.AddCommand(newRolloutPrepareCmd(deps, o), newRolloutReleaseCmd(deps, o), newRolloutHistoryCmd(deps, o))
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
+	"github.com/fleetwave/fleetwave/internal/audit"
 	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
@@ -139,6 +140,8 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneLoop(pruneCtx, st, log, pruneEvery)
+	// The audit trail's retention (docs/audit.md): finished rollouts older than FLEETWAVE_HISTORY_RETENTION.
+	go audit.RunRetention(pruneCtx, st, cfg.HistoryRetention, audit.RetentionInterval, nil, log)
 	var fleetSet *instances.Set
 	if file := cfg.ArgoCDInstancesFile; file != "" {
 		// Several Argo CD instances (docs/instances.md): the file's problems one line each, as config's.
@@ -175,7 +178,8 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	// The fleet view, only when a token for it is configured (internal/fleetview).
 	if cfg.FleetViewToken.IsSet() {
 		view, err := fleetview.New(st, fleetview.Options{Token: cfg.FleetViewToken.Reveal(), ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
-			InsecureCookie: cfg.FleetViewInsecureCookie})
+			InsecureCookie: cfg.FleetViewInsecureCookie,
+			History:        audit.Handler(st, audit.Options{GitHubURL: gitHubWebURL(cfg.GitHubAPIURL)}, nil)})
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", config.EnvFleetViewToken, err))
 		}

@@ -49,6 +49,9 @@ type Options struct {
 	// (default 1000; the oldest goes first).
 	SessionTTL  time.Duration
 	MaxSessions int
+	// History, when set, is served at Prefix+"api/history" behind the view's sign-in: the audit trail
+	// (internal/audit.Handler). An API answers 401 to a request without the token, never the sign-in form.
+	History http.Handler
 }
 
 // Prefix is where the view is mounted.
@@ -89,6 +92,9 @@ func New(st Store, opts Options) (http.Handler, error) {
 	mux.Handle("GET "+Prefix+"{$}", v.auth(v.index))
 	mux.Handle("GET "+Prefix+"rollouts/{id}", v.auth(v.rollout))
 	mux.Handle("GET "+Prefix+"rollouts/{id}/live", v.auth(v.live))
+	if opts.History != nil {
+		mux.Handle("GET "+Prefix+"api/history", v.auth(opts.History.ServeHTTP))
+	}
 	return headers(mux), nil
 }
 
@@ -138,7 +144,7 @@ func (v *view) auth(next http.HandlerFunc) http.Handler {
 			return
 		}
 		if !v.authorized(r) {
-			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" {
+			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" || strings.HasPrefix(r.URL.Path, Prefix+"api/") {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
