@@ -112,6 +112,9 @@ func rolledOut(t *testing.T, dbPath string) int64 {
 	wait := func(states ...store.RolloutState) {
 		t.Helper()
 		for deadline := time.Now().Add(6 * time.Hour); ; time.Sleep(time.Second) {
+			// Everything the executor does at this instant is done before the state is read, so that the
+			// commands below come at the same virtual time on every run.
+			synctest.Wait()
 			cur, err := st.GetRollout(ctx, r.ID)
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,31 @@ import (
 )
 
 var historyTests = []test{
+	{"a rollout's first events are written with it, once", func(t *testing.T, e *env) {
+		n := sample("org/fleet", "m1")
+		n.Events = []store.Event{{Actor: "alice", Action: "merged", Target: "m1", Result: "ok"}, {Actor: "fleetwave", Action: "created", Result: "ok", At: Epoch.Add(time.Second)}}
+		r, _ := mustCreate(t, e, n)
+		n.Events = []store.Event{{Actor: "mallory", Action: "merged"}}
+		if _, created, err := e.s.CreateRollout(e.ctx, n); err != nil || created {
+			t.Fatalf("second CreateRollout: %v %v", created, err)
+		}
+		evs, err := e.s.ListEvents(e.ctx, r.ID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Event{
+			{ID: evs[0].ID, RolloutID: r.ID, At: e.now(), Actor: "alice", Action: "merged", Target: "m1", Result: "ok"},
+			{ID: evs[0].ID + 1, RolloutID: r.ID, At: Epoch.Add(time.Second).Truncate(time.Microsecond), Actor: "fleetwave", Action: "created", Result: "ok"},
+		}
+		if d := cmp.Diff(want, evs); d != "" {
+			t.Errorf("events (-want +got):\n%s", d)
+		}
+		n = sample("org/fleet", "m2")
+		n.Events = []store.Event{{Action: "merged"}}
+		if _, _, err := e.s.CreateRollout(e.ctx, n); err == nil {
+			t.Error("an event without an actor was accepted")
+		}
+	}},
 	{"history across rollouts, filtered and paged", func(t *testing.T, e *env) {
 		a, _ := mustCreate(t, e, sample("org/fleet", "m1"))
 		b, _ := mustCreate(t, e, sample("org/other", "m2"))
