@@ -22,8 +22,8 @@ import (
 
 // historyOptions are rollout history's own flags; --store, --output and --id are rollout's.
 type historyOptions struct {
-	since, repo, server string
-	after               int64
+	since, repo, server, gitHubURL string
+	after                          int64
 }
 
 // newRolloutHistoryCmd is `fleetwave rollout history`: the audit trail out of the store (docs/audit.md).
@@ -57,6 +57,7 @@ default); --after resumes after an event id, the "id" of the last record read.`,
 	f.StringVar(&h.repo, "repo", "", "only the rollouts of this repository, owner/name")
 	f.Int64Var(&h.after, "after", 0, "only events after this event id (resume an export)")
 	f.StringVar(&h.server, "server", "", "read from a running serve at this URL (token: $FLEETWAVE_FLEET_VIEW_TOKEN)")
+	f.StringVar(&h.gitHubURL, "github-url", "https://github.com", "GitHub's web address, for the links to pull requests and check-runs (GitHub Enterprise Server: https://HOST)")
 	return c
 }
 
@@ -95,7 +96,7 @@ func runRolloutHistory(ctx context.Context, deps *Deps, o *rolloutOptions, h *hi
 		return fmt.Errorf("opening the store %s: %w", config.RedactDSN(dsn), err)
 	}
 	defer st.Close()
-	_, err = audit.Export(ctx, st, f, audit.Options{}, emit)
+	_, err = audit.Export(ctx, st, f, audit.Options{GitHubURL: h.gitHubURL}, emit)
 	return err
 }
 
