@@ -240,7 +240,7 @@ and records the approval as stated, not checked ("alice (stated member of org/sr
 		}
 		cmd.AddCommand(c)
 	}
-	cmd.AddCommand(newRolloutPrepareCmd(deps, o), newRolloutReleaseCmd(deps, o))
+	cmd.AddCommand(newRolloutPrepareCmd(deps, o), newRolloutReleaseCmd(deps, o), newRolloutHistoryCmd(deps, o))
 	return cmd
 }
 
@@ -523,7 +523,11 @@ func serveRolloutUI(deps *Deps, o *rolloutOptions, st *store.Store, id int64, in
 		shown = token
 	}
 	// Served over plain HTTP (the address printed below is http://), so its cookie cannot be Secure.
-	view, err := fleetview.New(st, fleetview.Options{Token: token, ArgoCDURL: o.server, InstanceURLs: o.instances.URLs(), InsecureCookie: true})
+	opts := fleetview.Options{Token: token, ArgoCDURL: o.server, InstanceURLs: o.instances.URLs(), InsecureCookie: true}
+	if inv != nil { // what runs where, at /fleet/apps, for the instances the rollout follows
+		opts.Inventory = inv
+	}
+	view, err := fleetview.New(st, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--ui: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/app"
 	"github.com/fleetwave/fleetwave/internal/app/executor"
+	"github.com/fleetwave/fleetwave/internal/audit"
 	"github.com/fleetwave/fleetwave/internal/autosync"
 	"github.com/fleetwave/fleetwave/internal/checkrun"
 	"github.com/fleetwave/fleetwave/internal/config"
@@ -141,6 +142,8 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	pruneCtx, stopPruning := context.WithCancel(ctx)
 	defer stopPruning()
 	go pruneLoop(pruneCtx, st, log, pruneEvery)
+	// The audit trail's retention (docs/audit.md): finished rollouts older than FLEETWAVE_HISTORY_RETENTION.
+	go audit.RunRetention(pruneCtx, st, cfg.HistoryRetention, audit.RetentionInterval, nil, log)
 	var fleetSet *instances.Set
 	if file := cfg.ArgoCDInstancesFile; file != "" {
 		// Several Argo CD instances (docs/instances.md): the file's problems one line each, as config's.
@@ -162,9 +165,14 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 		return err
 	}
 	defer wiring.close()
-	// Lasting drift (internal/drift; startDrift, drift.go) is decided on the fleet inventory: driftInventory
-	// stays nil, and the alerts off, until serve keeps an inventory (#37's follower sets it here).
+	// The fleet inventory (internal/inventory, kept live by wireServe whenever Argo CD is configured) is what
+	// lasting drift is decided on (internal/drift; startDrift, drift.go) and what /fleet/apps shows. Without Argo
+	// CD both stay off: nil interfaces, never a nil *inventory.Inventory inside one.
 	var driftInventory drift.Inventory
+	var appsInventory fleetview.Inventory
+	if wiring.inv != nil {
+		driftInventory, appsInventory = wiring.inv, wiring.inv
+	}
 	_, stopDrift := startDrift(ctx, driftDeps{Log: log, Config: cfg, Inventory: driftInventory, Store: st, GitHub: app, Metrics: mets, Instances: fleetSet})
 	defer stopDrift()
 
@@ -182,7 +190,9 @@ func runServe(ctx context.Context, deps *Deps, cfg *config.Serve, f serveFlags) 
 	// The fleet view, only when a token for it is configured (internal/fleetview).
 	if cfg.FleetViewToken.IsSet() {
 		view, err := fleetview.New(st, fleetview.Options{Token: cfg.FleetViewToken.Reveal(), ArgoCDURL: cfg.ArgoCDURL, GitHubURL: gitHubWebURL(cfg.GitHubAPIURL),
-			InstanceURLs: fleetSet.URLs(), InsecureCookie: cfg.FleetViewInsecureCookie})
+			InstanceURLs: fleetSet.URLs(), InsecureCookie: cfg.FleetViewInsecureCookie,
+			Inventory: appsInventory, DriftAfter: cfg.DriftAfter,
+			History: audit.Handler(st, audit.Options{GitHubURL: gitHubWebURL(cfg.GitHubAPIURL)}, nil)})
 		if err != nil {
 			return usageErr(fmt.Errorf("%s: %w", config.EnvFleetViewToken, err))
 		}

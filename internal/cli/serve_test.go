@@ -85,11 +85,13 @@ func TestServeLifecycle(t *testing.T) {
 	}
 	base := "http://" + addr
 	// The fleet view is on (its token is set): signed in with the token, the index answers; without, the login form.
+	// The audit trail's endpoint is behind it too (docs/audit.md): 401 without the token.
 	for _, tc := range []struct {
-		auth string
-		want int
-	}{{"Bearer fleet-view-token-for-the-serve-test", 200}, {"", 303}} {
-		req, _ := http.NewRequest("GET", base+"/fleet/", nil)
+		path, auth string
+		want       int
+	}{{"/fleet/", "Bearer fleet-view-token-for-the-serve-test", 200}, {"/fleet/", "", 303},
+		{"/fleet/api/history?since=1d", "Bearer fleet-view-token-for-the-serve-test", 200}, {"/fleet/api/history", "", 401}} {
+		req, _ := http.NewRequest("GET", base+tc.path, nil)
 		if tc.auth != "" {
 			req.Header.Set("Authorization", tc.auth)
 		}
@@ -99,7 +101,7 @@ func TestServeLifecycle(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
-			t.Errorf("GET /fleet/ (auth %q): %d, want %d", tc.auth, resp.StatusCode, tc.want)
+			t.Errorf("GET %s (auth %q): %d, want %d", tc.path, tc.auth, resp.StatusCode, tc.want)
 		}
 	}
 	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/nope": 404} {

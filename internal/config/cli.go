@@ -22,6 +22,8 @@ type CLI struct {
 	FleetViewToken Secret
 	// Render configures the render pool.
 	Render Render
+	// Store is the default of rollout history's --store: the state store serve writes ("": none).
+	Store Secret
 }
 
 // LoadCLI reads the commands' environment (getenv; a variable set to blanks counts as unset) and validates it,
@@ -55,6 +57,9 @@ func LoadCLI(getenv func(string) string) (*CLI, error) {
 	}
 	if s, ok := get(EnvFleetViewToken); ok {
 		c.FleetViewToken = NewSecret(s.value)
+	}
+	if s, ok := get(EnvStore); ok {
+		c.Store = NewSecret(s.value)
 	}
 	c.Render = readRender(get, ForCLI, bad)
 	if len(problems) > 0 {

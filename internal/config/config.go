@@ -117,6 +117,8 @@ type Serve struct {
 	// off); DriftReportRepo ("owner/name", "": none) is where each such app gets a GitHub issue.
 	DriftAfter      time.Duration
 	DriftReportRepo string
+	// HistoryRetention is how long a finished rollout's record is kept (0: forever).
+	HistoryRetention time.Duration
 	// File is the config file read, if any.
 	File string
 }
@@ -487,6 +489,13 @@ func validate(raw map[string]setting, readFile func(string) ([]byte, error)) (*S
 		c.FleetViewInsecureCookie = b
 	}
 	readDrift(c, get, bad)
+	if s := get(EnvHistoryRetention, ""); s.value != "" {
+		d, err := ParseAge(s.value)
+		if err != nil || d < 0 {
+			bad(s, "%q: want a duration such as 90d or 2160h (0: keep forever)", s.value)
+		}
+		c.HistoryRetention = d
+	}
 	return c, problems
 }
 

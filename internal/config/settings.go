@@ -43,6 +43,9 @@ const (
 
 	// EnvArgoCDInstances names the instances file: several Argo CD instances (internal/edge/argocd/instances).
 	EnvArgoCDInstances = "FLEETWAVE_ARGOCD_INSTANCES_FILE"
+
+	// EnvHistoryRetention is how long serve keeps a finished rollout's record (the audit trail).
+	EnvHistoryRetention = "FLEETWAVE_HISTORY_RETENTION"
 )
 
 // Who reads a setting.
@@ -74,7 +77,8 @@ var Settings = []Setting{
 	{Name: EnvArgoCDInsecure, For: ForServe | ForCLI, Default: "false", Doc: "skip TLS verification of Argo CD (local test servers only)"},
 	{Name: EnvArgoCDInstances, For: ForServe | ForCLI, Doc: "several Argo CD instances: a YAML file of each one's URL, token (from a variable or a file, re-read when it changes), TLS options, sync budget and the apps it holds ([instances.md](instances.md)); instead of `FLEETWAVE_ARGOCD_URL` (rollout: `--argocd-instances`' default)"},
 	{Name: EnvArgoCDRenderHeadRepos, For: ForServe, Doc: "repositories (`owner/name`, comma-separated; `*` for all) whose pull-request heads may be rendered through Argo CD, plugins included; never a fork's ([security.md](security.md))"},
-	{Name: EnvStore, For: ForServe, Default: DefaultStore, Doc: "the state store: `sqlite:///path/fleetwave.db`, or `postgres://…` for several replicas sharing the work (its password is never printed)"},
+	{Name: EnvStore, For: ForServe | ForCLI, Default: DefaultStore, Doc: "the state store: `sqlite:///path/fleetwave.db`, or `postgres://…` for several replicas sharing the work (its password is never printed); `rollout history`: `--store`'s default"},
+	{Name: EnvHistoryRetention, For: ForServe, Default: "0", Doc: "how long serve keeps a finished rollout's record, its audit trail included ([audit.md](audit.md)): a duration such as `90d` or `2160h`; `0` keeps every rollout forever. Applied hourly to finished rollouts only, never a running or paused one"},
 	{Name: EnvReplicaName, For: ForServe, Default: "hostname-pid", Doc: "this replica's name in rollout leases: give each one a name that survives restarts (a StatefulSet pod name), so a restarted replica takes its rollouts back at once"},
 	{Name: EnvClustersFile, For: ForServe, Doc: "cluster labels when there is no Argo CD: a YAML stream of Argo CD cluster Secrets"},
 	{Name: EnvRepositoriesFile, For: ForServe, Doc: "the Helm repositories, OCI registries and other git repositories sources may be fetched from: Argo CD repository / repo-creds Secrets ([repositories.md](repositories.md)); without it such apps are `skipped`"},

@@ -55,6 +55,9 @@ type Options struct {
 	Inventory    Inventory
 	DriftAfter   time.Duration
 	AppsPageSize int
+	// History, when set, is served at Prefix+"api/history" behind the view's sign-in: the audit trail
+	// (internal/audit.Handler). An API answers 401 to a request without the token, never the sign-in form.
+	History http.Handler
 }
 
 // Prefix is where the view is mounted.
@@ -100,6 +103,9 @@ func New(st Store, opts Options) (http.Handler, error) {
 	mux.Handle("GET "+Prefix+"rollouts/{id}/live", v.auth(v.live))
 	mux.Handle("GET "+Prefix+"apps", v.auth(v.apps))
 	mux.Handle("GET "+Prefix+"apps/live", v.auth(v.appsLive))
+	if opts.History != nil {
+		mux.Handle("GET "+Prefix+"api/history", v.auth(opts.History.ServeHTTP))
+	}
 	return headers(mux), nil
 }
 
@@ -149,7 +155,7 @@ func (v *view) auth(next http.HandlerFunc) http.Handler {
 			return
 		}
 		if !v.authorized(r) {
-			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" {
+			if r.Header.Get("Accept") == "text/event-stream" || r.URL.Query().Get("fragment") != "" || strings.HasPrefix(r.URL.Path, Prefix+"api/") {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}

@@ -44,7 +44,7 @@ type driver struct {
 }
 
 func newDriver(e *Executor, id int64, cancel context.CancelFunc) *driver {
-	return &driver{e: e, id: id, cancel: cancel, journal: e.st, leases: e.st, pokeCh: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubCh: make(chan struct{}, 1),
+	return &driver{e: e, id: id, cancel: cancel, journal: auditedJournal{StepJournal: e.st, e: e}, leases: e.st, pokeCh: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubCh: make(chan struct{}, 1),
 		published: map[string]string{}, nudged: map[int64]bool{}}
 }
 

@@ -30,6 +30,9 @@ type Change struct {
 	Branch       string // the branch MergeSHA is the tip of ("": the terminal's rollouts check nothing)
 	// Prune is the operator's own request to prune (the terminal's --prune), whatever the policy says.
 	Prune bool
+	// MergedBy is who merged or pushed the change (the webhook's sender; "" when not known): the actor of the
+	// rollout's "merged" audit event.
+	MergedBy string
 }
 
 // NewRequest is the rollout request of a planned change: the change's revisions and plan, with the execution
@@ -41,6 +44,7 @@ func NewRequest(c Change) Request {
 	req := Request{
 		Repo: c.Repo, PRNumber: c.PRNumber, MergeSHA: c.MergeSHA, BaseSHA: c.BaseSHA, InstallationID: c.InstallationID,
 		Plan: c.Plan, PRPlanDigest: c.PRPlanDigest, RepoURL: c.RepoURL, Branch: c.Branch, Prune: c.Prune,
+		MergedBy: c.MergedBy,
 	}
 	if p := c.Policy; p != nil {
 		req.AutomatedSync = p.AutomatedSync

@@ -55,6 +55,9 @@ type Request struct {
 	// tracks another branch, a tag or a fixed commit is skipped, "not rolled out: tracks <rev>, not <Branch>"
 	// (argosync.Options.Branch). "" (the terminal's rollouts) checks nothing.
 	Branch string
+	// MergedBy is who merged or pushed (the GitHub login; "" when not known): recorded as the actor of the
+	// rollout's first audit event, "merged", when the rollout is created.
+	MergedBy string
 }
 
 // execution is what the executor needs besides the plan to resume a rollout; it is stored with the plan.
@@ -148,6 +151,20 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		sort.Strings(msgs)
 		violations = "the plan at the merge commit breaks the release policy: " + strings.Join(msgs, "; ")
 	}
+	// Its first audit events are written with the rollout, in its transaction: a driver that picks the new
+	// rollout up at once logs "started" after them, and a crash cannot keep the rollout and lose who merged it.
+	if req.MergedBy != "" {
+		merged := "pushed to the default branch"
+		if req.PRNumber > 0 {
+			merged = fmt.Sprintf("pull request #%d", req.PRNumber)
+		}
+		n.Events = append(n.Events, store.Event{Actor: req.MergedBy, Action: "merged", Target: text.ShortRev(req.MergeSHA), Result: "ok", Message: merged})
+	}
+	msg := fmt.Sprintf("%d apps in %d waves", req.Plan.AppCount(), len(req.Plan.Waves))
+	if ex.PRPlanDigest != "" && ex.PRPlanDigest != ex.PlanDigest {
+		msg += "; the plan differs from the one shown on the PR"
+	}
+	n.Events = append(n.Events, store.Event{Actor: "fleetwave", Action: "created", Target: text.ShortRev(req.MergeSHA), Result: "ok", Message: msg})
 	r, created, err := e.st.CreateRollout(ctx, n)
 	if err != nil {
 		return r, fmt.Errorf("submitting the rollout of %s: %w", text.ShortRev(req.MergeSHA), err)
@@ -161,11 +178,6 @@ func (e *Executor) Submit(ctx context.Context, req Request) (store.Rollout, erro
 		}
 	}
 	if created {
-		msg := fmt.Sprintf("%d apps in %d waves", req.Plan.AppCount(), len(req.Plan.Waves))
-		if ex.PRPlanDigest != "" && ex.PRPlanDigest != ex.PlanDigest {
-			msg += "; the plan differs from the one shown on the PR"
-		}
-		e.event(ctx, r.ID, "", "created", text.ShortRev(req.MergeSHA), "ok", msg)
 		if r.State == store.RolloutFailed {
 			// Nobody drives a finished rollout: publish its verdict now.
 			e.publishFinished(ctx, r)

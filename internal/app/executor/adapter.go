@@ -54,6 +54,7 @@ func (a *Adapter) OnMerge(ctx context.Context, m app.Merge) error {
 	req := rollout.NewRequest(rollout.Change{
 		Repo: m.Repo, PRNumber: m.PRNumber, MergeSHA: m.MergeSHA, BaseSHA: m.BaseSHA, InstallationID: m.InstallationID,
 		Plan: m.Plan, Policy: m.Policy, PRPlanDigest: m.PRPlanDigest, RepoURL: m.RepoURL, Branch: m.Branch,
+		MergedBy: m.Sender,
 	})
 	r, err := a.rollouts.Submit(ctx, req)
 	if err != nil {

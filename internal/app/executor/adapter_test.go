@@ -89,7 +89,8 @@ func TestOnMergeSubmitsThePlan(t *testing.T) {
 	}
 	want := rollout.Request{Repo: repo, PRNumber: 3, MergeSHA: mergeSHA, BaseSHA: "base", InstallationID: 99, Plan: pl,
 		PRPlanDigest: "sha256:shown", AutomatedSync: plan.AutomatedSyncDisableDuringRollout,
-		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git", Branch: "main"}
+		OnConflict: rollout.ConflictSupersede, Prune: true, RepoURL: "https://github.com/octo/fleet.git", Branch: "main",
+		MergedBy: "alice"}
 	if got != want {
 		t.Errorf("request\n got %+v\nwant %+v", got, want)
 	}

@@ -74,6 +74,11 @@
 // github.com/jonboulle/clockwork satisfies it), which tests replace with a fake one — on PostgreSQL, a
 // WithClock clock also drives the leases, so the suite's expiry tests are deterministic on both backends.
 //
+// ListHistory reads the events of every rollout in the order they were appended, filtered (repository,
+// rollout, since) and paged by event ID: the audit trail export (internal/audit). DeleteFinishedRollouts is its
+// retention: finished rollouts older than a time, each deleted with its waves, steps, events and lease in one
+// transaction; an unfinished one never.
+//
 // ActiveRolloutsTouching lists the unfinished rollouts with a step on given apps: the rollouts a new merge
 // must wait for or supersede (UpdateRollout with state superseded and SupersededBy).
 //

@@ -280,6 +280,9 @@ type NewRollout struct {
 	Plan           json.RawMessage // must be valid JSON
 	State          RolloutState    // default pending
 	Waves          []NewWave       // in order
+	// Events are the rollout's first audit events (RolloutID is ignored; At defaults to the store's now), written
+	// in the rollout's transaction, so that they come before any its executor logs: who merged, its creation.
+	Events []Event
 }
 
 // NewWave is one wave of a NewRollout.
@@ -318,6 +321,11 @@ func (n *NewRollout) validate() error {
 	}
 	if !json.Valid(n.Plan) {
 		return fmt.Errorf("plan of rollout %s@%s is not valid JSON", n.Repo, n.MergeSHA)
+	}
+	for _, e := range n.Events {
+		if e.Actor == "" || e.Action == "" {
+			return fmt.Errorf("rollout %s@%s: an event needs an actor and an action", n.Repo, n.MergeSHA)
+		}
 	}
 	seen := map[AppKey]int{}
 	for wi := range n.Waves {

@@ -70,7 +70,8 @@ const stepInsertChunk = 100
 // CreateRollout records a rollout with its waves and app steps, in one transaction. A rollout is identified by
 // its repository and merge SHA: when one exists already (the pull_request and push events of one merge, or a
 // redelivery), CreateRollout returns it with created false and changes nothing; compare PlanDigest to tell
-// whether it was recorded with the same plan.
+// whether it was recorded with the same plan. The rollout's first events (NewRollout.Events) are written in the
+// same transaction, only when it is created.
 func (s *Store) CreateRollout(ctx context.Context, n NewRollout) (r Rollout, created bool, err error) {
 	if err := n.validate(); err != nil {
 		return Rollout{}, false, fmt.Errorf("creating rollout: %w", err)
@@ -130,6 +131,16 @@ func (s *Store) CreateRollout(ctx context.Context, n NewRollout) (r Rollout, cre
     (rollout_id, wave_idx, batch_idx, app_instance, app_namespace, app_name, cluster, previous_revision, target_revision, state, updated_at)
     VALUES `+rows), args...); err != nil {
 			return Rollout{}, false, fmt.Errorf("creating the app steps of rollout %s@%s: %w", n.Repo, n.MergeSHA, err)
+		}
+	}
+	for _, e := range n.Events {
+		at := e.At
+		if at.IsZero() {
+			at = s.now()
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO events (rollout_id, at, actor, action, target, result, message, delivery_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), id, s.d.timeArg(at), e.Actor, e.Action, e.Target, e.Result, e.Message, e.DeliveryID); err != nil {
+			return Rollout{}, false, fmt.Errorf("creating the events of rollout %s@%s: %w", n.Repo, n.MergeSHA, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -114,6 +114,7 @@ func Run(t *testing.T, newDB Factory) {
 		{"waves", waveTests},
 		{"steps", stepTests},
 		{"events", eventTests},
+		{"history", historyTests},
 		{"leases", leaseTests},
 		{"touching", touchingTests},
 		{"restart", restartTests},
