@@ -30,9 +30,22 @@ func FromApplication(instance string, a *v1alpha1.Application) App {
 			out.Source += " " + src.Path
 		}
 	}
+	// What the cluster runs: for a Synced app the revision Argo CD compared it to; for any other, that is the
+	// revision it should run, so the newest deployment of its history says what it runs (status.history, appended
+	// by each sync: controller/state.go persistRevisionHistory, called when a sync operation succeeds).
 	out.Revision = a.Status.Sync.Revision
 	if out.Revision == "" && len(a.Status.Sync.Revisions) > 0 {
 		out.Revision = a.Status.Sync.Revisions[0]
+	}
+	if a.Status.Sync.Status != v1alpha1.SyncStatusCodeSynced {
+		out.Revision = "" // no deployment in its history: what runs is not known here (Apply may know it)
+		if len(a.Status.History) > 0 {
+			h := a.Status.History.LastRevisionHistory()
+			out.Revision = h.Revision
+			if out.Revision == "" && len(h.Revisions) > 0 {
+				out.Revision = h.Revisions[0]
+			}
+		}
 	}
 	if t := a.Status.Health.LastTransitionTime; t != nil {
 		out.HealthSince = t.Time

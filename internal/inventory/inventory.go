@@ -39,8 +39,10 @@ type App struct {
 	// Source is the repository URL and path (or chart) of the app's first source, for grouping apps that
 	// deploy the same thing to several clusters.
 	Source string `json:"source,omitempty"`
-	// Revision is the revision Argo CD last compared the app to (status.sync.revision, or the first of
-	// status.sync.revisions for several sources): what the cluster runs when the app is Synced.
+	// Revision is what the cluster runs: for a Synced app the revision Argo CD compared it to (status.sync.revision,
+	// or the first of status.sync.revisions for several sources), for any other the revision of its newest
+	// deployment (status.history); with none, the revision the inventory last saw it Synced at (Apply), else ""
+	// (not known).
 	Revision string `json:"revision,omitempty"`
 	// Sync and Health are Argo CD's codes (Synced, OutOfSync, Unknown; Healthy, Progressing, Degraded, …), each
 	// with the time it took its current value as the inventory saw it, or as Argo CD reports it (health's
@@ -109,11 +111,16 @@ func New(now func() time.Time) *Inventory {
 }
 
 // Apply records an app's current state. A Sync or Health equal to the one held keeps its since time; a new one
-// takes the app's own since time when set, else the clock's. It reports whether anything changed.
+// takes the app's own since time when set, else the clock's. An app that is not Synced and says no revision
+// keeps the one it was held with (what it ran when last seen Synced: nothing synced it since). It reports
+// whether anything changed.
 func (inv *Inventory) Apply(a App) bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	old, had := inv.apps[a.Key]
+	if had && a.Revision == "" && a.Sync != "Synced" {
+		a.Revision = old.Revision
+	}
 	now := inv.now()
 	a.SyncSince = since(had, old.Sync, old.SyncSince, a.Sync, a.SyncSince, now)
 	a.HealthSince = since(had, old.Health, old.HealthSince, a.Health, a.HealthSince, now)

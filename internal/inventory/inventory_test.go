@@ -37,6 +37,26 @@ func TestSinceFollowsTheState(t *testing.T) {
 	}
 }
 
+// TestOutOfSyncKeepsWhatItRan: an app seen Synced at a revision that goes OutOfSync with no deployment in its
+// history still runs that revision; a new deployment (a revision of its own) replaces it.
+func TestOutOfSyncKeepsWhatItRan(t *testing.T) {
+	inv := New(time.Now)
+	k := Key{Name: "web"}
+	inv.Apply(App{Key: k, Sync: "Synced", Revision: "a"})
+	inv.Apply(App{Key: k, Sync: "OutOfSync"})
+	if got := inv.Snapshot().Apps[0].Revision; got != "a" {
+		t.Fatalf("OutOfSync app runs %q, want a (what it ran when Synced)", got)
+	}
+	inv.Apply(App{Key: k, Sync: "OutOfSync", Revision: "c"})
+	if got := inv.Snapshot().Apps[0].Revision; got != "c" {
+		t.Fatalf("after a deployment of c, runs %q", got)
+	}
+	inv.Apply(App{Key: Key{Name: "new"}, Sync: "OutOfSync"})
+	if got := inv.Snapshot().Apps[0].Revision; got != "" {
+		t.Fatalf("a new app never synced runs %q, want unknown", got)
+	}
+}
+
 func TestReplaceForgetsWhatTheListNoLongerHolds(t *testing.T) {
 	inv := New(time.Now)
 	inv.Apply(App{Key: Key{Instance: "a", Name: "x"}, Sync: "Synced"})
@@ -103,8 +123,9 @@ func TestFromApplication(t *testing.T) {
 			Sources:     v1alpha1.ApplicationSources{{RepoURL: "https://charts.example.com", Chart: "web"}},
 		},
 		Status: v1alpha1.ApplicationStatus{
-			Sync:   v1alpha1.SyncStatus{Status: v1alpha1.SyncStatusCodeOutOfSync, Revisions: []string{"1.2.3"}},
-			Health: v1alpha1.AppHealthStatus{Status: "Degraded", LastTransitionTime: &finished},
+			Sync:    v1alpha1.SyncStatus{Status: v1alpha1.SyncStatusCodeOutOfSync, Revisions: []string{"1.2.3"}},
+			History: v1alpha1.RevisionHistories{{ID: 1, Revisions: []string{"1.2.1"}}, {ID: 2, Revisions: []string{"1.2.2"}}},
+			Health:  v1alpha1.AppHealthStatus{Status: "Degraded", LastTransitionTime: &finished},
 			OperationState: &v1alpha1.OperationState{
 				Operation:  v1alpha1.Operation{InitiatedBy: v1alpha1.OperationInitiator{Automated: true}},
 				Phase:      "Succeeded",
@@ -116,7 +137,7 @@ func TestFromApplication(t *testing.T) {
 	got := FromApplication("eu", a)
 	want := App{
 		Key: Key{Instance: "eu", Namespace: "argocd", Name: "web-eu"}, Project: "shop", Cluster: "eu-1", ClusterName: "eu-1",
-		Labels: a.Labels, Source: "https://charts.example.com web", Revision: "1.2.3", Sync: "OutOfSync", Health: "Degraded",
+		Labels: a.Labels, Source: "https://charts.example.com web", Revision: "1.2.2", Sync: "OutOfSync", Health: "Degraded",
 		HealthSince: finished.Time, Operation: &Operation{By: "automated", Phase: "Succeeded", Revision: "1.2.2", FinishedAt: finished.Time},
 	}
 	if !equal(got, want) {

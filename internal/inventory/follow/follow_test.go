@@ -134,9 +134,9 @@ eu/web-us cluster=map[] rev=a Synced@0s Healthy`)
 		sim.RefreshAll()
 		settle(time.Second)
 		want(t, view(inv, t0), `
-eu/api-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m1s Healthy
-eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m1s Healthy
-eu/web-us cluster=map[] rev=b OutOfSync@1m1s Healthy`)
+eu/api-eu cluster=eu-1map[region:eu] rev=a OutOfSync@1m1s Healthy
+eu/web-eu cluster=eu-1map[region:eu] rev=a OutOfSync@1m1s Healthy
+eu/web-us cluster=map[] rev=a OutOfSync@1m1s Healthy`)
 
 		// A deletion and a cluster registered: the app goes, the cluster's name and labels arrive without a list.
 		lists := sim.Totals().Lists
@@ -146,8 +146,8 @@ eu/web-us cluster=map[] rev=b OutOfSync@1m1s Healthy`)
 		sim.AddCluster(v1alpha1.Cluster{Server: us, Name: "us-1", Labels: map[string]string{"region": "us"}})
 		settle(5 * time.Minute) // the clusters' refresh
 		want(t, view(inv, t0), `
-eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m1s Healthy
-eu/web-us cluster=us-1map[region:us] rev=b OutOfSync@1m1s Healthy`)
+eu/web-eu cluster=eu-1map[region:eu] rev=a OutOfSync@1m1s Healthy
+eu/web-us cluster=us-1map[region:us] rev=a OutOfSync@1m1s Healthy`)
 		if n := sim.Totals().Lists - lists; n != 0 {
 			t.Errorf("%d lists while the stream was up; want none (the stream carries the changes)", n)
 		}
@@ -186,8 +186,8 @@ func TestFollowKeepsAppsStaleWhileDownAndListsAgain(t *testing.T) {
 		up := i.Since
 		// Argo CD dates no sync status: a change unseen while down is dated when the list shows it.
 		want(t, view(inv, up), `
-eu/api-eu cluster=eu-1map[region:eu] rev=b OutOfSync@0s Healthy
-eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@0s Healthy`)
+eu/api-eu cluster=eu-1map[region:eu] rev=a OutOfSync@0s Healthy
+eu/web-eu cluster=eu-1map[region:eu] rev=a OutOfSync@0s Healthy`)
 	})
 }
 
@@ -213,7 +213,7 @@ func TestFollowRestartKeepsSinceTimes(t *testing.T) {
 		want(t, view(inv, t0), `
 eu/api-eu cluster=eu-1map[region:eu] rev=a Synced@0s Healthy
 eu/db-eu cluster=eu-1map[region:eu] rev=a Synced@0s Healthy
-eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m0.1s Healthy`)
+eu/web-eu cluster=eu-1map[region:eu] rev=a OutOfSync@1m0.1s Healthy`)
 		stop()
 
 		// fleetwave restarts an hour later; meanwhile db-eu was deleted and api-eu went OutOfSync.
@@ -229,8 +229,8 @@ eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m0.1s Healthy`)
 		stop = start(t, inv, c, st)
 		settle(time.Second)
 		want(t, view(inv, t0), fmt.Sprintf(`
-eu/api-eu cluster=eu-1map[region:eu] rev=b OutOfSync@%v Healthy
-eu/web-eu cluster=eu-1map[region:eu] rev=b OutOfSync@1m0.1s Healthy`, restarted.Sub(t0)))
+eu/api-eu cluster=eu-1map[region:eu] rev=a OutOfSync@%v Healthy
+eu/web-eu cluster=eu-1map[region:eu] rev=a OutOfSync@1m0.1s Healthy`, restarted.Sub(t0)))
 		stop()
 		rows, err := st.ListAppSince(ctx, "eu")
 		if err != nil {
