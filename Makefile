@@ -35,10 +35,12 @@ build: ## build bin/fleetwave
 demo: ## diff, plan and comment of the example change, then its rollout against the Argo CD simulator (no credentials, no network)
 	bash hack/demo.sh
 
+# FLEETWAVE_KEEP_TEST_BINARIES=<dir> also keeps every test binary make test runs there (hack/testbin/keep.sh), for
+# .ci/run's lone-clone run.
 .PHONY: test
 test: ## fast tests, with the race detector
 	@echo "make test: go test -race over every package: ≈ 12 min warm on 2 cores, 25 min or more on a first build (compiling); one line per package as it finishes"
-	$(GO) test -race -trimpath -count=1 -timeout 30m ./...
+	$(GO) test -race -trimpath -count=1 -timeout 30m $(if $(FLEETWAVE_KEEP_TEST_BINARIES),-exec $(abspath hack/testbin/keep.sh)) ./...
 
 # Each fuzz target runs for FUZZTIME: CI bounds the time, a longer run is FUZZTIME=10m make fuzz.
 FUZZTIME ?= 30s

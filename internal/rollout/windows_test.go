@@ -37,15 +37,17 @@ func TestSyncWindowHoldsTheWave(t *testing.T) {
 		// noProject: the token may not read projects: the executor asks Argo CD per app (GET .../syncwindows).
 		noProject bool
 	}{
-		{name: "deny window over staging", wave: 1, opens: at(3, 0, 0),
-			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "4h", false, "web-stg-*")},
-			title:   "Held by deny window '0 23 * * *' (4h) until 2000-01-01 03:00 UTC: 0/2 apps done"},
-		{name: "deny window over staging, project unreadable", wave: 1, opens: at(3, 0, 0), noProject: true,
-			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "4h", false, "web-stg-*")},
-			title:   "Held by deny window '0 23 * * *' (4h) until 2000-01-01 03:00 UTC: 0/2 apps done"},
-		{name: "production outside its allow window", wave: 2, opens: at(4, 0, 1),
-			windows: v1alpha1.SyncWindows{win("allow", "0 4 * * *", "2h", false, "web-prd-*")},
-			title:   "Held by outside allow window '0 4 * * *' (2h) until 2000-01-01 04:00 UTC: 0/4 apps done"},
+		// The windows open an hour into the bubble's day: the rollout reaches the held wave within minutes, and every
+		// virtual second held costs a poll of the store in real time (four hours took 6 min with -race).
+		{name: "deny window over staging", wave: 1, opens: at(1, 0, 0),
+			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "2h", false, "web-stg-*")},
+			title:   "Held by deny window '0 23 * * *' (2h) until 2000-01-01 01:00 UTC: 0/2 apps done"},
+		{name: "deny window over staging, project unreadable", wave: 1, opens: at(1, 0, 0), noProject: true,
+			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "2h", false, "web-stg-*")},
+			title:   "Held by deny window '0 23 * * *' (2h) until 2000-01-01 01:00 UTC: 0/2 apps done"},
+		{name: "production outside its allow window", wave: 2, opens: at(1, 0, 1),
+			windows: v1alpha1.SyncWindows{win("allow", "0 1 * * *", "2h", false, "web-prd-*")},
+			title:   "Held by outside allow window '0 1 * * *' (2h) until 2000-01-01 01:00 UTC: 0/4 apps done"},
 		{name: "deny window with manualSync lets fleetwave through", wave: -1,
 			windows: v1alpha1.SyncWindows{win("deny", "0 23 * * *", "4h", true, "web-stg-*")}},
 		{name: "allow window with manualSync lets fleetwave through", wave: -1,
