@@ -283,8 +283,9 @@ func createApps(t *testing.T, e env, dir string, names []string) {
 }
 
 // startBot starts the App (bin, `fleetwave serve` in its own process) against the fake GitHub it returns and
-// this environment's Argo CD, its store, cache and log under dir; Codertocat is an admin of flowRepo.
-func startBot(t *testing.T, e env, bin, dir, replica string) (*fakegithub.Server, *botProc) {
+// this environment's Argo CD, its store, cache and log under dir; Codertocat is an admin of flowRepo. extra are
+// more of serve's settings (NAME=value).
+func startBot(t *testing.T, e env, bin, dir, replica string, extra ...string) (*fakegithub.Server, *botProc) {
 	t.Helper()
 	key, keyPEM := fakegithub.AppKey()
 	fake := fakegithub.New(t, fakegithub.WithApp(flowAppID, &key.PublicKey), fakegithub.WithInstallation(flowRepo, flowInstall))
@@ -300,6 +301,7 @@ func startBot(t *testing.T, e env, bin, dir, replica string) (*fakegithub.Server
 		"FLEETWAVE_STORE=sqlite://" + filepath.Join(dir, "fleetwave.db"), "FLEETWAVE_CACHE_DIR=" + filepath.Join(dir, "cache"),
 		"FLEETWAVE_REPLICA_NAME=" + replica,
 	}, logs: filepath.Join(dir, "bot.log")}
+	b.env = append(b.env, extra...)
 	b.start()
 	t.Cleanup(b.stop)
 	return fake, b
