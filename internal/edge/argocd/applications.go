@@ -185,7 +185,7 @@ func (c *Client) Sync(ctx context.Context, name string, r SyncRequest) (*v1alpha
 		body.SyncOptions = &syncOptions{Items: r.SyncOptions}
 	}
 	var out v1alpha1.Application
-	if err := c.call(ctx, request{method: "POST", path: apiPath("applications", n, "sync"), body: body}, &out); err != nil {
+	if err := c.call(ctx, request{method: "POST", path: apiPath("applications", n, "sync"), body: body, startsOperation: true}, &out); err != nil {
 		return nil, fmt.Errorf("syncing application %q: %w", name, err)
 	}
 	return &out, nil
@@ -230,7 +230,7 @@ func (c *Client) Rollback(ctx context.Context, name string, r RollbackRequest) (
 	}
 	body := rollbackBody{Name: n, AppNamespace: ns, ID: r.ID, Prune: r.Prune, DryRun: r.DryRun}
 	var out v1alpha1.Application
-	if err := c.call(ctx, request{method: "POST", path: apiPath("applications", n, "rollback"), body: body}, &out); err != nil {
+	if err := c.call(ctx, request{method: "POST", path: apiPath("applications", n, "rollback"), body: body, startsOperation: true}, &out); err != nil {
 		return nil, fmt.Errorf("rolling back application %q to history id %d: %w", name, r.ID, err)
 	}
 	return &out, nil

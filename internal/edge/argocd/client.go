@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -42,7 +43,8 @@ type Options struct {
 	// Timeout bounds each attempt of a unary call (default 60s; a GET with refresh waits for a reconcile).
 	Timeout time.Duration
 	// MaxRetries is how many times a call is retried after a 5xx, a 429 or a connection error (default 4;
-	// negative disables retries). A 4xx is never retried.
+	// negative disables retries). A 4xx is never retried, nor a sync or rollback whose connection was lost after
+	// it was sent (it may have started an operation: the error goes to the caller).
 	MaxRetries int
 	// RetryInitialInterval and RetryMaxInterval shape the jittered exponential backoff (defaults 250ms, 5s).
 	RetryInitialInterval time.Duration
@@ -166,6 +168,12 @@ type request struct {
 	path   []string // segments below the base URL, unescaped, e.g. {"api","v1","applications",name}
 	query  url.Values
 	body   any
+	// startsOperation marks a request that starts an operation (sync, rollback): sent again only when it
+	// cannot have reached the server (the connection was never made) or the server answered without acting
+	// (an API error). A connection lost after the request was sent, or an attempt's timeout, is returned to the
+	// caller: Argo CD may have started the operation, and a second request after that operation finished would
+	// start a second one. The caller looks for the operation's evidence before asking again (argosync).
+	startsOperation bool
 }
 
 // call sends r, retrying transient failures with jittered exponential backoff, and decodes a 2xx answer into out
@@ -184,11 +192,14 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		if err == nil || !retry {
 			return err
 		}
+		var ae *APIError
+		if r.startsOperation && !errors.As(err, &ae) && !neverSent(err) {
+			return err
+		}
 		wait := b.NextBackOff()
 		if wait == backoff.Stop {
 			return err
 		}
-		var ae *APIError
 		if errors.As(err, &ae) && ae.retryAfter > wait {
 			wait = min(ae.retryAfter, 30*time.Second)
 		}
@@ -200,6 +211,12 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		case <-t.C:
 		}
 	}
+}
+
+// neverSent: the attempt failed before its request could reach the server (the connection was not made).
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // newBackOff returns the retry schedule of one call: exponential with ±50% jitter, at most MaxRetries retries.

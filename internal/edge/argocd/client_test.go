@@ -592,3 +592,46 @@ func TestBurstsReuseConnections(t *testing.T) {
 		t.Errorf("second burst dialled %d new connections, want 0 (idle connections were dropped between bursts)", got)
 	}
 }
+
+// TestOperationRequestsAreNotResentAfterALostAnswer: a sync whose connection is lost after the request was sent
+// may have started an operation; sending it again once that operation finished would start a second one. So the
+// client returns the transient error after one request (the caller looks for the operation first), while a read
+// is retried, and a sync is retried when the connection was never made or the server answered 503.
+func TestOperationRequestsAreNotResentAfterALostAnswer(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		_ = conn.Close() // the request arrived; the answer is lost
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv)
+	_, err := c.Sync(context.Background(), "web", SyncRequest{Revision: "abc"})
+	if err == nil || !IsTransient(err) || n.Load() != 1 {
+		t.Fatalf("sync: %v (transient %v) after %d requests; want a transient error after 1", err, IsTransient(err), n.Load())
+	}
+	n.Store(0)
+	if _, err := c.Rollback(context.Background(), "web", RollbackRequest{ID: 1}); err == nil || n.Load() != 1 {
+		t.Fatalf("rollback: %v after %d requests; want an error after 1", err, n.Load())
+	}
+	n.Store(0)
+	if _, err := c.GetApplication(context.Background(), "web", ""); err == nil || n.Load() != 5 {
+		t.Fatalf("get: %v after %d requests; want an error after 5 (retried)", err, n.Load())
+	}
+
+	st, srv503 := serve(t, answer{status: 503, body: `{"code":14,"message":"down"}`}, answer{status: 200, body: appJSON})
+	if _, err := newTestClient(t, srv503).Sync(context.Background(), "web", SyncRequest{Revision: "abc"}); err != nil || len(st.requests()) != 2 {
+		t.Fatalf("sync after a 503: %v after %d requests; want it retried", err, len(st.requests()))
+	}
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL
+	closed.Close()
+	c2, err := New(Options{BaseURL: url, Token: "t", RetryInitialInterval: time.Millisecond, RetryMaxInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Sync(context.Background(), "web", SyncRequest{Revision: "abc"}); err == nil || !neverSent(err) {
+		t.Fatalf("sync to a closed port: %v; want the dial error, retried", err)
+	}
+}
