@@ -33,20 +33,13 @@ func FromApplication(instance string, a *v1alpha1.Application) App {
 	// What the cluster runs: for a Synced app the revision Argo CD compared it to; for any other, that is the
 	// revision it should run, so the newest deployment of its history says what it runs (status.history, appended
 	// by each sync: controller/state.go persistRevisionHistory, called when a sync operation succeeds).
-	out.Revision = a.Status.Sync.Revision
-	if out.Revision == "" && len(a.Status.Sync.Revisions) > 0 {
-		out.Revision = a.Status.Sync.Revisions[0]
-	}
-	if a.Status.Sync.Status != v1alpha1.SyncStatusCodeSynced {
-		out.Revision = "" // no deployment in its history: what runs is not known here (Apply may know it)
-		if len(a.Status.History) > 0 {
-			h := a.Status.History.LastRevisionHistory()
-			out.Revision = h.Revision
-			if out.Revision == "" && len(h.Revisions) > 0 {
-				out.Revision = h.Revisions[0]
-			}
-		}
-	}
+	switch {
+	case a.Status.Sync.Status == v1alpha1.SyncStatusCodeSynced:
+		out.Revision = first(a.Status.Sync.Revision, a.Status.Sync.Revisions)
+	case len(a.Status.History) > 0:
+		h := a.Status.History.LastRevisionHistory()
+		out.Revision = first(h.Revision, h.Revisions)
+	} // else no deployment in its history: what runs is not known here (Apply may know it)
 	if t := a.Status.Health.LastTransitionTime; t != nil {
 		out.HealthSince = t.Time
 	}
@@ -62,10 +55,7 @@ func FromApplication(instance string, a *v1alpha1.Application) App {
 			o.By = by.Username
 		}
 		if op.SyncResult != nil {
-			o.Revision = op.SyncResult.Revision
-			if o.Revision == "" && len(op.SyncResult.Revisions) > 0 {
-				o.Revision = op.SyncResult.Revisions[0]
-			}
+			o.Revision = first(op.SyncResult.Revision, op.SyncResult.Revisions)
 		} else if s := op.Operation.Sync; s != nil {
 			o.Revision = s.Revision
 		}
@@ -84,4 +74,12 @@ func firstSource(s *v1alpha1.ApplicationSpec) *v1alpha1.ApplicationSource {
 		return &s.Sources[0]
 	}
 	return nil
+}
+
+// first is a single-source revision, or the first of a multi-source app's revisions.
+func first(rev string, revs []string) string {
+	if rev == "" && len(revs) > 0 {
+		return revs[0]
+	}
+	return rev
 }

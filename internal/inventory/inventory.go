@@ -7,6 +7,7 @@ package inventory
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -251,21 +252,9 @@ func (inv *Inventory) Changed(version uint64) <-chan struct{} {
 
 func equal(a, b App) bool {
 	return a.Key == b.Key && a.Project == b.Project && a.Cluster == b.Cluster && a.ClusterName == b.ClusterName &&
-		mapsEqual(a.ClusterLabels, b.ClusterLabels) && mapsEqual(a.Labels, b.Labels) && a.Source == b.Source &&
+		maps.Equal(a.ClusterLabels, b.ClusterLabels) && maps.Equal(a.Labels, b.Labels) && a.Source == b.Source &&
 		a.Revision == b.Revision && a.Sync == b.Sync && a.SyncSince.Equal(b.SyncSince) && a.Health == b.Health &&
 		a.HealthSince.Equal(b.HealthSince) && ptrEqual(a.Operation, b.Operation) && ptrEqual(a.Rollout, b.Rollout)
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 func ptrEqual[T comparable](a, b *T) bool {

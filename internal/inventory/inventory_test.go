@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -68,23 +69,12 @@ func TestReplaceForgetsWhatTheListNoLongerHolds(t *testing.T) {
 	for _, a := range s.Apps {
 		names = append(names, a.Instance+"/"+a.Name)
 	}
-	if want := "[a/new a/x b/y]"; fmtSlice(names) != want {
+	if want := "a/new a/x b/y"; strings.Join(names, " ") != want {
 		t.Fatalf("apps %v, want %s", names, want)
 	}
 	if len(s.Instances) != 1 || !s.Instances[0].Synced || s.Instances[0].Name != "a" {
 		t.Fatalf("instances %+v", s.Instances)
 	}
-}
-
-func fmtSlice(s []string) string {
-	out := "["
-	for i, x := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += x
-	}
-	return out + "]"
 }
 
 func TestChangedWakesReaders(t *testing.T) {
