@@ -21,6 +21,12 @@ import (
 // clusters/eu/** to eu and clusters/us/** to us, and the environment with their tokens.
 func twoInstances(t *testing.T) (eu, us *argocdsim.Server, file string, env map[string]string) {
 	t.Helper()
+	return twoInstancesOwning(t, `[{paths: ["clusters/eu/**"]}]`, `[{paths: ["clusters/us/**"]}]`)
+}
+
+// twoInstancesOwning is twoInstances with the instances' owns rules given (YAML flow sequences).
+func twoInstancesOwning(t *testing.T, euOwns, usOwns string) (eu, us *argocdsim.Server, file string, env map[string]string) {
+	t.Helper()
 	cfg := argocdsim.Config{SyncDuration: 100 * time.Millisecond, ReconcileDelay: 10 * time.Millisecond}
 	cluster := func(name, envName string) v1alpha1.Cluster {
 		return v1alpha1.Cluster{Name: name, Server: "https://" + name + ".example.com", Labels: map[string]string{"env": envName}}
@@ -33,12 +39,12 @@ func twoInstances(t *testing.T) (eu, us *argocdsim.Server, file string, env map[
     url: %s
     token: {env: ARGOCD_EU_TOKEN}
     maxSyncs: 1
-    owns: [{paths: ["clusters/eu/**"]}]
+    owns: %s
   - name: us
     url: %s
     token: {env: ARGOCD_US_TOKEN}
-    owns: [{paths: ["clusters/us/**"]}]
-`, euURL, usURL))
+    owns: %s
+`, euURL, euOwns, usURL, usOwns))
 	return eu, us, file, map[string]string{"ARGOCD_EU_TOKEN": "t0ken", "ARGOCD_US_TOKEN": "t0ken"}
 }
 
@@ -176,6 +182,80 @@ func TestRolloutAcrossInstances(t *testing.T) {
 	}
 	if strings.Contains(out.String()+stderr, "t0ken") {
 		t.Error("a token was printed")
+	}
+}
+
+// TestAppOfAppsChildrenTakeTheirRootsInstance: an instances file that names only each instance's app-of-apps root
+// places every app the root applies, and every app of an ApplicationSet the root applies, on the root's instance,
+// although each of them is also a file of its own that no rule names (Argo CD applies them in the root's
+// instance). Before, each child was asked of the rules by its own file first and stayed "maps to no Argo CD
+// instance". The rollout then syncs each app through its root's instance, once.
+func TestAppOfAppsChildrenTakeTheirRootsInstance(t *testing.T) {
+	eu, us, file, env := twoInstancesOwning(t, `[{paths: ["bootstrap/eu.yaml"]}]`, `[{paths: ["bootstrap/us.yaml"]}]`)
+	dir := t.TempDir()
+	const repoURL = "https://git.example.com/gitops.git"
+	root := func(name, path string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\nspec:\n  project: default\n" +
+			"  source: {repoURL: " + repoURL + ", path: " + path + ", directory: {recurse: true}}\n  destination: {name: in-cluster, namespace: argocd}\n"
+	}
+	app := func(name, cluster string) string {
+		return "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: " + name + ", namespace: argocd}\nspec:\n  project: default\n" +
+			"  source: {repoURL: " + repoURL + ", path: manifests/" + name + "}\n  destination: {name: " + cluster + ", namespace: web}\n"
+	}
+	cm := func(color string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: " + color + "}\n"
+	}
+	files := map[string]string{
+		".fleetwave.yaml":            "apiVersion: fleetwave/v1\nwaves:\n  - name: canary\n    selector: {matchLabels: {env: test}}\n  - name: production\n    selector: {matchLabels: {env: prd}}\n",
+		"bootstrap/eu.yaml":          root("root-eu", "apps-eu"),
+		"bootstrap/us.yaml":          root("root-us", "apps-us"),
+		"apps-eu/web-test-eu.yaml":   app("web-test-eu", "test-eu"),
+		"apps-eu/nested/prd-eu.yaml": app("web-prd-eu", "prd-eu"),
+		"apps-us/set.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata: {name: web-us, namespace: argocd}\nspec:\n" +
+			"  generators: [{list: {elements: [{cluster: prd-us}]}}]\n  template:\n    metadata: {name: 'web-{{cluster}}'}\n" +
+			"    spec: {project: default, source: {repoURL: " + repoURL + ", path: 'manifests/web-{{cluster}}'}, destination: {name: '{{cluster}}', namespace: web}}\n",
+	}
+	names := []string{"web-test-eu", "web-prd-eu", "web-prd-us"}
+	for _, n := range names {
+		files["manifests/"+n+"/cm.yaml"] = cm("blue")
+	}
+	for rel, c := range files {
+		filetest.Write(t, dir, rel, c)
+	}
+	gitRun(t, dir, "init", "-q", "-b", "main")
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "base")
+	gitRun(t, dir, "checkout", "-q", "-b", "change")
+	for _, n := range names {
+		filetest.Write(t, dir, "manifests/"+n+"/cm.yaml", cm("green"))
+	}
+	gitRun(t, dir, "add", "-A")
+	gitRun(t, dir, "commit", "-q", "-m", "change")
+	head := gitOut(t, dir, "rev-parse", "change")
+
+	var out outBuffer
+	code, stderr := runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", repoURL, "--argocd-instances", file, "-o", "json")
+	placed, unplaced := planApps(t, out.String())
+	want := "canary/web-test-eu@eu,production/web-prd-eu@eu,production/web-prd-us@us"
+	if got := strings.Join(placed, ","); code != 0 || got != want || len(unplaced) != 0 {
+		t.Fatalf("plan: exit %d, %s, unplaced %v\nwant %s\n%s", code, got, unplaced, want, stderr)
+	}
+
+	eu.SetRef("HEAD", head)
+	us.SetRef("HEAD", head)
+	out = outBuffer{}
+	code, stderr = runArgo(t, context.Background(), env, &out, "rollout", "--argocd-instances", file, "--repo", dir, "--base", "main", "--head", "change",
+		"--repo-url", repoURL, "--store", filepath.Join(t.TempDir(), "r.db"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("rollout: exit %d: %s\n%s", code, stderr, out.String())
+	}
+	for sim, apps := range map[*argocdsim.Server][]string{eu: {"web-test-eu", "web-prd-eu"}, us: {"web-prd-us"}} {
+		for _, a := range apps {
+			if c := sim.Counts(a); c.SyncsAccepted != 1 {
+				t.Errorf("%s: %d syncs accepted by its instance, want 1", a, c.SyncsAccepted)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -88,5 +89,62 @@ spec:
 		if a.Instance != w.instance || gotErr != w.err || a.Cluster.KubeVersion != w.kube {
 			t.Errorf("%s: instance %q (%q), cluster version %q; want %q (%q), %q", a.Key, a.Instance, gotErr, a.Cluster.KubeVersion, w.instance, w.err, w.kube)
 		}
+	}
+}
+
+// TestChildrenTakeTheirParentsInstance: the rules name only the app-of-apps root's file; its child Application and
+// ApplicationSet are files of their own too, which no rule names. Found first as files they have no instance;
+// once the root's manifests declare them they are placed on the root's instance (Argo CD applies them there),
+// the set generates over that instance's clusters, and what it had generated over the repository's clusters
+// alone (prd-eu-1, not a cluster of us) is gone. A rule naming the child's own file for another instance does not
+// win over the parent either.
+func TestChildrenTakeTheirParentsInstance(t *testing.T) {
+	set := `{apiVersion: argoproj.io/v1alpha1, kind: ApplicationSet, metadata: {name: fan, namespace: argocd},
+		spec: {generators: [{clusters: {}}], template: {metadata: {name: 'fan-{{name}}'}, spec: {project: default, source: {repoURL: ` + repoURL + `, path: x}, destination: {server: '{{server}}', namespace: x}}}}}`
+	files := map[string]string{
+		"root.yaml":       appDoc("root", "argocd", "apps"),
+		"apps/child.yaml": appDoc("child", "argocd", "child"),
+		"apps/other.yaml": appDoc("other", "argocd", "other"),
+		"apps/set.yaml":   set,
+	}
+	resolve := func(a App) (string, error) {
+		switch a.File {
+		case "root.yaml":
+			return "us", nil
+		case "apps/other.yaml":
+			return "eu", nil // the parent's instance applies it all the same
+		}
+		return "", errors.New("maps to no Argo CD instance (" + a.File + ")")
+	}
+	inv := Discover(Options{Root: filetest.Tree(t, files), IsThisRepo: thisRepo, Instance: resolve,
+		Clusters: []Cluster{{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com"}},
+		InstanceClusters: map[string][]Cluster{
+			"eu": {{Name: "prd-eu-1", Server: "https://prd-eu-1.example.com"}},
+			"us": {{Name: "prd-us-1", Server: "https://prd-us-1.example.com"}},
+		}})
+	f := &fakeRender{calls: map[string]int{}, objs: map[string][]string{
+		"argocd/root":           {appDoc("child", "argocd", "child"), appDoc("other", "argocd", "other"), set},
+		"argocd/child":          {},
+		"argocd/other":          {},
+		"argocd/fan-in-cluster": {},
+		"argocd/fan-prd-us-1":   {},
+		"argocd/fan-prd-eu-1":   {},
+	}}
+	inv.Expand(context.Background(), f.render, 2)
+	if p := problems(inv); p != "" {
+		t.Fatalf("problems: %s", p)
+	}
+	var got []string
+	for _, a := range inv.Apps() {
+		s := a.Key + "@" + a.Instance + "/" + a.Cluster.Name
+		if a.InstanceErr != nil {
+			s += " (" + a.InstanceErr.Error() + ")"
+		}
+		got = append(got, s)
+	}
+	want := []string{"argocd/child@us/in-cluster", "argocd/fan-in-cluster@us/in-cluster", "argocd/fan-prd-us-1@us/prd-us-1",
+		"argocd/other@us/in-cluster", "argocd/root@us/in-cluster"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("apps:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

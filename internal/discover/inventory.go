@@ -45,6 +45,8 @@ type App struct {
 	// InstanceErr, one line, says why the app has none: it maps to no instance or to several.
 	Instance    string
 	InstanceErr error
+	// placedByParent: Instance is its app-of-apps parent's (or its ApplicationSet's, placed by a parent).
+	placedByParent bool
 }
 
 // Name and Namespace of the Application.
@@ -237,7 +239,36 @@ func (inv *Inventory) generate(set *v1alpha1.ApplicationSet, file, parent string
 		set.Namespace = inv.opts.ControlPlaneNamespace
 	}
 	key := set.Namespace + "/" + set.Name
+	before, placed := inv.setInstances[key]
 	pl := inv.placeSet(set, key, file, parent)
+	out := inv.generateAt(set, key, file, parent, pl)
+	if placed && pl != before {
+		inv.dropGenerated(set, key, out)
+	}
+	return out
+}
+
+// dropGenerated removes the apps a set generated when it was placed by its own file, before a parent's manifests
+// placed it in another instance, that its generation there does not make (another instance's clusters). Called
+// with inv.mu held.
+func (inv *Inventory) dropGenerated(set *v1alpha1.ApplicationSet, key string, now []*App) {
+	keep := make(map[string]bool, len(now))
+	for _, a := range now {
+		ns := a.App.Namespace
+		if ns == "" {
+			ns = set.Namespace
+		}
+		keep[ns+"/"+a.App.Name] = true
+	}
+	for k, a := range inv.apps {
+		if a.AppSet == key && a.Parent == "" && !keep[k] {
+			delete(inv.apps, k)
+		}
+	}
+}
+
+// generateAt runs the generators of a set placed at pl.
+func (inv *Inventory) generateAt(set *v1alpha1.ApplicationSet, key, file, parent string, pl placement) []*App {
 	if kinds := liveGenerators(set); len(kinds) > 0 {
 		return inv.generateLive(set, key, file, parent, kinds)
 	}
@@ -398,6 +429,12 @@ func (inv *Inventory) adopt(child *App) bool {
 		// A raw manifest also applied by a parent (commonly the root app managing itself, or the children
 		// of an app-of-apps kept as plain files): the rendered one is what Argo CD applies.
 		child.File = prev.File
+		if inv.replaced(prev, child) {
+			// Placed by its own file before its parent was known: the parent's instance applies it. Rendered
+			// in turn (an app without an instance was not followed; one placed elsewhere rendered elsewhere).
+			inv.apps[child.Key] = child
+			return true
+		}
 		if SpecEqual(prev.App, child.App) {
 			if child.Parent != child.Key {
 				prev.Parent = child.Parent

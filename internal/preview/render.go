@@ -66,6 +66,7 @@ func (p *pipeline) renderSides(ctx context.Context) error {
 	// Base: the apps the change can reach, and the possible app-of-apps, are rendered; what each render reads
 	// is the evidence of the affected-app rules. Other apps are rendered later only if they turn out affected.
 	p.base.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
+		p.baseOut.forgetUnplaced(a)
 		reach := p.base.inv.Reach(a)
 		maybeParent := reach.TouchesAny(p.base.argo) && reach.TouchesAny(p.base.apps)
 		if !reach.Unbounded() && !reach.TouchesAny(changed) && !maybeParent {
@@ -78,6 +79,7 @@ func (p *pipeline) renderSides(ctx context.Context) error {
 	p.head.inv = <-headInv
 	// Head: affected apps rendered again; the others keep their base render.
 	p.head.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
+		p.headOut.forgetUnplaced(a)
 		o := p.renderHead(ctx, a)
 		return o.objs, o.err
 	}, p.conc)
@@ -92,7 +94,7 @@ func (p *pipeline) budgetErr(a *discover.App) error {
 func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {
 	if a.InstanceErr != nil {
 		// Rendered with no instance's settings rather than another's: the plan lists it unplaced, saying why.
-		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: a.InstanceErr}}
+		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: a.InstanceErr}, unplaced: true}
 	}
 	if p.budget > 0 {
 		p.budgetOnce.Do(func() { p.budgetUntil = time.Now().Add(p.budget) })

@@ -26,6 +26,8 @@ type outcome struct {
 	// remoteWarning says the render was made by Argo CD (a plugin source), with its caveats.
 	remoteWarning string
 	verdict       discover.Verdict
+	// unplaced marks the outcome of an app that had no Argo CD instance (discover.App.InstanceErr) when it was made.
+	unplaced bool
 }
 
 // external reports a render that could not run locally because a source is outside the checkout, or is a
@@ -63,6 +65,22 @@ func (o *outcomes) get(key string, fn func() *outcome) *outcome {
 		l.o, l.done = fn(), true
 	}
 	return l.o
+}
+
+// forgetUnplaced forgets the outcome of a, made while a had no instance, now that it has one: discovery placed it
+// since, by the app-of-apps parent that applies it (internal/discover adopt), and it is rendered again there.
+func (o *outcomes) forgetUnplaced(a *discover.App) {
+	if a.InstanceErr != nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if l, ok := o.m[a.Key]; ok && l.mu.TryLock() {
+		if l.done && l.o != nil && l.o.unplaced {
+			delete(o.m, a.Key)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // peek returns the render of key if it was made (waiting for one in progress), else nil.
