@@ -22,7 +22,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DEMO_OUT:-$root/bin/demo}
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleetwave-demo.XXXXXX")
 charts_pid=
-trap '[ -n "$charts_pid" ] && kill "$charts_pid" 2>/dev/null; rm -rf "$work"' EXIT
+sims=() # the Argo CD simulators of the rollout
+trap 'for p in $charts_pid "${sims[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 mkdir -p "$out"
 rm -f "$out/rollout.txt" # written again by this run's rollout (unless DEMO_ROLLOUT=0)
 
@@ -94,31 +95,42 @@ bold "\$ fleetwave plan --repo <fleet> --base main --head change --markdown-out 
 	| sed -n '/^plan:/,$p' | tee "$out/plan.txt" || status=$?
 "$bin" plan --repo "$repo" --base main --head change "${repos[@]}" --output json >"$out/plan.json" || status=$?
 
-# 3. The rollout half: the same change carried across the fleet wave by wave, against the Argo CD simulator
-#    (`fleetwave argocd-sim`, seeded with the plan's apps, live at main). The demo's policy is the example's with
-#    soaks of seconds and no Prometheus gate (examples/rollout-demo), committed on top of the change.
+# 3. The rollout half: the same change carried across the fleet wave by wave, against two Argo CD simulators
+#    (`fleetwave argocd-sim`, each seeded with the plan's apps its instance holds, live at main). The example
+#    fleet runs two Argo CD instances (examples/rollout-demo/instances.yaml): the management cluster's own Argo CD
+#    holds the platform add-ons (bootstrap/platform.yaml and what it applies), the workload Argo CD the storefront
+#    (bootstrap/root.yaml and its apps). The demo's policy is the example's with soaks of seconds and no
+#    Prometheus gate (examples/rollout-demo), committed on top of the change.
 if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
-	bold "Rollout: the change, wave by wave, through the Argo CD API (a simulator here; soaks of 3 s instead of 10m/30m/1h):"
+	bold "Rollout: the change, wave by wave, through the Argo CD API of two instances, mgmt and workloads (simulators here; soaks of 3 s instead of 10m/30m/1h):"
 	git_ checkout -q -b rollout-demo change
 	cp "$root/examples/rollout-demo/.fleetwave.yaml" "$repo/.fleetwave.yaml"
 	git_ commit -q -am "Demo policy: soaks of seconds, no Prometheus gate"
 	"$bin" plan --repo "$repo" --base main --head rollout-demo "${repos[@]}" --output json >"$work/rollout-plan.json" || true
-	"$bin" argocd-sim --addr 127.0.0.1:0 --from-plan "$work/rollout-plan.json" --token demo-token-not-a-secret \
-		--sync-duration 700ms --reconcile-delay 50ms >"$work/sim.url" 2>"$work/sim.log" &
-	sim=$!
-	for _ in $(seq 1 100); do [ -s "$work/sim.url" ] && break; sleep 0.1; done
-	url=$(head -n 1 "$work/sim.url")
-	if [ -z "$url" ]; then
-		echo "demo: the Argo CD simulator did not start:" >&2
-		cat "$work/sim.log" >&2
-		exit 1
-	fi
-	export FLEETWAVE_ARGOCD_TOKEN=demo-token-not-a-secret
+	export FLEETWAVE_DEMO_MGMT_TOKEN=demo-mgmt-token-not-a-secret
+	export FLEETWAVE_DEMO_WORKLOADS_TOKEN=demo-workloads-token-not-a-secret
+	instances=$root/examples/rollout-demo/instances.yaml
+	cp "$instances" "$work/instances.yaml"
+	for inst in mgmt workloads; do
+		token=FLEETWAVE_DEMO_${inst^^}_TOKEN
+		"$bin" argocd-sim --addr 127.0.0.1:0 --from-plan "$work/rollout-plan.json" --instance "$inst" --argocd-instances "$instances" \
+			--token "${!token}" --sync-duration 700ms --reconcile-delay 50ms >"$work/sim-$inst.url" 2>"$work/sim-$inst.log" &
+		sims+=($!)
+		for _ in $(seq 1 100); do [ -s "$work/sim-$inst.url" ] && break; sleep 0.1; done
+		url=$(head -n 1 "$work/sim-$inst.url")
+		if [ -z "$url" ]; then
+			echo "demo: the Argo CD simulator of instance $inst did not start:" >&2
+			cat "$work/sim-$inst.log" >&2
+			exit 1
+		fi
+		echo "  instance $inst: $url ($(tail -n 1 "$work/sim-$inst.log" | sed -n 's/^argocd-sim: \([0-9]*\) applications.*/\1 applications/p'))"
+		sed -i "s|https://argocd-$inst.fleet.example|$url|" "$work/instances.yaml"
+	done
 	store=$work/rollout.db
-	echo "\$ fleetwave rollout --argocd $url --repo <fleet> --base main --head rollout-demo"
+	echo "\$ fleetwave rollout --argocd-instances <instances.yaml> --repo <fleet> --base main --head rollout-demo"
 	t0=$(date +%s)
 	: >"$out/rollout.txt" # exists before tail and grep below look at it
-	"$bin" rollout --argocd "$url" --repo "$repo" --base main --head rollout-demo "${repos[@]}" --store "$store" --concurrency 10 \
+	"$bin" rollout --argocd-instances "$work/instances.yaml" --repo "$repo" --base main --head rollout-demo "${repos[@]}" --store "$store" --concurrency 10 \
 		>"$out/rollout.txt" 2>&1 &
 	ro=$!
 	tail -n +1 -f "$out/rollout.txt" --pid "$ro" &
@@ -136,14 +148,15 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 	done
 	wait "$ro" || status=$?
 	wait "$tailer" 2>/dev/null || true
-	kill "$sim" 2>/dev/null || true
-	wait "$sim" 2>/dev/null || true
+	kill "${sims[@]}" 2>/dev/null || true
+	wait "${sims[@]}" 2>/dev/null || true
 	echo "  rollout took $(($(date +%s) - t0))s"
 fi
 
 # 4. The example's Secret values must appear nowhere in what fleetwave wrote.
-# The same for the demo registry's password (hack/chartserve's repositories file).
-for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token demo-registry-password-not-a-secret; do
+# The same for the demo registry's password (hack/chartserve's repositories file) and the instances' tokens.
+for secret in s3cr3t-demo-value pay-db-user-demo fake-psp-key-demo-123 placeholder-not-a-real-token demo-registry-password-not-a-secret \
+	demo-mgmt-token-not-a-secret demo-workloads-token-not-a-secret; do
 	encoded=$(printf %s "$secret" | base64)
 	if grep -rqF -e "$secret" -e "$encoded" "$out"; then
 		echo "demo: a Secret value leaked into $out" >&2

@@ -429,7 +429,7 @@ func TestInvalidPolicyFailsThePlanCheckAtItsLine(t *testing.T) {
 	// The comment shows the diff and, in place of the plan, the policy's error at its line.
 	comments := h.fake.Comments(repoFullName, prNumber)
 	if len(comments) != 1 || !strings.Contains(comments[0].Body, "The release policy is invalid") ||
-		!strings.Contains(comments[0].Body, fmt.Sprintf(".fleetwave.yaml:%d:", wantLine)) || !strings.Contains(comments[0].Body, "26 apps: ") {
+		!strings.Contains(comments[0].Body, fmt.Sprintf(".fleetwave.yaml:%d:", wantLine)) || !strings.Contains(comments[0].Body, "27 apps: ") {
 		t.Errorf("comment does not show the diff and the policy error at line %d:\n%v", wantLine, comments)
 	}
 }

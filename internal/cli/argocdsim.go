@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"github.com/spf13/cobra"
 
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
+	"github.com/fleetwave/fleetwave/internal/edge/argocd/instances"
 )
 
 type argocdSimOptions struct {
@@ -22,8 +24,12 @@ type argocdSimOptions struct {
 	fromPlan string
 	repoURL  string
 	token    string
-	seed     uint64
-	sim      argocdsim.Config
+	// instancesFile and instance: with --from-plan, seed only the apps instance holds (by the plan's own instance
+	// field, or by the instances file's rules).
+	instancesFile string
+	instance      string
+	seed          uint64
+	sim           argocdsim.Config
 }
 
 // newArgocdSimCmd is `fleetwave argocd-sim`: the simulated Argo CD API for the demo, tests and benchmarks. It
@@ -39,7 +45,12 @@ standard output. Flags override the file's "simulation" section.
 
 --from-plan seeds the simulator with the apps of a plan ('fleetwave plan --output json'): each planned app on its
 destination cluster (with the cluster's labels), live at the plan's base revision, with HEAD at its head revision,
-so that 'fleetwave rollout' of the same change can run against it. It is a simulator: nothing is deployed.`,
+so that 'fleetwave rollout' of the same change can run against it. It is a simulator: nothing is deployed.
+
+With --instance NAME it is one Argo CD instance of a fleet run by several (docs/instances.md), seeded with the
+plan's apps that instance holds: the plan's own instance field when the plan was made with --argocd-instances,
+else the rules of the --argocd-instances file, an app of an app-of-apps held by its parent's instance (run one
+simulator per instance).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runArgocdSim(cmd.Context(), deps, cmd, o)
@@ -51,6 +62,8 @@ so that 'fleetwave rollout' of the same change can run against it. It is a simul
 	f.StringVar(&o.fromPlan, "from-plan", "", "seed the apps of this plan ('fleetwave plan --output json'), live at its base")
 	f.StringVar(&o.repoURL, "repo-url", "https://github.com/example/fleet.git", "with --from-plan: the apps' repoURL")
 	f.StringVar(&o.token, "token", "", "require this bearer token")
+	f.StringVar(&o.instance, "instance", "", "with --from-plan: seed only the apps this Argo CD instance holds")
+	f.StringVar(&o.instancesFile, argocdInstancesFlag, "", "with --instance: the instances file whose rules say which apps it holds, when the plan does not")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed of the faults")
 	f.DurationVar(&o.sim.SyncDuration, "sync-duration", time.Second, "how long an operation runs")
 	f.DurationVar(&o.sim.ReconcileDelay, "reconcile-delay", 100*time.Millisecond, "delay of a reconcile after an operation or refresh")
@@ -69,6 +82,25 @@ func runArgocdSim(ctx context.Context, deps *Deps, cmd *cobra.Command, o argocdS
 	if o.fleet == "" && o.fromPlan == "" {
 		return usageErr(errors.New("argocd-sim needs --fleet or --from-plan"))
 	}
+	var holds func(planApp) (bool, error)
+	switch {
+	case o.instance == "" && o.instancesFile != "":
+		return usageErr(fmt.Errorf("--%s needs --instance: the instance this simulator is", argocdInstancesFlag))
+	case o.instance != "" && o.fromPlan == "":
+		return usageErr(errors.New("--instance needs --from-plan: the plan whose apps it seeds"))
+	case o.instance != "":
+		var set *instances.Set
+		if o.instancesFile != "" {
+			var err error
+			if set, err = loadInstances(deps, o.instancesFile, ""); err != nil {
+				return usageErr(err)
+			}
+			if _, ok := set.Get(o.instance); !ok {
+				return usageErr(fmt.Errorf("--instance %s: not an instance of %s (%s)", o.instance, o.instancesFile, strings.Join(set.Names(), ", ")))
+			}
+		}
+		holds = heldBy(o.instance, set)
+	}
 	fleet := &argocdsim.Fleet{}
 	if o.fleet != "" {
 		data, err := os.ReadFile(o.fleet)
@@ -80,7 +112,7 @@ func runArgocdSim(ctx context.Context, deps *Deps, cmd *cobra.Command, o argocdS
 		}
 	}
 	if o.fromPlan != "" {
-		if err := seedFromPlan(fleet, o.fromPlan, o.repoURL); err != nil {
+		if err := seedFromPlan(fleet, o.fromPlan, o.repoURL, holds); err != nil {
 			return usageErr(err)
 		}
 	}
@@ -137,22 +169,27 @@ func runArgocdSim(ctx context.Context, deps *Deps, cmd *cobra.Command, o argocdS
 	return nil
 }
 
+// planApp is what seeding reads of one of a plan's apps: its place in the plan (waves[].batches[].apps[]) with,
+// from the report's apps[], the file that declares it, its app-of-apps parent and its project.
+type planApp struct {
+	Name, Namespace, Cluster, Server, Instance string
+	ClusterLabels, Labels                      map[string]string
+	File, Parent, Project                      string
+	parent                                     *planApp
+}
+
 // seedFromPlan adds to fleet the apps of a plan file: every planned app on its cluster, live at the plan's
-// base, HEAD at its head.
-func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string) error {
+// base, HEAD at its head. holds, when not nil, picks the apps to seed (one instance's).
+func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string, holds func(planApp) (bool, error)) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading plan: %w", err)
 	}
 	var p struct {
 		Base, Head string
+		Apps       []struct{ Name, Namespace, File, Parent, Project string }
 		Waves      []struct {
-			Batches []struct {
-				Apps []struct {
-					Name, Namespace, Cluster, Server string
-					ClusterLabels, Labels            map[string]string
-				}
-			}
+			Batches []struct{ Apps []planApp }
 		}
 	}
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -160,6 +197,22 @@ func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string) error {
 	}
 	if p.Head == "" || len(p.Waves) == 0 {
 		return fmt.Errorf("%s: not a plan with waves ('fleetwave plan --output json')", path)
+	}
+	declared := make(map[string]*planApp, len(p.Apps)) // namespace/name → what the report says of it
+	for _, a := range p.Apps {
+		declared[a.Namespace+"/"+a.Name] = &planApp{Name: a.Name, Namespace: a.Namespace, File: a.File, Parent: a.Parent, Project: a.Project}
+	}
+	for _, w := range p.Waves { // a parent is placed by what its own plan entry says of it too
+		for _, b := range w.Batches {
+			for _, a := range b.Apps {
+				if d, ok := declared[a.Namespace+"/"+a.Name]; ok {
+					d.Labels, d.Cluster, d.Server = a.Labels, a.Cluster, a.Server
+				}
+			}
+		}
+	}
+	for _, a := range declared {
+		a.parent = declared[a.Parent]
 	}
 	if fleet.Refs == nil {
 		fleet.Refs = map[string]string{}
@@ -169,6 +222,18 @@ func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string) error {
 	for _, w := range p.Waves {
 		for _, b := range w.Batches {
 			for _, a := range b.Apps {
+				if d, ok := declared[a.Namespace+"/"+a.Name]; ok {
+					a.File, a.Parent, a.Project, a.parent = d.File, d.Parent, d.Project, d.parent
+				}
+				if holds != nil {
+					ok, err := holds(a)
+					if err != nil {
+						return fmt.Errorf("%s: app %s/%s %w", path, a.Namespace, a.Name, err)
+					}
+					if !ok {
+						continue
+					}
+				}
 				if !seen[a.Cluster] {
 					seen[a.Cluster] = true
 					fleet.Clusters = append(fleet.Clusters, argocdsim.FleetCluster{Name: a.Cluster, Server: a.Server, Labels: a.ClusterLabels})
@@ -180,4 +245,35 @@ func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string) error {
 		}
 	}
 	return nil
+}
+
+// maxParentDepth bounds the walk up an app's app-of-apps parents (a plan file naming parents in a cycle ends it).
+const maxParentDepth = 64
+
+// heldBy says whether instance holds a plan's app: the plan's own instance field when it has one (a plan made
+// with --argocd-instances), else set's rules (nil: the plan must say), an app of an app-of-apps held by its
+// parent's instance as discovery places it (internal/discover/instance.go). An app the rules place nowhere, or
+// twice, is an error: a simulator seeded without it would make the rollout fail far from the cause.
+func heldBy(instance string, set *instances.Set) func(planApp) (bool, error) {
+	return func(a planApp) (bool, error) {
+		if a.Instance != "" {
+			return a.Instance == instance, nil
+		}
+		if set == nil {
+			return false, fmt.Errorf("has no instance in the plan: give --%s, whose rules place it", argocdInstancesFlag)
+		}
+		top := &a
+		for depth := 0; top.parent != nil && depth < maxParentDepth; depth++ {
+			top = top.parent
+		}
+		name, err := set.Resolve(instances.App{Path: top.File, Namespace: top.Namespace, Name: top.Name, Project: top.Project,
+			Labels: top.Labels, DestinationName: top.Cluster, DestinationServer: top.Server})
+		if err != nil && top.Parent != "" {
+			return false, fmt.Errorf("%w; its app-of-apps parent %s, whose instance it takes, is not in the plan", err, top.Parent)
+		}
+		if err != nil {
+			return false, err
+		}
+		return name == instance, nil
+	}
 }

@@ -98,7 +98,7 @@ func TestExampleFleetGolden(t *testing.T) {
 		}
 		// The vendor charts: ingress-nginx bumped 4.10.0 → 4.11.0 (3 resources) and the root app listing it (its
 		// Application), cert-manager unchanged; ingress-nginx on the management cluster adds the platform wave.
-		want := report.Summary{Apps: 27, Changed: 21, Added: 1, Unchanged: 5, ResourcesAdded: 2, ResourcesModified: 44}
+		want := report.Summary{Apps: 28, Changed: 21, Added: 1, Unchanged: 6, ResourcesAdded: 2, ResourcesModified: 44}
 		if withPlan {
 			want.Waves = 4
 			if !rep.Plan.OK() {
@@ -137,7 +137,8 @@ func TestExampleAffectedApps(t *testing.T) {
 		"tenant-team-a":     {report.StatusUnchanged, "", ""},
 		"status-page":       {report.StatusUnchanged, "", ""},
 		"monitoring":        {report.StatusUnchanged, "", ""},
-		"root":              {report.StatusChanged, "read-file: apps/ingress-nginx.yaml", "apps/web.yaml"},
+		"platform":          {report.StatusChanged, "read-file: platform/ingress-nginx.yaml", "platform/monitoring.yaml"},
+		"root":              {report.StatusUnchanged, "", ""},
 		"ingress-nginx":     {report.StatusChanged, "application-changed", ""},
 		"cert-manager":      {report.StatusUnchanged, "", ""},
 	} {
