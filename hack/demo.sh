@@ -29,6 +29,20 @@ rm -f "$out/rollout.txt" # written again by this run's rollout (unless DEMO_ROLL
 
 bold() { if [ -t 1 ]; then printf '\n\033[1m%s\033[0m\n' "$*"; else printf '\n%s\n' "$*"; fi; }
 
+# first_line FILE LOG WHAT: the first line a server started in the background writes to FILE (its URL), waiting
+# up to 10 s; else the demo ends with WHAT and the server's LOG.
+first_line() {
+	for _ in $(seq 1 100); do [ -s "$1" ] && break; sleep 0.1; done
+	local line
+	line=$(head -n 1 "$1")
+	if [ -z "$line" ]; then
+		echo "demo: $3 did not start:" >&2
+		cat "$2" >&2
+		exit 1
+	fi
+	printf '%s\n' "$line"
+}
+
 # 1. The fleet repository: base commit on main, the change on a branch, as a pull request would have them.
 repo=$work/fleet
 cp -R "$root/examples/fleet" "$repo"
@@ -75,13 +89,7 @@ bold "Serving the vendor charts (hack/chartserve): https://charts.fleet.example 
 (cd "$root" && go build -o "$work/chartserve" ./hack/chartserve)
 "$work/chartserve" --charts "$root/examples/vendor-charts" --repositories "$work/repositories.yaml" >"$work/charts.url" 2>"$work/charts.log" &
 charts_pid=$!
-for _ in $(seq 1 100); do [ -s "$work/charts.url" ] && break; sleep 0.1; done
-proxy=$(head -n 1 "$work/charts.url")
-if [ -z "$proxy" ]; then
-	echo "demo: the chart server did not start:" >&2
-	cat "$work/charts.log" >&2
-	exit 1
-fi
+proxy=$(first_line "$work/charts.url" "$work/charts.log" "the chart server")
 export HTTPS_PROXY=$proxy                   # only charts.fleet.example and registry.fleet.example are tunnelled
 export FLEETWAVE_CACHE_DIR=$work/cache      # the chart cache of this run, not the user's
 repos=(--repositories "$work/repositories.yaml")
@@ -116,13 +124,7 @@ if [ "${DEMO_ROLLOUT:-1}" = 1 ]; then
 		"$bin" argocd-sim --addr 127.0.0.1:0 --from-plan "$work/rollout-plan.json" --instance "$inst" --argocd-instances "$instances" \
 			--token "${!token}" --sync-duration 700ms --reconcile-delay 50ms >"$work/sim-$inst.url" 2>"$work/sim-$inst.log" &
 		sims+=($!)
-		for _ in $(seq 1 100); do [ -s "$work/sim-$inst.url" ] && break; sleep 0.1; done
-		url=$(head -n 1 "$work/sim-$inst.url")
-		if [ -z "$url" ]; then
-			echo "demo: the Argo CD simulator of instance $inst did not start:" >&2
-			cat "$work/sim-$inst.log" >&2
-			exit 1
-		fi
+		url=$(first_line "$work/sim-$inst.url" "$work/sim-$inst.log" "the Argo CD simulator of instance $inst")
 		echo "  instance $inst: $url ($(tail -n 1 "$work/sim-$inst.log" | sed -n 's/^argocd-sim: \([0-9]*\) applications.*/\1 applications/p'))"
 		sed -i "s|https://argocd-$inst.fleet.example|$url|" "$work/instances.yaml"
 	done

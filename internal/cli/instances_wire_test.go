@@ -13,7 +13,6 @@ import (
 	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
-	"github.com/fleetwave/fleetwave/internal/testkit/filetest"
 )
 
 // twoInstances serves two simulated Argo CD instances on loopback: eu with the clusters test-eu and prd-eu and
@@ -64,20 +63,12 @@ func instancesRepo(t *testing.T, stray bool) (dir, head string) {
 			"  source: {repoURL: https://git.example.com/gitops.git, path: manifests/" + name + "}\n  destination: {name: " + cluster + ", namespace: web}\n"
 		files["manifests/"+name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
 	}
-	for rel, c := range files {
-		filetest.Write(t, dir, rel, c)
-	}
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "change")
+	changed := map[string]string{}
 	for path := range apps {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
-		filetest.Write(t, dir, "manifests/"+name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+		changed["manifests/"+name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n"
 	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "change")
-	return dir, gitOut(t, dir, "rev-parse", "change")
+	return dir, commitChange(t, dir, files, changed)
 }
 
 // planApps are the apps of a plan's JSON (plan --output json), as wave/app@instance.
@@ -215,23 +206,11 @@ func TestAppOfAppsChildrenTakeTheirRootsInstance(t *testing.T) {
 			"  generators: [{list: {elements: [{cluster: prd-us}]}}]\n  template:\n    metadata: {name: 'web-{{cluster}}'}\n" +
 			"    spec: {project: default, source: {repoURL: " + repoURL + ", path: 'manifests/web-{{cluster}}'}, destination: {name: '{{cluster}}', namespace: web}}\n",
 	}
-	names := []string{"web-test-eu", "web-prd-eu", "web-prd-us"}
-	for _, n := range names {
-		files["manifests/"+n+"/cm.yaml"] = cm("blue")
+	changed := map[string]string{}
+	for _, n := range []string{"web-test-eu", "web-prd-eu", "web-prd-us"} {
+		files["manifests/"+n+"/cm.yaml"], changed["manifests/"+n+"/cm.yaml"] = cm("blue"), cm("green")
 	}
-	for rel, c := range files {
-		filetest.Write(t, dir, rel, c)
-	}
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "change")
-	for _, n := range names {
-		filetest.Write(t, dir, "manifests/"+n+"/cm.yaml", cm("green"))
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "change")
-	head := gitOut(t, dir, "rev-parse", "change")
+	head := commitChange(t, dir, files, changed)
 
 	var out outBuffer
 	code, stderr := runArgo(t, context.Background(), env, &out, "plan", "--repo", dir, "--base", "main", "--head", "change",

@@ -311,6 +311,17 @@ func wavesRepo(t *testing.T) (dir, head string) {
 			"  source: {repoURL: https://git.example.com/gitops.git, path: manifests/" + a.name + "}\n  destination: {name: " + a.cluster + ", namespace: web}\n"
 		files["manifests/"+a.name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: blue}\n"
 	}
+	changed := map[string]string{}
+	for _, a := range apps {
+		changed["manifests/"+a.name+"/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n"
+	}
+	return dir, commitChange(t, dir, files, changed)
+}
+
+// commitChange makes dir a git repository of files on main, then a branch change that writes changed over them,
+// and returns the change's commit.
+func commitChange(t *testing.T, dir string, files, changed map[string]string) (head string) {
+	t.Helper()
 	for rel, c := range files {
 		filetest.Write(t, dir, rel, c)
 	}
@@ -318,12 +329,12 @@ func wavesRepo(t *testing.T) (dir, head string) {
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "base")
 	gitRun(t, dir, "checkout", "-q", "-b", "change")
-	for _, a := range apps {
-		filetest.Write(t, dir, "manifests/"+a.name+"/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {color: green}\n")
+	for rel, c := range changed {
+		filetest.Write(t, dir, rel, c)
 	}
 	gitRun(t, dir, "add", "-A")
 	gitRun(t, dir, "commit", "-q", "-m", "change")
-	return dir, gitOut(t, dir, "rev-parse", "change")
+	return gitOut(t, dir, "rev-parse", "change")
 }
 
 func gitOut(t *testing.T, dir string, args ...string) string {

@@ -37,7 +37,9 @@ func TestServeKeepsWorkingDuringABomb(t *testing.T) {
 	const (
 		repoA, repoB, repoC = "Codertocat/Hello-World", "octo-org/fleet-b", "Codertocat/second"
 		numA, numB, numC    = 2, 7, 5
-		timeCap             = 2 * time.Second
+		// A benign preview that did not wait for a bomb ends within one cap; at 2 s, a machine loaded by other
+		// test processes took 2.0 s for it once, with the bombs still rendering: 3 s keeps the claim, with room.
+		timeCap = 3 * time.Second
 	)
 	rig := newServeRig(t, map[string]string{"FLEETWAVE_RENDER_WORKERS": "2", "FLEETWAVE_RENDER_TIMEOUT": timeCap.String(),
 		"FLEETWAVE_RENDER_MEMORY": "512MiB", "FLEETWAVE_RENDER_BUDGET": "30s"}, map[string]int64{repoA: 1, repoB: 2, repoC: 1})

@@ -61,7 +61,7 @@ func (inv *Inventory) ask(a App) placement {
 	return placement{name: name}
 }
 
-// replace says whether an app already in the inventory (prev) found again in a parent's manifests (child, just
+// replaced says whether an app already in the inventory (prev) found again in a parent's manifests (child, just
 // placed by that parent) must take the child's place: prev was placed by its own file, and Argo CD applies it in
 // the parent's instance, so a different placement is the parent's. Called with inv.mu held.
 func (inv *Inventory) replaced(prev, child *App) bool {

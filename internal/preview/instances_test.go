@@ -301,3 +301,59 @@ func TestOneInstanceDownLeavesTheOthersCompared(t *testing.T) {
 		t.Errorf("notes %q, want %q", res.Report.Notes, want)
 	}
 }
+
+// TestChildRenderedAsItsParentsInstance: an app whose own file a rule gives to us, applied by an app-of-apps root
+// held by eu, is held by eu (Argo CD applies it there): rendered with eu's Argo CD release and cluster, compared
+// with eu's live state only, although discovery met it first as a file of us and rendered it so.
+func TestChildRenderedAsItsParentsInstance(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fleet")
+	write(t, dir, map[string]string{
+		"charts/hv/Chart.yaml":        "apiVersion: v2\nname: hv\nversion: 0.1.0\n",
+		"charts/hv/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hv}\ndata: {helm: {{ .Capabilities.HelmVersion.Version | quote }}, kube: {{ .Capabilities.KubeVersion.Version | quote }}}\n",
+		"root.yaml":                   instanceApp("root", "path: apps/us, directory: {recurse: true}"),
+	})
+	gittest.Run(t, dir, "init", "-q", "-b", "main")
+	gittest.Run(t, dir, "remote", "add", "origin", "https://github.com/example/fleet.git")
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "base")
+	gittest.Run(t, dir, "checkout", "-q", "-b", "change")
+	write(t, dir, map[string]string{"apps/us/web.yaml": instanceApp("web-us", "path: charts/hv")})
+	gittest.Run(t, dir, "add", "-A")
+	gittest.Run(t, dir, "commit", "-q", "-m", "add an app")
+
+	eu := &instanceArgoCD{name: "eu", live: map[string][]*unstructured.Unstructured{}}
+	us := &instanceArgoCD{name: "us", live: map[string][]*unstructured.Unstructured{}}
+	inCluster := func(v string) []discover.Cluster {
+		return []discover.Cluster{{Name: "in-cluster", Server: discover.InClusterServer, KubeVersion: v}}
+	}
+	rootOnEU := func(a discover.App) (string, error) {
+		if a.File == "root.yaml" {
+			return "eu", nil
+		}
+		return byPath(a)
+	}
+	res, err := Run(context.Background(), render.New(render.Options{}), Input{RepoDir: dir, Base: "main", Head: "change",
+		InstanceOf: rootOnEU, Instances: map[string]Instance{
+			"eu": {ArgoCD: ArgoCD{Live: eu}, Settings: &render.Settings{ArgoCDVersion: "3.4"}, Clusters: inCluster("v1.29.4")},
+			"us": {ArgoCD: ArgoCD{Live: us}, Settings: &render.Settings{ArgoCDVersion: "3.6"}, Clusters: inCluster("v1.31.2")},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range res.Report.Apps {
+		if a.Name == "web-us" && (a.Instance != "eu" || a.Parent != "argocd/root") {
+			t.Errorf("web-us: instance %q, parent %q; want eu, argocd/root", a.Instance, a.Parent)
+		}
+	}
+	if len(us.live["web-us"]) != 0 {
+		t.Errorf("web-us compared with us's live state")
+	}
+	objs := eu.live["web-us"]
+	if len(objs) != 1 {
+		t.Fatalf("web-us: %d objects compared with eu, want the chart's ConfigMap", len(objs))
+	}
+	data, _, _ := unstructured.NestedStringMap(objs[0].Object, "data")
+	if !strings.HasPrefix(data["helm"], "v3.") || data["kube"] != "v1.29.4" {
+		t.Errorf("web-us: rendered with Helm %q for Kubernetes %q, want eu's v3… for v1.29.4", data["helm"], data["kube"])
+	}
+}

@@ -66,7 +66,7 @@ func (p *pipeline) renderSides(ctx context.Context) error {
 	// Base: the apps the change can reach, and the possible app-of-apps, are rendered; what each render reads
 	// is the evidence of the affected-app rules. Other apps are rendered later only if they turn out affected.
 	p.base.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
-		p.baseOut.forgetUnplaced(a)
+		p.baseOut.forgetMoved(a)
 		reach := p.base.inv.Reach(a)
 		maybeParent := reach.TouchesAny(p.base.argo) && reach.TouchesAny(p.base.apps)
 		if !reach.Unbounded() && !reach.TouchesAny(changed) && !maybeParent {
@@ -79,7 +79,7 @@ func (p *pipeline) renderSides(ctx context.Context) error {
 	p.head.inv = <-headInv
 	// Head: affected apps rendered again; the others keep their base render.
 	p.head.inv.Expand(ctx, func(ctx context.Context, a *discover.App) ([]*unstructured.Unstructured, error) {
-		p.headOut.forgetUnplaced(a)
+		p.headOut.forgetMoved(a)
 		o := p.renderHead(ctx, a)
 		return o.objs, o.err
 	}, p.conc)
@@ -94,7 +94,7 @@ func (p *pipeline) budgetErr(a *discover.App) error {
 func (p *pipeline) render(ctx context.Context, a *discover.App, s *side) *outcome {
 	if a.InstanceErr != nil {
 		// Rendered with no instance's settings rather than another's: the plan lists it unplaced, saying why.
-		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: a.InstanceErr}, unplaced: true}
+		return &outcome{err: &render.Error{App: a.App.Name, Path: render.SourcesLabel(a.App), Err: a.InstanceErr}}
 	}
 	if p.budget > 0 {
 		p.budgetOnce.Do(func() { p.budgetUntil = time.Now().Add(p.budget) })
@@ -270,13 +270,13 @@ func shortAll(revs []string) []string {
 
 // renderBase renders an app of the base revision (once).
 func (p *pipeline) renderBase(ctx context.Context, a *discover.App) *outcome {
-	return p.baseOut.get(a.Key, func() *outcome { return p.render(ctx, a, p.base) })
+	return p.baseOut.get(a, func() *outcome { return p.render(ctx, a, p.base) })
 }
 
 // renderHead decides whether a head app is affected and renders it if so; an unaffected app keeps its base
 // render (or none, when the base had no need of one).
 func (p *pipeline) renderHead(ctx context.Context, a *discover.App) *outcome {
-	return p.headOut.get(a.Key, func() *outcome {
+	return p.headOut.get(a, func() *outcome {
 		ev := discover.Evidence{Head: a.App}
 		b, inBase := p.base.inv.Get(a.Key)
 		bo := p.baseOut.peek(a.Key)

@@ -26,8 +26,6 @@ type outcome struct {
 	// remoteWarning says the render was made by Argo CD (a plugin source), with its caveats.
 	remoteWarning string
 	verdict       discover.Verdict
-	// unplaced marks the outcome of an app that had no Argo CD instance (discover.App.InstanceErr) when it was made.
-	unplaced bool
 }
 
 // external reports a render that could not run locally because a source is outside the checkout, or is a
@@ -43,40 +41,48 @@ type lazy struct {
 	mu   sync.Mutex
 	done bool
 	o    *outcome
+	// at is where the app was placed when o was made: its instance, or why it had none.
+	at placedAt
 }
+
+// placedAt is an app's placement among the fleet's Argo CD instances.
+type placedAt struct {
+	instance string
+	none     bool // discover.App.InstanceErr
+}
+
+func placement(a *discover.App) placedAt { return placedAt{instance: a.Instance, none: a.InstanceErr != nil} }
 
 type outcomes struct {
 	mu sync.Mutex
 	m  map[string]*lazy
 }
 
-// get returns the render of key, making it with fn the first time.
-func (o *outcomes) get(key string, fn func() *outcome) *outcome {
+// get returns the render of a, making it with fn the first time.
+func (o *outcomes) get(a *discover.App, fn func() *outcome) *outcome {
 	o.mu.Lock()
-	l, ok := o.m[key]
+	l, ok := o.m[a.Key]
 	if !ok {
 		l = &lazy{}
-		o.m[key] = l
+		o.m[a.Key] = l
 	}
 	o.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.done {
-		l.o, l.done = fn(), true
+		l.o, l.done, l.at = fn(), true, placement(a)
 	}
 	return l.o
 }
 
-// forgetUnplaced forgets the outcome of a, made while a had no instance, now that it has one: discovery placed it
-// since, by the app-of-apps parent that applies it (internal/discover adopt), and it is rendered again there.
-func (o *outcomes) forgetUnplaced(a *discover.App) {
-	if a.InstanceErr != nil {
-		return
-	}
+// forgetMoved forgets the outcome of a made while a was placed elsewhere (or nowhere): discovery placed it again
+// since, on the instance of the app-of-apps parent that applies it (internal/discover adopt), and it is rendered
+// again with that instance's settings.
+func (o *outcomes) forgetMoved(a *discover.App) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if l, ok := o.m[a.Key]; ok && l.mu.TryLock() {
-		if l.done && l.o != nil && l.o.unplaced {
+	if l, ok := o.m[a.Key]; ok && l.mu.TryLock() { // a render in progress is of this very app: not moved
+		if l.done && l.at != placement(a) {
 			delete(o.m, a.Key)
 		}
 		l.mu.Unlock()
