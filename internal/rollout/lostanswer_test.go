@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetwave/fleetwave/internal/edge/argocd/argocdsim"
 	"github.com/fleetwave/fleetwave/internal/edge/store"
+	"github.com/fleetwave/fleetwave/internal/rollout"
 )
 
 // TestLostSyncAnswerIsNotSentAgain: Argo CD starts a sync, the connection drops before its answer, and Argo CD
@@ -145,5 +146,51 @@ func (e *env) expectLostAnswerEvents(id int64, action string, apps []string) {
 		if want := slices.Contains(apps, fa.name); said[fa.name] != want {
 			e.t.Errorf("%s event of %s says the answer was lost: %t, want %t", action, fa.name, said[fa.name], want)
 		}
+	}
+}
+
+// TestLostSyncAnswerAcrossInstances: in a fleet of instances, the instance that lost a sync's answer and then
+// stops answering holds its apps (unreachable.go) while the other instance's go on; once it answers again, the
+// operation of the lost answer is found, not started again: one operation per app on every instance.
+func TestLostSyncAnswerAcrossInstances(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		sim         argocdsim.Config
+		unreachable time.Duration
+	}{
+		{"unreachable until the operation finished", argocdsim.Config{SyncDuration: 20 * time.Second}, 2 * time.Minute},
+		{"back before the client would have given up", argocdsim.Config{SyncDuration: 100 * time.Millisecond}, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := startMulti(t, tc.sim, map[string][]fleetApp{"": instanceFleet("web", 4), "eu": instanceFleet("eu-web", 4)}, nil,
+					rollout.WithInstanceBudgets(map[string]int{"": 2, "eu": 2}))
+				m.sims["eu"].LoseSyncAnswers("eu-web-1", 1, tc.unreachable)
+				r := m.submitAll(onePolicy)
+				r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+				for _, ev := range m.events(r.ID) {
+					t.Logf("event %s %s %s: %s", ev.Action, ev.Target, ev.Result, ev.Message)
+				}
+				if r.State != store.RolloutSucceeded {
+					t.Errorf("rollout %s: %s", r.State, r.Message)
+				}
+				m.expectOnce()
+				if c := m.sims["eu"].Counts("eu-web-1"); c.SyncAnswersLost != 1 {
+					t.Errorf("eu-web-1: %d answers lost, want 1", c.SyncAnswersLost)
+				}
+				lost := false
+				for _, ev := range m.events(r.ID) {
+					if ev.Action == "app-sync" && strings.Contains(ev.Message, "the sync request's answer was lost; ") {
+						lost = lost || strings.HasSuffix(ev.Target, "/eu-web-1")
+						if !strings.HasSuffix(ev.Target, "/eu-web-1") {
+							t.Errorf("event of %s says an answer was lost: %s", ev.Target, ev.Message)
+						}
+					}
+				}
+				if !lost {
+					t.Error("no app-sync event of eu-web-1 says its answer was lost")
+				}
+			})
+		})
 	}
 }
