@@ -17,7 +17,9 @@ import (
 // stays unreachable while the operation runs to its end (or comes back while it still runs). The executor must
 // find that operation when Argo CD answers again, not start a second one: exactly one operation per app, every
 // app at the revision, the rollout succeeded (argocdsim LoseSyncAnswers; the duplicate of c682311, which
-// TestRolloutArgoCDUnreachable caught once by timing).
+// TestRolloutArgoCDUnreachable caught once by timing). On the client before c682311 the cases where Argo CD comes
+// back within the client's retries sync twice; before argosync read the app until Argo CD answered, those where it
+// stays away past the grace failed the app, skipped it, or synced it twice.
 func TestLostSyncAnswerIsNotSentAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -37,9 +39,9 @@ func TestLostSyncAnswerIsNotSentAgain(t *testing.T) {
 		// would reach Argo CD after the operation had finished (c682311's duplicate, every time).
 		{name: "back before the client would have given up", sim: argocdsim.Config{SyncDuration: 100 * time.Millisecond},
 			lose: []string{"web-test-1", "web-stg-2", "web-prd-3"}, unreachable: 500 * time.Millisecond},
-		{name: "back between the client's re-sends", sim: argocdsim.Config{SyncDuration: 20 * time.Second},
+		{name: "back after the grace, before the app's next request", sim: argocdsim.Config{SyncDuration: 20 * time.Second},
 			lose: []string{"web-test-1", "web-prd-4"}, unreachable: 40 * time.Second},
-		{name: "back between the client's re-sends, health still Progressing",
+		{name: "back after the grace, before the app's next request, health still Progressing",
 			sim:  argocdsim.Config{SyncDuration: 20 * time.Second, ProgressingFor: 30 * time.Second},
 			lose: []string{"web-test-1", "web-prd-4"}, unreachable: 40 * time.Second},
 		{name: "back while the operation runs", sim: argocdsim.Config{SyncDuration: 90 * time.Second},
@@ -50,7 +52,7 @@ func TestLostSyncAnswerIsNotSentAgain(t *testing.T) {
 			lose: []string{"web-stg-1"}, unreachable: 2 * time.Minute, rollback: []string{"web-prd-2", "web-stg-1", "web-test-1"}},
 		{name: "rollback: back before the client would have given up", sim: argocdsim.Config{SyncDuration: 100 * time.Millisecond},
 			unreachable: 500 * time.Millisecond, rollback: []string{"web-test-1", "web-prd-2"}},
-		{name: "rollback: back between the client's re-sends, health still Progressing",
+		{name: "rollback: back after the grace, before the app's next request, health still Progressing",
 			sim:         argocdsim.Config{SyncDuration: 20 * time.Second, ProgressingFor: 30 * time.Second},
 			unreachable: 40 * time.Second, rollback: []string{"web-prd-1", "web-stg-2"}},
 	} {
