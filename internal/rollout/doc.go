@@ -68,7 +68,9 @@
 // means the sync never started: the step goes back to pending and is synced, once. A triggered step whose
 // operation cannot be found failed. Nothing is ever sent while reconciling. The same check guards a "skip" or
 // "fail" verdict argosync reaches after the intent was recorded: a lost answer and a stale status (Argo CD's
-// cache lag) look like "already done" while the operation runs.
+// cache lag) look like "already done" while the operation runs. A sync whose answer was lost (the connection
+// closed after it was sent) is not requested again while Argo CD does not answer: argosync reads the app until
+// it does and follows the request's operation when it shows one (TestLostSyncAnswerIsNotSentAgain).
 //
 // A sync Argo CD accepted and then dropped unstarted (an argocd-agent principal, argocd-agent #841, #809) is
 // requested again, at most WithLostSyncRetries times per instance, only once a fresh read shows no operation

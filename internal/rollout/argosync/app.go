@@ -243,7 +243,12 @@ func (r *appRun) run(ctx context.Context, revision string) {
 					r.fail(cur, "syncing: %v", werr)
 					return
 				}
-				if r.trig.startedSince(cur) || inFlight(cur) {
+				if r.ranOurs(cur) || inFlight(cur) {
+					if r.ranOurs(cur) {
+						r.note("the sync request's answer was lost; its operation was found in Argo CD, not requested again")
+					} else {
+						r.note("the sync request's answer was lost; an operation in progress was found in Argo CD")
+					}
 					attempt--
 					continue
 				}
@@ -333,12 +338,13 @@ func (r *appRun) awaitHealthy(ctx context.Context, cur *v1alpha1.Application, ou
 }
 
 // awaitLostRequest waits, for the lost-answer grace period, for an operation started after the trigger (or any
-// operation in flight), then reads the app once so the caller judges a fresh object. Only the end of ctx is an
-// error.
+// operation in flight), then reads the app until Argo CD answers, so the caller judges a fresh object: an Argo CD
+// that does not answer proves nothing — the request's operation may be running, or have finished, meanwhile, and
+// a request sent again once it answers would start a second one. Only the end of ctx (or a refusal) is an error.
 func (r *appRun) awaitLostRequest(ctx context.Context) (*v1alpha1.Application, error) {
 	clock := r.s.opts.Clock
 	deadline := clock.Now().Add(r.s.opts.LostAnswerGrace)
-	started := func(a *v1alpha1.Application) bool { return a != nil && (r.trig.startedSince(a) || inFlight(a)) }
+	started := func(a *v1alpha1.Application) bool { return a != nil && (r.ranOurs(a) || inFlight(a)) }
 	for {
 		if cur := r.sub.get(); started(cur) {
 			return cur, nil
@@ -360,10 +366,36 @@ func (r *appRun) awaitLostRequest(ctx context.Context) (*v1alpha1.Application, e
 			return r.sub.get(), ctx.Err()
 		}
 	}
-	if err := r.read(ctx); err != nil {
+	if err := r.readAnswered(ctx); err != nil {
 		return r.sub.get(), err
 	}
 	return r.sub.get(), nil
+}
+
+// ranOurs: the app shows an operation that started after the trigger and applies the target revision: the one
+// the request started. An operation to another revision that started just before the request — within the
+// second and the clock skew startedSince allows, e.g. the sync a rollback follows — is not.
+func (r *appRun) ranOurs(app *v1alpha1.Application) bool {
+	return r.trig.startedSince(app) && r.t.applied(app)
+}
+
+// readAnswered re-reads the app until Argo CD answers (back-off from 1s to StallTimeout): only a refusal or the
+// end of ctx is an error.
+func (r *appRun) readAnswered(ctx context.Context) error {
+	wait := time.Second
+	for {
+		_, err := r.get(ctx, "")
+		if err == nil {
+			return nil
+		}
+		if !argocd.IsTransient(err) || ctx.Err() != nil {
+			return err
+		}
+		if perr := r.pause(ctx, wait); perr != nil {
+			return fmt.Errorf("no answer from Argo CD since the sync request's answer was lost: %w", err)
+		}
+		wait = min(2*wait, max(r.s.opts.StallTimeout, time.Second))
+	}
 }
 
 // awaitStarted waits for evidence that the accepted sync request started an operation: an operation state

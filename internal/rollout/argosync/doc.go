@@ -74,9 +74,13 @@
 // is still its newest version (argocd.Event). Argo CD does not replay events missed while the stream was down and drops
 // events for slow subscribers, so an app re-reads itself once when the stream reconnects and when the stream
 // has been silent about it for Options.StallTimeout (doubling up to 5m). Transient errors (5xx, 429,
-// connection errors left after the client's own retries) never decide a verdict: an unanswered sync request is
-// judged by what the app shows next (an operation started after the request is ours), so no app is synced
-// twice. A typical synced app costs 2 requests (the sync, one refresh), a skipped one 0, besides the shared
+// connection errors left after the client's own retries) never decide a verdict: an unanswered sync request
+// (its answer lost: the connection closed after it was sent) is judged by what the app shows next — after
+// Options.LostAnswerGrace, on an object read once Argo CD answers again (it is read until it does: an Argo CD
+// that does not answer proves nothing, while the operation may run to its end) — and an operation started after
+// the request that applies the revision is ours, noted in the result's message ("the sync request's answer was
+// lost; its operation was found in Argo CD, not requested again"); so no app is synced twice
+// (TestLostAnswerIsNotSentAgain). A typical synced app costs 2 requests (the sync, one refresh), a skipped one 0, besides the shared
 // list and stream.
 //
 // # Measured (TestBenchmark1000Apps, virtual time; TestBenchmark1000AppsRealTime, real time over TCP)

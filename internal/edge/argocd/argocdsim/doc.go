@@ -52,10 +52,14 @@
 // (processed, then 502), StreamDropMean (streams closed after a random lifetime), StaleStatusFor (for that long
 // after a sync request the app is shown as before it, Synced and Healthy with a fresh reconciledAt:
 // Progressive Syncs' race). DropSyncs (dropsync.go) loses an app's next sync requests as an argocd-agent
-// principal can (argocd-agent #841): answered 200, then the operation cleared before it starts. Behavior
-// overrides duration, failure and degradation per app. Counts and Totals
-// report the requests received (per app: syncs received and accepted, gets, refreshes, ...), for call-budget
-// and crash tests.
+// principal can (argocd-agent #841): answered 200, then the operation cleared before it starts.
+// LoseSyncAnswers (lostanswer.go) loses the answer to an app's (or any app's) next accepted sync requests: the
+// operation starts and runs, then the connection closes unanswered (the client sees EOF, not a status), and the
+// server optionally stays Unreachable for a while, from before the operation is written, so that the operation
+// finishes before the client hears from it again: the case where a client that re-sent the request would start
+// a second sync. Behavior overrides duration, failure and degradation per app. Counts and Totals report the
+// requests received (per app: syncs received, accepted, dropped, answers lost, gets, refreshes, ...), for
+// call-budget and crash tests.
 //
 // Outages (SetOutage): the API server stops answering (Unreachable: the in-process transport refuses
 // connections, the HTTP handler answers 503), refuses every token (Unauthorized: 401) or accepts requests and never

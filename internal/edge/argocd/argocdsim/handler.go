@@ -421,6 +421,12 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 		op.Retry = *req.RetryStrategy
 	}
 	s.staleLocked(st)
+	if lose, unreachableFor := s.takeLostAnswerLocked(name); lose {
+		// Processed, then the connection closes unanswered (lostanswer.go); an outage that follows begins
+		// before the write, so no stream carries it.
+		s.loseAnswerLocked(name, unreachableFor)
+		w.abort()
+	}
 	if s.takeDropLocked(name) {
 		b, err := s.dropOperationLocked(st, op)
 		c.SyncsDropped++
@@ -836,10 +842,15 @@ func writeRawJSON(w http.ResponseWriter, b []byte, err error) {
 // deferredWriter holds an answer until flush, so that handlers holding the server's lock never wait on a slow
 // client while holding it.
 type deferredWriter struct {
-	out  http.ResponseWriter
-	code int
-	buf  bytes.Buffer
+	out     http.ResponseWriter
+	code    int
+	buf     bytes.Buffer
+	aborted bool // flush closes the connection instead of answering (LoseSyncAnswers)
 }
+
+// abort makes flush close the connection without an answer: it panics with http.ErrAbortHandler, which net/http's
+// server and the in-process transport take for a connection closed by the server.
+func (d *deferredWriter) abort() { d.aborted = true }
 
 func deferWrites(out http.ResponseWriter) *deferredWriter { return &deferredWriter{out: out} }
 
@@ -857,6 +868,9 @@ func (d *deferredWriter) Write(b []byte) (int, error) {
 }
 
 func (d *deferredWriter) flush() {
+	if d.aborted {
+		panic(http.ErrAbortHandler)
+	}
 	if d.code == 0 {
 		d.code = http.StatusOK
 	}

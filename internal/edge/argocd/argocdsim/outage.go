@@ -33,7 +33,12 @@ const (
 func (s *Server) SetOutage(o Outage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setOutageLocked(o)
+}
+
+func (s *Server) setOutageLocked(o Outage) {
 	s.outage = o
+	s.outageGen++
 	if s.outageEnded != nil {
 		close(s.outageEnded) // the requests hanging in the previous outage go on
 	}

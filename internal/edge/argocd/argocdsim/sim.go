@@ -129,6 +129,10 @@ type Counts struct {
 	// WebhookRefreshes counts the refreshes POST /api/webhook asked for the app.
 	WebhookRefreshes int
 
+	// SyncAnswersLost counts the sync requests processed whose connection was then closed unanswered
+	// (LoseSyncAnswers); each is counted in SyncsAccepted (or SyncsDropped) too.
+	SyncAnswersLost int
+
 	// When (on the server's clock) the last sync request was accepted, the last operation finished, and the last
 	// refresh was received and answered: where a client's time goes, e.g. how long after a wave's start its last
 	// sync arrived.
@@ -149,6 +153,10 @@ type Totals struct {
 	StreamBytes    int64 // bytes of stream messages sent, after each stream's `fields` filter
 	// Webhooks counts the POST /api/webhook push events received, WebhookRefreshes the apps they refreshed.
 	Webhooks, WebhookRefreshes int
+
+	// SyncAnswersLost counts the sync requests processed whose connection was then closed unanswered
+	// (LoseSyncAnswers).
+	SyncAnswersLost int
 }
 
 // Server is a simulated Argo CD API server with the application controller's state machine. Create it with
@@ -180,6 +188,11 @@ type Server struct {
 	// outageEnded is closed when the outage changes: the requests a Hanging outage holds go on.
 	outageEnded chan struct{}
 	done        chan struct{}
+
+	// outageGen counts the outage's changes: a timed outage ends only the outage it began.
+	outageGen int64
+	// lostAnswers are the sync answers to lose per app, AnyApp's for any (LoseSyncAnswers).
+	lostAnswers map[string]lostAnswers
 }
 
 type appState struct {

@@ -45,6 +45,15 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	rw := &pipeWriter{header: http.Header{}, pw: pw, started: make(chan struct{})}
 	go func() {
 		defer func() {
+			if v := recover(); v != nil {
+				if !isAbort(v) {
+					panic(v)
+				}
+				// The handler aborted (http.ErrAbortHandler): the connection closes, unanswered or mid-answer.
+				rw.abort()
+				_ = pw.CloseWithError(errConnectionClosed)
+				return
+			}
 			rw.start(http.StatusOK)
 			_ = pw.Close()
 		}()
@@ -56,6 +65,13 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		_ = pr.CloseWithError(ctx.Err())
 		return nil, ctx.Err()
+	}
+	if rw.aborted {
+		cancel()
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		return nil, errConnectionClosed
 	}
 	resp := &http.Response{
 		Status:     strconv.Itoa(rw.status) + " " + http.StatusText(rw.status),
@@ -78,6 +94,7 @@ type pipeWriter struct {
 	once    sync.Once
 	status  int
 	started chan struct{}
+	aborted bool // set before started is closed: the handler aborted before its answer began
 }
 
 func (p *pipeWriter) Header() http.Header { return p.header }
@@ -86,6 +103,14 @@ func (p *pipeWriter) start(status int) {
 	p.once.Do(func() {
 		p.status = status
 		p.sent = p.header.Clone()
+		close(p.started)
+	})
+}
+
+// abort closes started without an answer, unless the answer had begun.
+func (p *pipeWriter) abort() {
+	p.once.Do(func() {
+		p.aborted = true
 		close(p.started)
 	})
 }
