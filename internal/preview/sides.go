@@ -51,7 +51,9 @@ type placedAt struct {
 	none     bool // discover.App.InstanceErr
 }
 
-func placement(a *discover.App) placedAt { return placedAt{instance: a.Instance, none: a.InstanceErr != nil} }
+func placement(a *discover.App) placedAt {
+	return placedAt{instance: a.Instance, none: a.InstanceErr != nil}
+}
 
 type outcomes struct {
 	mu sync.Mutex
