@@ -169,9 +169,9 @@ type request struct {
 	query  url.Values
 	body   any
 	// startsOperation marks a request that starts an operation (sync, rollback): sent again only when it
-	// cannot have reached the server (the connection was never made) or the server answered without acting
-	// (an API error). A connection lost after the request was sent, or an attempt's timeout, is returned to the
-	// caller: Argo CD may have started the operation, and a second request after that operation finished would
+	// cannot have reached the server (the connection was never made) or the answer says it was not acted on
+	// (APIError.unacted: a 429, a 503, Argo CD's own 5xx). A connection lost after the request was sent, an
+	// attempt's timeout, or a proxy's 500, 502 or 504 is returned to the caller: Argo CD may have started the operation, and a second request after that operation finished would
 	// start a second one. The caller looks for the operation's evidence before asking again (argosync).
 	startsOperation bool
 }
@@ -193,7 +193,7 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 			return err
 		}
 		var ae *APIError
-		if r.startsOperation && !errors.As(err, &ae) && !neverSent(err) {
+		if r.startsOperation && !neverSent(err) && !(errors.As(err, &ae) && ae.unacted()) {
 			return err
 		}
 		wait := b.NextBackOff()

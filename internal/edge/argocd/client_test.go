@@ -266,7 +266,8 @@ func TestErrorMapping(t *testing.T) {
 		{"not found", 404, `{"error":"x","code":5,"message":"applications.argoproj.io \"web\" not found"}`, []error{ErrNotFound}, nil, codes.NotFound, 1},
 		{"permission denied", 403, `{"error":"permission denied","code":7,"message":"permission denied"}`, []error{ErrPermissionDenied}, nil, codes.PermissionDenied, 1},
 		{"unauthenticated", 401, `{"error":"no session information","code":16,"message":"no session information"}`, []error{ErrUnauthenticated}, nil, codes.Unauthenticated, 1},
-		{"proxy 502 page is retried", 502, `<html><body>502 Bad Gateway</body></html>`, nil, []error{ErrNotFound}, codes.Unknown, 5},
+		// A sync is not sent again after a proxy's 502: Argo CD may have acted on it (a read would be retried).
+		{"proxy 502 page", 502, `<html><body>502 Bad Gateway</body></html>`, nil, []error{ErrNotFound}, codes.Unknown, 1},
 		{"unavailable is retried", 503, `{"error":"x","code":14,"message":"simulated outage"}`, []error{ErrUnavailable}, nil, codes.Unavailable, 5},
 		{"unknown 500 is retried", 500, `{"error":"x","code":2,"message":"error decoding json patch"}`, nil, nil, codes.Unknown, 5},
 		{"429 is retried", 429, `{"error":"x","code":8,"message":"slow down"}`, nil, nil, codes.ResourceExhausted, 5},
@@ -596,7 +597,7 @@ func TestBurstsReuseConnections(t *testing.T) {
 // TestOperationRequestsAreNotResentAfterALostAnswer: a sync whose connection is lost after the request was sent
 // may have started an operation; sending it again once that operation finished would start a second one. So the
 // client returns the transient error after one request (the caller looks for the operation first), while a read
-// is retried, and a sync is retried when the connection was never made or the server answered 503.
+// is retried, and a sync is retried when the connection was never made or the answer says it was not acted on.
 func TestOperationRequestsAreNotResentAfterALostAnswer(t *testing.T) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -620,9 +621,30 @@ func TestOperationRequestsAreNotResentAfterALostAnswer(t *testing.T) {
 		t.Fatalf("get: %v after %d requests; want an error after 5 (retried)", err, n.Load())
 	}
 
-	st, srv503 := serve(t, answer{status: 503, body: `{"code":14,"message":"down"}`}, answer{status: 200, body: appJSON})
-	if _, err := newTestClient(t, srv503).Sync(context.Background(), "web", SyncRequest{Revision: "abc"}); err != nil || len(st.requests()) != 2 {
-		t.Fatalf("sync after a 503: %v after %d requests; want it retried", err, len(st.requests()))
+	// An answer that says the sync was not acted on is sent again; a proxy's 500, 502 or 504 is not: Argo CD may
+	// have started the operation behind it (a gateway timeout usually means it got the request).
+	for _, tc := range []struct {
+		name     string
+		first    answer
+		requests int
+	}{
+		{"Argo CD's 503", answer{status: 503, body: `{"code":14,"message":"down"}`}, 2},
+		{"a proxy's 503", answer{status: 503, body: "<html>no healthy upstream</html>"}, 2},
+		{"a 429", answer{status: 429, body: "slow down"}, 2},
+		{"Argo CD's own 500", answer{status: 500, body: `{"code":13,"message":"internal"}`}, 2},
+		{"a proxy's 502", answer{status: 502, body: "<html>Bad Gateway</html>"}, 1},
+		{"a proxy's 504", answer{status: 504, body: "<html>Gateway Timeout</html>"}, 1},
+		{"a proxy's 500", answer{status: 500, body: "upstream reset"}, 1},
+	} {
+		st, srv := serve(t, tc.first, answer{status: 200, body: appJSON})
+		_, err := newTestClient(t, srv).Sync(context.Background(), "web", SyncRequest{Revision: "abc"})
+		if len(st.requests()) != tc.requests || (tc.requests == 1) != (err != nil) || (err != nil && !IsTransient(err)) {
+			t.Errorf("sync after %s: %v after %d requests; want %d (an error, transient, when not sent again)", tc.name, err, len(st.requests()), tc.requests)
+		}
+	}
+	st, srv502 := serve(t, answer{status: 502, body: "<html>Bad Gateway</html>"}, answer{status: 200, body: appJSON})
+	if _, err := newTestClient(t, srv502).GetApplication(context.Background(), "web", ""); err != nil || len(st.requests()) != 2 {
+		t.Errorf("a read after a proxy's 502: %v after %d requests; want it retried", err, len(st.requests()))
 	}
 	closed := httptest.NewServer(http.NotFoundHandler())
 	url := closed.URL

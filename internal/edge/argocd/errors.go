@@ -44,6 +44,8 @@ type APIError struct {
 	Message    string
 
 	retryAfter time.Duration // from a Retry-After header
+	// fromArgoCD: the body is grpc-gateway's error, so Argo CD's API server itself answered (not a proxy).
+	fromArgoCD bool
 }
 
 func (e *APIError) Error() string {
@@ -90,6 +92,20 @@ func (e *APIError) retryable() bool {
 	return false
 }
 
+// unacted reports whether the answer says the request was not acted on, so that a request starting an operation
+// may be sent again: a 429, a 503 (no server took it: a proxy without an upstream, or Argo CD's Unavailable), or
+// any 5xx of Argo CD's own API server (its handler returned an error before an operation was set). A proxy's 500,
+// 502 or 504 says nothing of whether Argo CD got the request, and a gateway timeout often means it did.
+func (e *APIError) unacted() bool {
+	switch {
+	case e.HTTPStatus == http.StatusTooManyRequests, e.HTTPStatus == http.StatusServiceUnavailable:
+		return true
+	case e.HTTPStatus >= 500:
+		return e.fromArgoCD
+	}
+	return false
+}
+
 // IsTransient reports whether err may go away by itself: a 5xx (but 501) or 429 answer, a connection error, a
 // timeout. A 4xx answer (a refusal) and a cancelled context are not transient.
 func IsTransient(err error) bool {
@@ -128,6 +144,7 @@ func parseAPIError(resp *http.Response) *APIError {
 		if ge.Code != 0 {
 			e.Code = ge.Code
 		}
+		e.fromArgoCD = true
 		e.Message = ge.Message
 		if e.Message == "" {
 			e.Message = ge.Error

@@ -200,7 +200,7 @@ func (e *streamError) apiError() *APIError {
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	return &APIError{HTTPStatus: status, Code: e.GRPCCode, Message: e.Message}
+	return &APIError{HTTPStatus: status, Code: e.GRPCCode, Message: e.Message, fromArgoCD: true}
 }
 
 // newer reports whether resourceVersion a is after b (integers compared as such, see ResourceVersion).
