@@ -192,7 +192,7 @@ func (t trackingAPI) Sync(ctx context.Context, name string, req argocd.SyncReque
 		}
 		return app, err
 	}
-	t.d.noteOwnUser(app)
+	t.d.noteOwnUser(t.inst, app)
 	if run := runOf(ctx); run != nil {
 		run.mu.Lock()
 		if run.step.State == store.StepIntent {

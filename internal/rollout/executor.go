@@ -139,9 +139,10 @@ type Executor struct {
 	draining atomic.Bool
 	drainCh  chan struct{}
 	drainOne sync.Once
-	// ownUser is the Argo CD username the executor's syncs are recorded under (operation.initiatedBy), learned
-	// from Argo CD's answer to its first accepted sync request: whose operation is whose (outofplan.go).
-	ownUser atomic.Pointer[string]
+	// ownUsers are the Argo CD usernames the executor's syncs are recorded under (operation.initiatedBy), by
+	// instance (each instance may know fleetwave's token as another account), learned from Argo CD's answer to
+	// the executor's first sync there: what the out-of-plan check tells its own syncs by.
+	ownUsers sync.Map // instance → string
 
 	mu      sync.Mutex
 	drivers map[int64]*driver

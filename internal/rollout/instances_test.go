@@ -81,6 +81,13 @@ func startMulti(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp
 func startMultiWrap(t *testing.T, cfg argocdsim.Config, fleets map[string][]fleetApp, unconfigured []string,
 	wrap func(inst string, a rollout.ArgoCD) rollout.ArgoCD, opts ...rollout.Option) *multiEnv {
 	t.Helper()
+	return startMultiWith(t, func(string) argocdsim.Config { return cfg }, fleets, unconfigured, wrap, opts...)
+}
+
+// startMultiWith is startMultiWrap with each instance's simulator configured by cfgOf.
+func startMultiWith(t *testing.T, cfgOf func(inst string) argocdsim.Config, fleets map[string][]fleetApp, unconfigured []string,
+	wrap func(inst string, a rollout.ArgoCD) rollout.ArgoCD, opts ...rollout.Option) *multiEnv {
+	t.Helper()
 	m := &multiEnv{env: &env{t: t, rep: &checkruntest.Reporter{}}, sims: map[string]*argocdsim.Server{},
 		fleets: fleets, api: map[string]rollout.ArgoCD{}, gauges: map[string]*inFlight{}}
 	others := map[string]rollout.ArgoCD{}
@@ -89,7 +96,7 @@ func startMultiWrap(t *testing.T, cfg argocdsim.Config, fleets map[string][]flee
 		if containsString(unconfigured, inst) {
 			continue
 		}
-		sim := newSim(t, cfg, apps)
+		sim := newSim(t, cfgOf(inst), apps)
 		g := &inFlight{ArgoCD: newClient(t, sim), sim: sim}
 		var api rollout.ArgoCD = g
 		if wrap != nil {
@@ -213,6 +220,36 @@ func TestRolloutAcrossInstances(t *testing.T) {
 				t.Errorf("step %s: instance %q state %s; want %q synced", s.App, s.App.Instance, s.State, want)
 			}
 		}
+	})
+}
+
+// TestEachInstanceKnowsTheBotAsItsOwnUser: each instance may know fleetwave's token as another account (an
+// account per instance, a project role's JWT). A sync whose answer was lost is judged by who started the
+// operation found for it: the executor's own username on that instance. Before, the first username learned on
+// any instance was the executor's everywhere, and eu-web-1's operation was "synced outside the plan by user
+// fleetwave-eu": the rollout paused.
+func TestEachInstanceKnowsTheBotAsItsOwnUser(t *testing.T) {
+	canary := instanceFleet("web", 2)
+	for i := range canary {
+		canary[i].env = "test"
+	}
+	const twoWaves = `apiVersion: fleetwave/v1
+waves:
+  - {name: canary, selector: {matchLabels: {env: test}}}
+  - {name: production, selector: {matchLabels: {env: prd}}}
+`
+	synctest.Test(t, func(t *testing.T) {
+		users := map[string]string{"": "fleetwave", "eu": "fleetwave-eu"}
+		m := startMultiWith(t, func(inst string) argocdsim.Config {
+			return argocdsim.Config{SyncDuration: 20 * time.Second, Username: users[inst]}
+		}, map[string][]fleetApp{"": canary, "eu": instanceFleet("eu-web", 3)}, nil, nil)
+		m.sims["eu"].LoseSyncAnswers("eu-web-1", 1, 2*time.Minute)
+		r := m.submitAll(twoWaves) // the executor learns its username on "" first, in the canary
+		r = m.wait(r.ID, store.RolloutSucceeded, store.RolloutFailed, store.RolloutPaused)
+		if r.State != store.RolloutSucceeded {
+			t.Fatalf("rollout %s: %s", r.State, r.Message)
+		}
+		m.expectOnce()
 	})
 }
 

@@ -142,18 +142,19 @@ func foreignOperation(app *v1alpha1.Application, rev, repoURL, own string, anyon
 	return foreignOp{}, false
 }
 
-// noteOwnUser learns the executor's Argo CD username from Argo CD's answer to one of its sync requests.
-func (d *driver) noteOwnUser(app *v1alpha1.Application) {
+// noteOwnUser learns the executor's Argo CD username on instance from Argo CD's answer to one of its sync
+// requests there.
+func (d *driver) noteOwnUser(instance string, app *v1alpha1.Application) {
 	if app == nil || app.Operation == nil || app.Operation.InitiatedBy.Username == "" {
 		return
 	}
-	u := app.Operation.InitiatedBy.Username
-	d.e.ownUser.CompareAndSwap(nil, &u)
+	d.e.ownUsers.LoadOrStore(instance, app.Operation.InitiatedBy.Username)
 }
 
-func (d *driver) ownUser() string {
-	if u := d.e.ownUser.Load(); u != nil {
-		return *u
+// ownUser is the executor's Argo CD username on instance, "" until learned.
+func (d *driver) ownUser(instance string) string {
+	if u, ok := d.e.ownUsers.Load(instance); ok {
+		return u.(string)
 	}
 	return ""
 }
@@ -186,7 +187,7 @@ func (d *driver) detectOutOfPlan(ctx context.Context, r store.Rollout, sp *store
 	var found []string
 	c.scanChanged(keys, func(k store.AppKey, app *v1alpha1.Application) {
 		s := bySKey[k]
-		f, ok := foreignOperation(app, s.TargetRevision, sp.Execution.RepoURL, d.ownUser(), true, r.CreatedAt)
+		f, ok := foreignOperation(app, s.TargetRevision, sp.Execution.RepoURL, d.ownUser(k.Instance), true, r.CreatedAt)
 		if !ok {
 			return
 		}
@@ -265,7 +266,7 @@ func (d *driver) foreignSync(ctx context.Context, repoURL string, st store.AppSt
 	}
 	// the stream's cache: it brought the operation argosync judged; a read past it is bounded as a sync is
 	app := d.readApp(ctx, st.App, d.e.o.clock.Now().Add(d.e.o.syncTimeout))
-	return foreignOperation(app, st.TargetRevision, repoURL, d.ownUser(), st.State == store.StepPending, created)
+	return foreignOperation(app, st.TargetRevision, repoURL, d.ownUser(st.App.Instance), st.State == store.StepPending, created)
 }
 
 // recordOutOfPlan records the step out-of-plan from record and queues the app for runWave.
