@@ -68,7 +68,7 @@ git_ --no-pager diff --stat main...change
 bin=${FLEETWAVE:-}
 if [ -z "$bin" ]; then
 	bin=$work/fleetwave
-	bold "Building fleetwave (go build ./cmd/bot): the first build compiles about 1,500 packages (Argo CD, Helm, Kustomize, Kubernetes), about 5 minutes on 2 cores; later builds take seconds."
+	bold "Building fleetwave (go build ./cmd/bot): the first build compiles about 1,700 packages (Argo CD, Helm, Kustomize, Kubernetes), about 7 minutes on 2 cores; later builds take seconds."
 	t0=$(date +%s)
 	(cd "$root" && go build -o "$bin" ./cmd/bot) &
 	pid=$!
