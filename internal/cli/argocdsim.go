@@ -198,51 +198,52 @@ func seedFromPlan(fleet *argocdsim.Fleet, path, repoURL string, holds func(planA
 	if p.Head == "" || len(p.Waves) == 0 {
 		return fmt.Errorf("%s: not a plan with waves ('fleetwave plan --output json')", path)
 	}
-	declared := make(map[string]*planApp, len(p.Apps)) // namespace/name → what the report says of it
-	for _, a := range p.Apps {
-		declared[a.Namespace+"/"+a.Name] = &planApp{Name: a.Name, Namespace: a.Namespace, File: a.File, Parent: a.Parent, Project: a.Project}
-	}
-	for _, w := range p.Waves { // a parent is placed by what its own plan entry says of it too
-		for _, b := range w.Batches {
-			for _, a := range b.Apps {
-				if d, ok := declared[a.Namespace+"/"+a.Name]; ok {
-					d.Labels, d.Cluster, d.Server = a.Labels, a.Cluster, a.Server
-				}
+	// Each app once, by namespace/name: its plan entry, with what the report's apps[] says of it (its file, parent
+	// and project); a parent the plan does not place still places its children by its file.
+	byKey := map[string]*planApp{}
+	var planned []*planApp
+	for wi := range p.Waves {
+		for bi := range p.Waves[wi].Batches {
+			for ai := range p.Waves[wi].Batches[bi].Apps {
+				a := &p.Waves[wi].Batches[bi].Apps[ai]
+				byKey[a.Namespace+"/"+a.Name] = a
+				planned = append(planned, a)
 			}
 		}
 	}
-	for _, a := range declared {
-		a.parent = declared[a.Parent]
+	for _, r := range p.Apps {
+		a, ok := byKey[r.Namespace+"/"+r.Name]
+		if !ok {
+			a = &planApp{Name: r.Name, Namespace: r.Namespace}
+			byKey[r.Namespace+"/"+r.Name] = a
+		}
+		a.File, a.Parent, a.Project = r.File, r.Parent, r.Project
+	}
+	for _, a := range byKey {
+		a.parent = byKey[a.Parent]
 	}
 	if fleet.Refs == nil {
 		fleet.Refs = map[string]string{}
 	}
 	fleet.Refs["HEAD"] = p.Head
 	seen := map[string]bool{}
-	for _, w := range p.Waves {
-		for _, b := range w.Batches {
-			for _, a := range b.Apps {
-				if d, ok := declared[a.Namespace+"/"+a.Name]; ok {
-					a.File, a.Parent, a.Project, a.parent = d.File, d.Parent, d.Project, d.parent
-				}
-				if holds != nil {
-					ok, err := holds(a)
-					if err != nil {
-						return fmt.Errorf("%s: app %s/%s %w", path, a.Namespace, a.Name, err)
-					}
-					if !ok {
-						continue
-					}
-				}
-				if !seen[a.Cluster] {
-					seen[a.Cluster] = true
-					fleet.Clusters = append(fleet.Clusters, argocdsim.FleetCluster{Name: a.Cluster, Server: a.Server, Labels: a.ClusterLabels})
-				}
-				fleet.Apps = append(fleet.Apps, argocdsim.FleetApp{Name: a.Name, Namespace: a.Namespace, Labels: a.Labels,
-					RepoURL: repoURL, Path: a.Name, TargetRevision: "HEAD", LiveRevision: p.Base,
-					Destination: v1alpha1.ApplicationDestination{Name: a.Cluster, Namespace: a.Name}})
+	for _, a := range planned {
+		if holds != nil {
+			ok, err := holds(*a)
+			if err != nil {
+				return fmt.Errorf("%s: app %s/%s %w", path, a.Namespace, a.Name, err)
+			}
+			if !ok {
+				continue
 			}
 		}
+		if !seen[a.Cluster] {
+			seen[a.Cluster] = true
+			fleet.Clusters = append(fleet.Clusters, argocdsim.FleetCluster{Name: a.Cluster, Server: a.Server, Labels: a.ClusterLabels})
+		}
+		fleet.Apps = append(fleet.Apps, argocdsim.FleetApp{Name: a.Name, Namespace: a.Namespace, Labels: a.Labels,
+			RepoURL: repoURL, Path: a.Name, TargetRevision: "HEAD", LiveRevision: p.Base,
+			Destination: v1alpha1.ApplicationDestination{Name: a.Cluster, Namespace: a.Name}})
 	}
 	return nil
 }
