@@ -421,10 +421,9 @@ func (s *Server) handleSync(out http.ResponseWriter, r *http.Request) {
 		op.Retry = *req.RetryStrategy
 	}
 	s.staleLocked(st)
-	if lose, unreachableFor := s.takeLostAnswerLocked(name); lose {
+	if s.loseAnswerLocked(name) {
 		// Processed, then the connection closes unanswered (lostanswer.go); an outage that follows begins
 		// before the write, so no stream carries it.
-		s.loseAnswerLocked(name, unreachableFor)
 		w.abort()
 	}
 	if s.takeDropLocked(name) {

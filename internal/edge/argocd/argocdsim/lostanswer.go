@@ -47,15 +47,16 @@ type lostAnswers struct {
 	unreachableFor time.Duration
 }
 
-// takeLostAnswerLocked reports whether the answer to the app's accepted sync is to be lost, counts it off, and
-// returns how long the server then stays unreachable.
-func (s *Server) takeLostAnswerLocked(name string) (bool, time.Duration) {
+// loseAnswerLocked reports whether the answer to the app's accepted sync is to be lost (LoseSyncAnswers), and
+// when it is, counts it off, counts the lost answer, and begins the outage that follows it, if any. It runs
+// before the operation is written; the caller then writes it and aborts its answer.
+func (s *Server) loseAnswerLocked(name string) bool {
 	key := name
 	la, ok := s.lostAnswers[key]
 	if !ok {
 		key = AnyApp
 		if la, ok = s.lostAnswers[key]; !ok {
-			return false, 0
+			return false
 		}
 	}
 	switch {
@@ -66,24 +67,19 @@ func (s *Server) takeLostAnswerLocked(name string) (bool, time.Duration) {
 		la.n--
 		s.lostAnswers[key] = la
 	}
-	return true, la.unreachableFor
-}
-
-// loseAnswerLocked is the fault's side on the server, before the operation is written: it counts the lost answer
-// and begins the outage that follows it, if any. The caller then writes the operation and aborts its answer.
-func (s *Server) loseAnswerLocked(name string, unreachableFor time.Duration) {
 	s.countsLocked(name).SyncAnswersLost++
 	s.totals.SyncAnswersLost++
-	if unreachableFor <= 0 {
-		return
+	if la.unreachableFor <= 0 {
+		return true
 	}
 	s.setOutageLocked(Unreachable)
 	gen := s.outageGen
-	s.afterLocked(unreachableFor, func() {
+	s.afterLocked(la.unreachableFor, func() {
 		if s.outageGen == gen {
 			s.setOutageLocked(Up)
 		}
 	})
+	return true
 }
 
 // errConnectionClosed is what the in-process transport answers for a request whose handler aborted: the
